@@ -1,0 +1,71 @@
+# tritonlab — two commands on a fresh machine: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+# GPU=1 keeps the platform's torch (CUDA build); the default pins the CPU stack when no GPU is present.
+GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
+CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
+STAMP := $(VENV)/.installed-$(GPU)
+
+.PHONY: install run test test-gpu gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
+
+$(STAMP): pyproject.toml constraints-cpu.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(CONSTRAINTS) -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+run: install
+	@$(BIN)/tritonlab doctor || true
+	@if $(BIN)/tritonlab serve --help >/dev/null 2>&1; then \
+		exec $(BIN)/tritonlab serve; \
+	else \
+		$(BIN)/tritonlab list && $(BIN)/tritonlab show 1 && $(BIN)/tritonlab init tritonlab-work && \
+		cd tritonlab-work && exec ../$(BIN)/tritonlab watch; \
+	fi
+
+# System packages for the tests, from Debian when we may (root with apt-get), never downloaded binaries:
+# chromium for the browser tests, bubblewrap for the hardened sandbox. Without them those tests skip and say why.
+SYSTEM_PACKAGES := $(if $(wildcard /usr/bin/chromium),,chromium) $(if $(shell command -v bwrap),,bubblewrap)
+system-deps:
+	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian packages for the tests: $(strip $(SYSTEM_PACKAGES))"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null) || \
+		echo "could not install $(SYSTEM_PACKAGES): the tests that need them will be skipped"; \
+	fi
+
+lint: install
+	$(BIN)/ruff check src tests scripts course
+	$(BIN)/ruff format --check src tests scripts
+
+format: install
+	$(BIN)/ruff format src tests scripts
+	$(BIN)/ruff check --fix src tests scripts course
+
+test: install system-deps lint
+	$(BIN)/python -m pytest -q -m "not gpu"
+	$(BIN)/tritonlab dev check
+
+test-gpu: install
+	$(BIN)/python -m pytest -q -m gpu
+
+# Every course solution must pass (and every starter fail) on the GPU too; writes the verdicts as JSON.
+gpu-course-check: install
+	$(BIN)/tritonlab dev check --backend gpu --json > docs/gpu-runs/gpu-course-check.json
+
+bench-gpu: install
+	$(BIN)/python scripts/bench_gpu.py && $(BIN)/python scripts/bench_report.py
+
+bench-cli: install
+	$(BIN)/python scripts/bench_cli.py
+
+docs: install
+	$(BIN)/python scripts/gen_cli_docs.py
+	$(BIN)/python scripts/outcomes.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""Render docs/benchmarks.md and the PNG plots in docs/gpu-runs/ from the recorded GPU-run JSON alone.
+
+    python scripts/bench_report.py [--runs docs/gpu-runs] [--prefix h200] [--out docs/benchmarks.md]
+
+Needs no GPU (matplotlib only), so CI can check that the report renders from the committed JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tritonlab import bench  # noqa: E402
+
+#: Hand-written explanations, keyed by target id, added to the automatic reason when a target is short.
+#: Each rests on numbers in the recorded JSON (the tuning rounds are docs/gpu-runs/h200-tuning-round*.json).
+NOTES: dict[str, str] = {
+    "vector_add": "both run at the memory roof (a 3-stream kernel slightly beats the 2-stream copy used as "
+    "the ceiling); the ~0.5% gap to torch.add held across 16 block/warp/cache-hint variants and "
+    "8 persistent variants in tuning rounds 2–3, so it is not noise, and it was not closed",
+    "softmax-bw-bf16-4096": "0.8 points short; the same kernel moves 95% for fp32 rows, where each byte "
+    "carries half the per-element work",
+    "softmax-bw-bf16-16384": "a whole 32 KiB bf16 row, upcast to fp32 in registers, leaves room for one "
+    "program per SM, so its load, reductions and store do not overlap; the two-pass "
+    "online kernel (round 3: 5 chunk/warp variants) was slower",
+    "softmax-bw-bf16-32768": "a 64 KiB row does not fit one program's registers; the two-pass online kernel "
+    "re-reads the row from L2 and, at 2 bytes per element, is bound by its per-element "
+    "work (exp, max, rescale) rather than by DRAM; round 3 tried 6 variants",
+    "matmul-bf16": "per shape 0.97–1.02×, i.e. parity within run-to-run spread (cuBLAS's own decode time moved "
+    "from 17.9 to 19.3 µs within this run's tuning pass); the geo mean misses 1.00 by 0.3%",
+    "matmul-all": "fp16 meets 1.00×, bf16 misses by 0.3%: parity with cuBLAS, not a lead over it",
+    "mbg-compile": "the lesson-9 table of the same run measured this pair at 1.00×, so 1.04× here is within the "
+    "spread; torch.compile runs cuBLAS plus one fused bias+GELU kernel, and ours spends the erf "
+    "epilogue inside the persistent GEMM without overlapping it with tensor-core work",
+    "mbg-eager": "",
+    "rms_norm": "",
+}
+
+
+def fusion_context(data: dict[str, Any]) -> str:
+    """For the fused-GEMM targets: how fast eager would have to be beaten, against cuBLAS's bare matmul."""
+    rows = data.get("fusion", {}).get("rows", [])
+    big = next((r for r in rows if r["shape"] == [8192, 8192, 8192]), None)
+    if not big:
+        return ""
+    imp = big["impls"]
+    try:
+        need = imp["torch"]["ms"] / 1.2
+        bare = imp["cuBLAS matmul only"]["ms"]
+    except KeyError:
+        return ""
+    return (
+        f"1.2× eager needs ≤ {need:.3f} ms including the epilogue; cuBLAS's bare matmul alone takes "
+        f"{bare:.3f} ms ({imp['cuBLAS matmul only']['tflops']:.0f} TFLOP/s), so the target asks for a GEMM "
+        f"{bare / need:.2f}× faster than cuBLAS"
+    )
+
+
+def load_runs(runs: Path, prefix: str) -> dict[str, Any]:
+    data = {}
+    for name in ("results", "bottlenecks", "block-sweep", "roofline", "fusion", "autotune-holdout", "tuning"):
+        path = runs / f"{prefix}-{name}.json"
+        if path.exists():
+            data[name] = json.loads(path.read_text())
+    return data
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def shape_str(shape: list[int]) -> str:
+    return "×".join(map(str, shape))
+
+
+def reason(t: dict[str, Any], data: dict[str, Any] | None = None) -> str:
+    """Why a target is met or short, from the numbers recorded with it."""
+    parts = []
+    if t["id"] == "mbg-eager" and data:
+        parts.append(fusion_context(data))
+    if t["unit"] == "x" and t.get("peer_pct_copy_max"):
+        need = t["target"] * t["peer_pct_copy_max"]
+        parts.append(
+            f"fastest peer reaches {t['peer_pct_copy_max']:.0f}% of copy bandwidth on some shape"
+            + (
+                f"; {t['target']}× that would be {need:.0f}% > 100%, beyond the memory roof"
+                if need > 100
+                else ""
+            )
+        )
+    if t.get("peer_pct_copy") and t.get("ours_pct_copy"):
+        parts.append(f"ours {t['ours_pct_copy']:.1f}% vs peer {t['peer_pct_copy']:.1f}% of copy bandwidth")
+    if t.get("ours_pct_copy_min"):
+        parts.append(f"ours ≥ {t['ours_pct_copy_min']:.0f}% of copy bandwidth on every shape")
+    if t.get("per_shape"):
+        parts.append("per shape: " + ", ".join(f"{k} {fmt(v)}×" for k, v in t["per_shape"].items()))
+    if t.get("ours_tflops"):
+        parts.append(f"ours {t['ours_tflops']:.0f} TFLOP/s")
+    note = NOTES.get(t["id"]) if not t["met"] else None
+    if note:
+        parts.append(note)
+    return "; ".join(p for p in parts if p) or "—"
+
+
+def env_line(env: dict[str, Any]) -> str:
+    keys = ("date", "gpu", "driver", "cuda", "triton", "torch", "python", "power_limit", "max_sm_clock")
+    return ", ".join(f"{k} {env[k]}" for k in keys if env.get(k))
+
+
+def rate_cols(row: dict[str, Any]) -> tuple[str, str]:
+    return ("TFLOP/s", "% of matmul peak") if row["bound"] == "compute" else ("GB/s", "% of copy")
+
+
+def kernel_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "| case | implementation | median ms (p20–p80) | rate | % of peak | ours × this |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        unit, _ = rate_cols(r)
+        for name, t in r["impls"].items():
+            case = f"{r['kernel']} {r['dtype']} {shape_str(r['shape'])}"
+            if "error" in t:
+                out.append(f"| {case} | {name} | error: {t['error'][:80]} | | | |")
+                continue
+            rate = t["tflops"] if unit == "TFLOP/s" else t["gbps"]
+            pct = t.get("pct_matmul") if unit == "TFLOP/s" else t.get("pct_copy")
+            sp = r["speedup"].get(name)
+            if t.get("timer") == "hidden-launch":
+                name += " *(hidden-launch)*"
+            out.append(
+                f"| {case} | {name} | {t['ms']:.4f} ({t['p20']:.4f}–{t['p80']:.4f}) | {rate:,.0f} {unit} | "
+                f"{fmt(pct, 1)}% | {'' if sp is None else f'{sp:.2f}×'} |"
+            )
+    return out
+
+
+def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
+    """Draw every plot the data allows; return {name: file name}."""
+    made: dict[str, str] = {}
+
+    def path(name: str) -> Path:
+        made[name] = f"{prefix}-{name}.png"
+        return runs / made[name]
+
+    res = data.get("results", {})
+    rows = res.get("rows", [])
+    peaks = res.get("peaks") or data.get("roofline", {}).get("peaks")
+    if rows and peaks:
+        bench.plot_roofline(
+            rows, peaks, path("roofline"), title=f"Roofline, {res['env'].get('gpu')} (measured roof)"
+        )
+    sweeps = res.get("size_sweeps", {})
+    if isinstance(sweeps, dict) and sweeps.get("vector_add_fp32"):
+        series: dict[str, list[tuple[float, float]]] = {}
+        for r in sweeps["vector_add_fp32"]:
+            for impl, t in r["impls"].items():
+                if "gbps" in t:
+                    series.setdefault(impl, []).append((r["shape"][0], t["gbps"]))
+        bench.plot_sweep(
+            series,
+            path("vector-add-sizes"),
+            xlabel="elements (fp32)",
+            ylabel="GB/s (3 × 4 B each)",
+            title="Vector add: bandwidth by size",
+            hline=(peaks["copy_gbps"], "measured copy"),
+        )
+    for kernel, unit in (
+        ("softmax", "gbps"),
+        ("matmul", "tflops"),
+        ("rms_norm", "gbps"),
+        ("transpose", "gbps"),
+        ("copy_2d", "gbps"),
+    ):
+        sel = [r for r in rows if r["kernel"] == kernel]
+        if sel:
+            groups = {
+                f"{r['dtype']} {shape_str(r['shape'])}": {
+                    k: v[unit] for k, v in r["impls"].items() if unit in v
+                }
+                for r in sel
+            }
+            bench.plot_bars(
+                groups,
+                path(f"{kernel}-bars"),
+                ylabel="GB/s" if unit == "gbps" else "TFLOP/s",
+                title=f"{kernel}: ours and peers, side by side",
+            )
+    bs = data.get("block-sweep")
+    if bs and "values" in bs:
+        bench.plot_heatmap(
+            bs,
+            path("block-sweep"),
+            title=f"vector add 2^26 fp32 on {bs['env'].get('gpu')}: GB/s",
+            unit="GB/s",
+        )
+    fu = data.get("fusion")
+    if fu and fu.get("rows"):
+        groups = {
+            shape_str(r["shape"]): {k: v["tflops"] for k, v in r["impls"].items() if "tflops" in v}
+            for r in fu["rows"]
+        }
+        bench.plot_bars(
+            groups,
+            path("fusion"),
+            ylabel="TFLOP/s (matmul FLOPs)",
+            title="gelu(A @ B + bias), bf16: fused vs unfused",
+        )
+    at = data.get("autotune-holdout")
+    if at and at.get("report"):
+        groups = {
+            f"{r['shape']} ({r['set']})": {
+                "tuned config": r["tuned_tflops"] or 0,
+                "best config": r["best_tflops"],
+                "cuBLAS": r["cublas_tflops"] or 0,
+            }
+            for r in at["report"]
+        }
+        bench.plot_bars(
+            groups,
+            path("autotune-holdout"),
+            ylabel="TFLOP/s",
+            title="matmul bf16: one tuned config vs the best per shape",
+        )
+    return made
+
+
+def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
+    res = data.get("results", {})
+    env = res.get("env", {})
+    peaks = res.get("peaks", {})
+    L = [
+        "# Benchmarks: reference kernels on a real GPU",
+        "",
+        "Generated by `scripts/bench_report.py` from the JSON that `scripts/bench_gpu.py` recorded in one run "
+        f"(`make bench-gpu` reproduces both). Raw data: `{runs_rel}/`.",
+        "",
+        f"**Run:** {env_line(env)}.",
+        "",
+    ]
+    if peaks:
+        L += [
+            f"**Measured ceilings of this GPU:** copy {peaks['copy_gbps']:,.0f} GB/s (device-to-device copy of 1 GiB, "
+            f"bytes read + written); dense bf16 matmul {peaks['matmul_bf16_tflops']:.0f} TFLOP/s (cuBLAS "
+            "8192³ on random data). Percentages below are of these, not of the datasheet.",
+            "",
+        ]
+    L += [
+        "**Protocol:** `triton.testing.do_bench` median with 20th/80th percentiles, L2 flushed before every call, "
+        "fresh `torch.randn` inputs (never zeros), ours and its peers timed back to back in the same process on "
+        "the same inputs. GB/s and TFLOP/s use counted bytes (each input read once, each output written once) "
+        "and FLOPs, the same for every implementation. `torch.compile` is the default mode with static shapes. "
+        "Rows marked *hidden-launch* (kernels of a few µs) use the same protocol with a ~100 µs GPU-side spin "
+        "queued before each timed call, so that the host's launch latency stays out of the interval "
+        "(`tritonlab.bench.time_hidden_launch`); otherwise a 10 µs kernel whose Python launch path takes longer "
+        "than the L2 flush reads as 30–60 µs.",
+        "",
+    ]
+    targets = res.get("targets", [])
+    if targets:
+        met = sum(t["met"] for t in targets)
+        L += [
+            "## Targets (issue 8)",
+            "",
+            f"{met} of {len(targets)} met.",
+            "",
+            "| target | measured | goal | status | reason / context |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for t in targets:
+            unit = "×" if t["unit"] == "x" else "%"
+            L.append(
+                f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | ≥ {t['target']}{unit} | "
+                f"{'met' if t['met'] else '**short**'} | {reason(t, data)} |"
+            )
+        L.append("")
+    corr = res.get("correctness") or []
+    if isinstance(corr, list) and corr:
+        bad = [c for c in corr if not c["ok"]]
+        L += [
+            "## Correctness",
+            "",
+            f"{len(corr) - len(bad)} of {len(corr)} checks passed (relative error "
+            "‖out − ref‖/‖ref‖ against a float64 reference on fresh random data, outputs poisoned with NaN "
+            "first; tolerance fp32 1e-5, fp16 2e-3, bf16 1e-2).",
+            "",
+            "| kernel | shape | dtype | size | rel. error | tolerance | ok |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for c in corr:
+            L.append(
+                f"| {c['kernel']} | {shape_str(c['shape'])} | {c['dtype']} | {c['size']} | {c['rel_err']:.2e} | "
+                f"{c['tol']:.0e} | {'yes' if c['ok'] else '**NO**'} |"
+            )
+        L.append("")
+    rows = res.get("rows", [])
+    if rows:
+        L += ["## Every case, side by side", ""]
+        if "roofline" in made:
+            L += [f"![roofline]({runs_rel}/{made['roofline']})", ""]
+        for kernel in dict.fromkeys(r["kernel"] for r in rows):
+            L += [f"### {kernel}", ""]
+            L += kernel_table([r for r in rows if r["kernel"] == kernel])
+            if f"{kernel}-bars" in made:
+                L += ["", f"![{kernel}]({runs_rel}/{made[f'{kernel}-bars']})"]
+            L.append("")
+        if "vector-add-sizes" in made:
+            L += [
+                "### vector add by size",
+                "",
+                f"![vector add sizes]({runs_rel}/{made['vector-add-sizes']})",
+                "",
+            ]
+    bn = data.get("bottlenecks")
+    if bn and "memory_bound_chain" in bn:
+        L += ["## Lesson 2: three bottlenecks", ""]
+        ch = bn["memory_bound_chain"]
+        L += [
+            "**Memory-bound chain** `gelu_tanh(x·1.5 + 0.25) · y`, 2^28 fp32: eager runs four kernels (about "
+            f"{ch.get('eager_bytes', 0) / 1e9:.1f} GB of traffic), fused one ({ch['bytes'] / 1e9:.1f} GB).",
+            "",
+        ]
+        L += kernel_table([ch]) + [""]
+        tiny = bn["launch_bound_tiny_add"]
+        L += [
+            f"**Launch-bound tiny op:** adding two {tiny['n']}-element fp32 vectors ({tiny['bytes']} bytes).",
+            "",
+            "| implementation | do_bench median per call | GPU time with launch hidden | wall time per call, "
+            "2000 back-to-back calls |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, t in tiny["impls"].items():
+            hid = t.get("ms_hidden_launch")
+            L.append(
+                f"| {name} | {t['ms'] * 1e3:.1f} µs | {'—' if hid is None else f'{hid * 1e3:.1f} µs'} | "
+                f"{t['wall_us_per_call']:.1f} µs |"
+            )
+        mm = bn["compute_bound_matmul"]
+        L += [
+            "",
+            f"**Compute-bound matmul** bf16 {shape_str(mm['shape'])} (intensity "
+            f"{mm['flops'] / mm['bytes']:.0f} FLOP/byte):",
+            "",
+            "| implementation | ms | TFLOP/s | % of measured peak |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, t in mm["impls"].items():
+            L.append(f"| {name} | {t['ms']:.3f} | {t['tflops']:.0f} | {t['pct_matmul']:.0f}% |")
+        L.append("")
+    bs = data.get("block-sweep")
+    if bs and "values" in bs:
+        best = max(
+            (v, bs["x"][j], bs["y"][i]) for i, row in enumerate(bs["values"]) for j, v in enumerate(row) if v
+        )
+        L += [
+            "## Lesson 6: BLOCK_SIZE × num_warps (vector add, 2^26 fp32)",
+            "",
+            f"Best {best[0]:,.0f} GB/s at BLOCK_SIZE {best[1]}, num_warps {best[2]}; torch.add "
+            f"{bs['torch_add_gbps']:,.0f} GB/s on the same data.",
+            "",
+        ]
+        if "block-sweep" in made:
+            L += [f"![block sweep]({runs_rel}/{made['block-sweep']})", ""]
+        L += [
+            "| num_warps \\ BLOCK_SIZE | " + " | ".join(map(str, bs["x"])) + " |",
+            "| --- |" + " --- |" * len(bs["x"]),
+        ]
+        for y, row in zip(bs["y"], bs["values"], strict=True):
+            L.append(f"| {y} | " + " | ".join(fmt(v, 0) for v in row) + " |")
+        L.append("")
+    fu = data.get("fusion")
+    if fu and fu.get("rows"):
+        L += ["## Lesson 9: matmul + bias + GELU, fused vs unfused (bf16)", ""]
+        if "fusion" in made:
+            L += [f"![fusion]({runs_rel}/{made['fusion']})", ""]
+        L += kernel_table(fu["rows"]) + [""]
+    at = data.get("autotune-holdout")
+    if at and at.get("report"):
+        L += [
+            "## Lesson 10: autotuning on one set of shapes, reporting on another",
+            "",
+            f"Search space: {len(at['space'])} configurations of the bf16 matmul ({', '.join(at['space'])}). "
+            f"Tuned on {', '.join(at['tune_shapes'])} (best geometric mean); reported on the held-out "
+            f"{', '.join(at['holdout_shapes'])}. The tuned configuration is **{at['tuned_config']}**; on the "
+            f"held-out shapes it loses {at['holdout_mean_loss_pct']:.1f}% on average against the best "
+            "configuration for each shape.",
+            "",
+        ]
+        if at.get("errors"):
+            L += [
+                "Configurations that failed: "
+                + "; ".join(f"{k}: {v[:120]}" for k, v in at["errors"].items()),
+                "",
+            ]
+        if "autotune-holdout" in made:
+            L += [f"![autotune]({runs_rel}/{made['autotune-holdout']})", ""]
+        L += [
+            "| shape | set | tuned config TFLOP/s | best config | best TFLOP/s | loss | cuBLAS TFLOP/s |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in at["report"]:
+            L.append(
+                f"| {r['shape']} | {r['set']} | {fmt(r['tuned_tflops'], 0)} | {r['best_config']} | "
+                f"{r['best_tflops']:.0f} | {r['loss_pct']:.1f}% | {fmt(r['cublas_tflops'], 0)} |"
+            )
+        L.append("")
+    L += [
+        "## Tuning record",
+        "",
+        "The launch configurations measured above are listed under `configs` in the results JSON. They were "
+        "chosen by explore passes of `scripts/bench_gpu.py --explore`, kept beside the run: "
+        "`h200-tuning-round1.json` (block/warp/rows grids for every kernel, the first matmul study), "
+        "`-round2.json` (cache hints, online softmax, split-K), `-round3.json` (large/fused matmul picks, "
+        "persistent vector add, long-row softmax), `-round4.json` (the decode GEMM, in the same device call as "
+        "this run, timed with the hidden-launch timer). The log of the recorded run is `h200-run-log.txt`.",
+        "",
+    ]
+    return "\n".join(L).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=Path, default=ROOT / "docs" / "gpu-runs")
+    ap.add_argument("--prefix", default="h200")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    args = ap.parse_args(argv)
+    data = load_runs(args.runs, args.prefix)
+    if "results" not in data:
+        print(
+            f"no {args.prefix}-results.json in {args.runs}: run scripts/bench_gpu.py on a GPU first",
+            file=sys.stderr,
+        )
+        return 1
+    made = plots(data, args.runs, args.prefix)
+    try:
+        runs_rel = args.runs.resolve().relative_to(args.out.resolve().parent).as_posix()
+    except ValueError:
+        runs_rel = args.runs.as_posix()
+    args.out.write_text(render(data, made, runs_rel), encoding="utf-8")
+    print(f"wrote {args.out} and {len(made)} plots in {args.runs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

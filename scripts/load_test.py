@@ -1,0 +1,281 @@
+"""Load and durability test on loopback: N simulated learners against a real `tritonlab serve` process.
+
+Each learner loads the exercise, saves an edit (with the version it loaded: a conflict is a 409, never a
+silent overwrite; it retries on the disk version), then checks or runs it and reads the result stream. A
+429 (queue full) is retried after a pause. Bounded: at most N learners, 3 saves each, a deadline.
+Afterwards the server is killed with SIGKILL, and every acknowledged edit and attempt must be on disk.
+
+    python scripts/load_test.py [--learners 50] [--write docs/reliability.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_COURSE = ROOT / "tests" / "fixtures" / "course"
+SOLUTION = FIXTURE_COURSE / "01-only" / "exercises" / "vector-copy" / "solution.py"
+TOKEN = "load-test-token-0123456789"
+EXERCISE = "vector-copy"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def start_server(home: Path) -> tuple[subprocess.Popen, str]:
+    env = dict(
+        os.environ,
+        TRITONLAB_HOME=str(home),
+        TRITONLAB_COURSE=str(FIXTURE_COURSE),
+        TRITONLAB_BACKEND="interpreter",
+        TRITONLAB_WORKSPACE=str(home / "ws"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tritonlab", "serve", "--port", "0", "--no-browser", "--token", TOKEN],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if found:
+            threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep the pipe drained
+            return proc, f"http://127.0.0.1:{found.group(1)}"
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.status: dict[int, int] = {}
+        self.acked: list[dict] = []  # {"base", "version", "text"}
+        self.conflicts = 0
+        self.busy = 0
+        self.jobs: list[tuple[float, float]] = []  # (submitted, started) monotonic times
+        self.verdicts = 0
+        self.errors: list[str] = []
+        self.latencies: list[float] = []
+
+    def count(self, response: httpx.Response, started: float) -> None:
+        with self.lock:
+            self.status[response.status_code] = self.status.get(response.status_code, 0) + 1
+            self.latencies.append(time.monotonic() - started)
+
+
+def request(client: httpx.Client, tally: Tally, method: str, url: str, **kw: object) -> httpx.Response:
+    started = time.monotonic()
+    response = client.request(method, url, **kw)  # type: ignore[arg-type]
+    tally.count(response, started)
+    return response
+
+
+def save(client: httpx.Client, tally: Tally, learner: int) -> None:
+    code = request(client, tally, "GET", f"/api/exercises/{EXERCISE}/code").json()
+    base = code["version"]
+    for attempt in range(3):
+        text = SOLUTION.read_text() + f"\n# learner {learner}, edit {attempt}\n"
+        r = request(
+            client, tally, "PUT", f"/api/exercises/{EXERCISE}/code", json={"text": text, "base_version": base}
+        )
+        if r.status_code == 200:
+            with tally.lock:
+                tally.acked.append({"base": base, "version": r.json()["version"], "text": text})
+            return
+        if r.status_code == 409:
+            with tally.lock:
+                tally.conflicts += 1
+            base = r.json()["disk_version"]
+            continue
+        with tally.lock:
+            tally.errors.append(f"save: {r.status_code} {r.text[:200]}")
+        return
+
+
+def job(client: httpx.Client, tally: Tally, kind: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        submitted = time.monotonic()
+        r = request(client, tally, "POST", f"/api/exercises/{EXERCISE}/{kind}")
+        if r.status_code == 429:
+            with tally.lock:
+                tally.busy += 1
+            time.sleep(0.5)
+            continue
+        if r.status_code != 200:
+            with tally.lock:
+                tally.errors.append(f"{kind}: {r.status_code} {r.text[:200]}")
+            return
+        started = None
+        with client.stream("GET", r.json()["events"], timeout=120) as events:
+            name = ""
+            for line in events.iter_lines():
+                if line.startswith("event: "):
+                    name = line[7:]
+                    if name == "start":
+                        started = time.monotonic()
+                    elif name in ("verdict", "exit"):
+                        with tally.lock:
+                            tally.verdicts += 1
+                    elif name == "error":
+                        with tally.lock:
+                            tally.errors.append(f"{kind}: error event")
+        if started is not None:
+            with tally.lock:
+                tally.jobs.append((submitted, started))
+        return
+
+
+def learner(base_url: str, tally: Tally, index: int, deadline: float) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
+        try:
+            save(client, tally, index)
+            job(client, tally, "check" if index % 5 else "run", deadline)
+            request(client, tally, "GET", "/api/progress")
+        except httpx.HTTPError as exc:
+            with tally.lock:
+                tally.errors.append(f"learner {index}: {type(exc).__name__}: {exc}")
+
+
+def chain_ok(acked: list[dict], final_text: str) -> tuple[bool, str]:
+    """Acknowledged saves form one chain: no two built on the same base; the disk holds the last one."""
+    bases = [a["base"] for a in acked]
+    if len(set(bases)) != len(bases):
+        return False, "two acknowledged saves were built on the same version (a silent overwrite)"
+    by_base = {a["base"]: a for a in acked}
+    versions = {a["version"] for a in acked}
+    heads = [a for a in acked if a["version"] not in by_base]
+    starts = [a for a in acked if a["base"] not in versions]
+    if len(heads) != 1 or len(starts) != 1:
+        return False, f"acknowledged saves do not form one chain ({len(starts)} starts, {len(heads)} ends)"
+    if heads[0]["text"] != final_text:
+        return False, "the file on disk is not the last acknowledged save"
+    return True, f"{len(acked)} acknowledged saves form one chain; the disk holds the last"
+
+
+def run_load(learners: int = 50, budget_s: float = 50.0) -> dict:
+    home = Path(tempfile.mkdtemp(prefix="tritonlab-load-"))
+    proc, base_url = start_server(home)
+    tally = Tally()
+    try:
+        client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+        client.get("/api/status")
+        rss_before = rss_mb(proc.pid)
+        started = time.monotonic()
+        threads = [
+            threading.Thread(target=learner, args=(base_url, tally, i, started + budget_s))
+            for i in range(learners)
+        ]
+        for t in threads:
+            t.start()
+            time.sleep(0.01)
+        for t in threads:
+            t.join(timeout=max(1.0, started + budget_s + 30 - time.monotonic()))
+        wall = time.monotonic() - started
+        rss_after = rss_mb(proc.pid)
+        attempts_acked = client.get("/api/progress").json()["attempts"]
+        client.close()
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # kill -9: nothing acknowledged may be lost
+        proc.wait()
+    from tritonlab.progress import Store
+
+    store = Store(home / "progress.sqlite3")
+    final_text = (home / "ws" / "01-only" / f"{EXERCISE}.py").read_text()
+    chained, chain_note = chain_ok(tally.acked, final_text)
+    inversions = sum(1 for a in tally.jobs for b in tally.jobs if a[0] < b[0] - 0.05 and a[1] > b[1] + 0.05)
+    latencies = sorted(tally.latencies)
+    return {
+        "learners": learners,
+        "wall_s": round(wall, 1),
+        "requests": len(latencies),
+        "status": dict(sorted(tally.status.items())),
+        "server_errors": sum(n for code, n in tally.status.items() if code >= 500),
+        "client_errors": tally.errors[:5],
+        "conflicts_409": tally.conflicts,
+        "queue_full_429": tally.busy,
+        "jobs_finished": tally.verdicts,
+        "order_inversions": inversions,
+        "p50_ms": round(1000 * latencies[len(latencies) // 2], 1) if latencies else None,
+        "p95_ms": round(1000 * latencies[int(len(latencies) * 0.95)], 1) if latencies else None,
+        "rss_before_mb": round(rss_before, 1),
+        "rss_after_mb": round(rss_after, 1),
+        "acked_saves": len(tally.acked),
+        "no_lost_edit": chained,
+        "edit_chain": chain_note,
+        "attempts_acked": attempts_acked,
+        "attempts_after_kill9": len(store.attempts()),
+        "integrity_ok": store.integrity_ok(),
+    }
+
+
+def write_section(doc: Path, marker: str, text: str) -> None:
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    body = doc.read_text() if doc.exists() else ""
+    block = f"{begin}\n{text.rstrip()}\n{end}"
+    if begin in body and end in body:
+        body = body[: body.index(begin)] + block + body[body.index(end) + len(end) :]
+    else:
+        body = body.rstrip() + "\n\n" + block + "\n"
+    doc.write_text(body)
+
+
+def markdown(r: dict) -> str:
+    return "\n".join(
+        [
+            f"Measured by `scripts/load_test.py` on {time.strftime('%Y-%m-%d')}: {r['learners']} simulated learners "
+            f"against a real `tritonlab serve` process on loopback (interpreter backend), {r['wall_s']} s.",
+            "",
+            "| figure | value |",
+            "| --- | --- |",
+            f"| requests (status counts) | {r['requests']} ({', '.join(f'{k}: {v}' for k, v in r['status'].items())}) |",
+            f"| 5xx responses | {r['server_errors']} |",
+            f"| edits acknowledged / conflicts answered 409 | {r['acked_saves']} / {r['conflicts_409']} |",
+            f"| lost edits | {'none' if r['no_lost_edit'] else 'YES'}: {r['edit_chain']} |",
+            f"| runs and checks finished / queue-full answers (429, retried) | {r['jobs_finished']} / {r['queue_full_429']} |",
+            f"| queue order inversions (started out of arrival order by > 50 ms) | {r['order_inversions']} |",
+            f"| request latency p50 / p95 | {r['p50_ms']} ms / {r['p95_ms']} ms |",
+            f"| server RSS before / after | {r['rss_before_mb']} MiB / {r['rss_after_mb']} MiB |",
+            f"| attempts acknowledged / in the database after `kill -9` | {r['attempts_acked']} / "
+            f"{r['attempts_after_kill9']} (integrity_check: {'ok' if r['integrity_ok'] else 'FAILED'}) |",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, default=50)
+    parser.add_argument("--budget", type=float, default=50.0, help="seconds for the whole load")
+    parser.add_argument("--write", type=Path, help="update this markdown file's load section")
+    args = parser.parse_args()
+    result = run_load(args.learners, args.budget)
+    print(json.dumps(result, indent=2))
+    if args.write:
+        write_section(args.write, "load", markdown(result))
+    sys.exit(0 if result["server_errors"] == 0 and result["no_lost_edit"] and result["integrity_ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from tritonlab.cli import main
+
+main()

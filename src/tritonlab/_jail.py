@@ -1,0 +1,218 @@
+"""Inside the hardened sandbox: drop from root to the sandbox user, and give each run a private view.
+
+Used by the zygote (`--drop UID:GID` when bubblewrap was started by root) and by each forked run
+(`isolate_run`): a nested user + mount namespace in which the runs folder is an empty read-only tmpfs with
+only this run's directory bound back, after which every capability is dropped for good. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_DUMPABLE = 38, 24, 4
+CAP_VERSION_3 = 0x20080522
+LAST_CAP = 63
+ZYGOTE_TMP = "/run/tritonlab-tmp"  # the zygote's TMPDIR inside bubblewrap (a tmpfs)
+SHARED_SCRATCH = (ZYGOTE_TMP, "/dev/shm")
+
+
+class JailError(OSError):
+    pass
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise JailError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def drop_privileges(spec: str) -> None:
+    """Become UID:GID for good (no supplementary groups, no capabilities, no way back)."""
+    uid, gid = (int(x) for x in spec.split(":"))
+    if uid == 0 or gid == 0:
+        raise JailError(1, "refusing to run learner code as root")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if 0 in os.getresuid() or 0 in os.getresgid():
+        raise JailError(1, "could not drop root")
+    try:
+        os.setuid(0)
+    except PermissionError:
+        pass
+    else:
+        raise JailError(1, "root could be regained after dropping it")
+    no_new_privileges()
+
+
+def no_new_privileges() -> None:
+    _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def not_dumpable() -> None:
+    """Other runs (same user) can neither ptrace this one nor read its /proc entries (cwd, environ, mem)."""
+    _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> None:
+    libc = _libc()
+    for cap in range(LAST_CAP + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last capability: fine
+    header = _CapHeader(CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def isolate_run(run_dir: str, runs_folder: str) -> None:
+    """Only `run_dir` stays visible (and writable) under `runs_folder`; then no capabilities at all."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a uid change /proc/self/*_map belong to root otherwise
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(user, mount)")
+    fd = os.open(run_dir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)  # in the new namespace's copy
+    try:
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+        _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+        folder = runs_folder.encode()
+        _check(
+            libc.mount(b"tmpfs", folder, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=0711,size=64k"),
+            "cover the runs folder",
+        )
+        os.mkdir(run_dir, 0o700)
+        _check(
+            libc.mount(f"/proc/self/fd/{fd}".encode(), run_dir.encode(), None, MS_BIND, None),
+            "bind the run directory",
+        )
+        _check(
+            libc.mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+            "make the runs folder read-only",
+        )
+        scratch = os.path.join(run_dir, "tmp")  # the zygote's shared /tmp and /dev/shm: this run's own now
+        os.makedirs(scratch, exist_ok=True)
+        for shared in SHARED_SCRATCH:
+            if os.path.isdir(shared):
+                _check(libc.mount(scratch.encode(), shared.encode(), None, MS_BIND, None), f"cover {shared}")
+    finally:
+        os.close(fd)
+    drop_capabilities()
+    no_new_privileges()
+    not_dumpable()
+
+
+def _can_read(path: str) -> bool:
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb") as f:
+                f.read(1)
+        return True
+    except OSError:
+        return False
+
+
+def _can_write(folder: str) -> bool:
+    target = os.path.join(folder, ".probe")
+    try:
+        with open(target, "w") as f:
+            f.write("x")
+        os.unlink(target)
+        return True
+    except OSError:
+        return False
+
+
+def _nproc_enforced(limit: int = 4, tries: int = 12) -> bool:
+    """Does RLIMIT_NPROC stop forks here? (In a run's own user namespace it counts that run alone.)"""
+    import resource
+    import time
+
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    children = []
+    try:
+        for _ in range(tries):
+            try:
+                pid = os.fork()
+            except OSError:
+                return True
+            if pid == 0:
+                time.sleep(5)
+                os._exit(0)
+            children.append(pid)
+        return False
+    finally:
+        for pid in children:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+
+def default_processes() -> int:
+    return max(256, 4 * (os.cpu_count() or 1))
+
+
+def probe(spec: dict) -> dict:
+    """Run inside a fresh sandbox by hardening.probe(): what can learner code actually do here?"""
+    import socket
+
+    out: dict = {}
+    if spec["drop"]:
+        drop_privileges(spec["drop"])
+    out["uid"] = os.getuid()
+    try:
+        os.setuid(0)
+        out["regained_root"] = True
+    except OSError:
+        out["regained_root"] = False
+    try:
+        isolate_run(spec["run_dir"], spec["runs"])
+        out["isolated"] = True
+    except OSError as exc:
+        out["isolated"] = str(exc)
+    with open("/proc/self/status") as f:
+        out["cap_eff"] = next((line.split()[1] for line in f if line.startswith("CapEff")), "?")
+    out["sees_data_dir"] = any(_can_read(p) for p in spec["secret"])
+    out["sees_other_run"] = _can_read(spec["other_run"])
+    out["writes_course"] = _can_write(spec["course"])
+    out["writes_run_dir"] = _can_write(spec["run_dir"])
+    elsewhere = ("/", "/usr", spec["runs"], spec["other_run"], spec["home"])
+    out["writes_elsewhere"] = [d for d in elsewhere if _can_write(d)]
+    out["nproc_enforced"] = _nproc_enforced()
+    with socket.socket() as s:
+        s.settimeout(2)
+        out["network"] = s.connect_ex(("127.0.0.1", spec["port"])) == 0
+    out["sees_parent"] = spec["parent"] > 2 and os.path.exists(f"/proc/{spec['parent']}")
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(probe(json.loads(sys.argv[1]))))

@@ -1,0 +1,187 @@
+"""Plain data shared by every layer: the course as loaded, and what a check produces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Text = dict[str, str]  # language code -> text
+
+
+def pick(text: Text, lang: str) -> str:
+    """The text in `lang`, else English (callers mark fallbacks where that matters)."""
+    return text.get(lang) or text.get("en") or ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    section: str
+    text: Text
+
+
+@dataclass(frozen=True)
+class Example:
+    file: Path
+    title: Text
+
+
+@dataclass(frozen=True)
+class CheckedNumber:
+    quote: str
+    value: str
+    code: str
+    digits: int | None = None
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    lesson_id: str
+    dir: Path
+    function: str
+    title: Text
+    summary: Text
+    hints: dict[str, tuple[str, ...]]
+    outcomes: tuple[str, ...]
+
+    @property
+    def starter(self) -> Path:
+        return self.dir / "starter.py"
+
+    @property
+    def solution(self) -> Path:
+        return self.dir / "solution.py"
+
+    @property
+    def module_name(self) -> str:
+        return self.id.replace("-", "_")
+
+    def hint_list(self, lang: str) -> tuple[str, ...]:
+        return self.hints.get(lang) or self.hints.get("en", ())
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    number: int
+    dir: Path
+    title: Text
+    summary: Text
+    outcomes: tuple[Outcome, ...]
+    exercises: tuple[Exercise, ...]
+    examples: tuple[Example, ...]
+    numbers: tuple[CheckedNumber, ...]
+
+    def text_path(self, lang: str) -> Path:
+        path = self.dir / f"lesson.{lang}.md"
+        return path if path.is_file() else self.dir / "lesson.en.md"
+
+    def quiz_path(self, lang: str) -> Path:
+        path = self.dir / f"quiz.{lang}.toml"
+        return path if path.is_file() else self.dir / "quiz.en.toml"
+
+
+@dataclass(frozen=True)
+class Course:
+    dir: Path
+    format_version: int
+    title: Text
+    welcome: Text
+    final: Text
+    lessons: tuple[Lesson, ...]
+
+    def lesson(self, key: str | int) -> Lesson:
+        """Find a lesson by number ("5"), id ("05-vector-add") or slug ("vector-add")."""
+        text = str(key).strip()
+        for lesson in self.lessons:
+            if text in (lesson.id, str(lesson.number), f"{lesson.number:02d}", lesson.id.split("-", 1)[1]):
+                return lesson
+        raise KeyError(text)
+
+    def exercises(self) -> list[Exercise]:
+        return [ex for lesson in self.lessons for ex in lesson.exercises]
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        for ex in self.exercises():
+            if ex.id == exercise_id:
+                return ex
+        raise KeyError(exercise_id)
+
+
+# ---- what a check produces -------------------------------------------------------------------------
+
+FAILURE_KINDS = (
+    "wrong-result",
+    "unwritten-output",
+    "out-of-bounds-read",
+    "out-of-bounds-write",
+    "crash",
+    "nan-mismatch",
+    "wrong-dtype",
+    "wrong-shape",
+    "missing-validation",
+    "no-kernel-launch",
+    "torch-fallback",
+    "too-many-launches",
+    "input-modified",
+    "exception",
+    "timeout",
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    case: str
+    kind: str
+    message: str
+    cause: str = ""
+    where: str = ""  # "file:line" in the learner's file, when known
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown failure kind {self.kind!r}")
+
+    def to_json(self) -> dict:
+        data = {"case": self.case, "kind": self.kind, "message": self.message}
+        if self.cause:
+            data["cause"] = self.cause
+        if self.where:
+            data["where"] = self.where
+        return data
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    passed: bool
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    backend: str
+    seed: int
+    file: str
+    cases: list[CaseResult] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    output: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.cases) and not self.failures and all(c.passed for c in self.cases)
+
+    def to_json(self) -> dict:
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "backend": self.backend,
+            "seed": self.seed,
+            "file": self.file,
+            "cases": [{"name": c.name, "passed": c.passed} for c in self.cases],
+            "failures": [f.to_json() for f in self.failures],
+            "notes": list(self.notes),
+            "duration_s": round(self.duration_s, 3),
+        }

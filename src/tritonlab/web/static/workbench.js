@@ -1,0 +1,509 @@
+// The lesson workbench: one editor per exercise (autosaved, conflict-aware), Run/Check streamed into the
+// terminal over SSE, Stop, hints, reset with confirmation, check results and the solution after a pass, and
+// Visualize: a picture of the learner's launch (also of one failing case of a check, from its row).
+"use strict";
+(function () {
+  const { api, el, t } = window.TL;
+  const AUTOSAVE_MS = 600;
+  const POLL_MS = 3000;
+  const terminalRoot = document.getElementById("terminal");
+  if (!terminalRoot) return;
+  const term = new window.TLTerminal(terminalRoot);
+  const workbench = document.querySelector(".workbench");
+  const lessonId = workbench ? workbench.dataset.lesson : "";
+  const exercises = [];
+  let job = null; // the run or check in flight: {id, source, kind, es}
+
+  function basename(where) {
+    const parts = String(where || "").split(/[\\/]/);
+    return parts[parts.length - 1];
+  }
+
+  // ---- jobs: one at a time per page ------------------------------------------------------------------
+
+  function setBusy(busy) {
+    document.querySelectorAll("[data-action=run], [data-action=check], [data-example]").forEach((b) => {
+      b.disabled = busy;
+    });
+    term.stopButton.disabled = !busy;
+    workbench.setAttribute("aria-busy", busy ? "true" : "false");
+  }
+
+  function describeExit(d) {
+    const bad = "ansi-fg-1 ansi-bold";
+    if (d.stopped) return [t("js.run.stopped", { seconds: d.seconds.toFixed(1) }), "ansi-fg-3 ansi-bold"];
+    if (d.timed_out) return [t("js.run.timed_out", { seconds: d.seconds.toFixed(0) }), bad];
+    if (d.truncated) return [t("js.run.truncated"), bad];
+    if (d.error) return [t("js.run.failed", { seconds: d.seconds.toFixed(2) }), bad];
+    if (d.signal) return [t("js.run.signal", { signal: d.signal }), bad];
+    if (d.exit_code === 0) return [t("js.run.finished", { seconds: d.seconds.toFixed(2) }), "ansi-fg-2"];
+    return [t("js.run.exit_status", { code: d.exit_code, seconds: d.seconds.toFixed(2) }), bad];
+  }
+
+  function showError(error) {
+    term.writeln(error.type + ": " + error.message, "ansi-fg-1 ansi-bold");
+    if (error.where) {
+      const where = basename(error.where) + (error.source ? ":  " + error.source : "");
+      term.writeln(t("js.run.at", { where: where }), "ansi-fg-1");
+    }
+    if (error.hint) term.writeln(t("js.run.hint", { hint: error.hint }), "ansi-fg-3");
+    if (error.traceback) {
+      const details = el("details", { class: "term-traceback" }, [
+        el("summary", { text: t("js.run.traceback") }), el("span", { text: error.traceback })]);
+      term.appendNode(details);
+    }
+  }
+
+  function startJob(url, body, source) {
+    if (job) return Promise.resolve(false);
+    setBusy(true);
+    return api("POST", url, body).then((r) => {
+      if (!r.ok) {
+        setBusy(false);
+        if (r.status === 409 && source && source.showConflict) source.showConflict(r.data);
+        else term.writeln(t("js.run.could_not_start", { error: r.data.error }), "ansi-fg-1");
+        return false;
+      }
+      follow(r.data, source);
+      return true;
+    });
+  }
+
+  function follow(info, source) {
+    term.clear();
+    term.reset();
+    term.setQueue(null);
+    term.stopTimer();
+    term.elapsedNode.textContent = "0.0 s";
+    const es = new EventSource(info.events);
+    job = { id: info.job, source: source, es: es };
+    const on = (name, handler) => es.addEventListener(name, (e) => handler(JSON.parse(e.data)));
+    let queued = false;
+    on("begin", (d) => {
+      term.setBackend(d.backend);
+      term.setTitle(d.command.replace(/^python /, ""));
+      term.writeln("$ " + d.command, "term-prompt");
+    });
+    on("queue", (d) => {
+      term.setQueue(d.position);
+      if (!queued) term.writeln(t("js.run.waiting", { position: d.position }), "ansi-dim");
+      queued = true;
+    });
+    on("start", () => { term.setQueue(null); term.startTimer(); });
+    on("output", (d) => term.write(d.text));
+    on("stopping", () => term.writeln(t("js.run.stopping"), "ansi-fg-3"));
+    on("exit", (d) => {
+      term.stopTimer(d.seconds);
+      if (d.error) showError(d.error);
+      const [text, cls] = describeExit(d);
+      term.writeln(text, cls);
+    });
+    on("verdict", (d) => {
+      term.stopTimer(d.duration_s);
+      const failed = d.cases.filter((c) => !c.passed).length;
+      const kinds = new Map(d.failures.map((f) => [f.case, f.kind]));
+      for (const f of d.failures) {
+        if (!d.cases.some((c) => c.name === f.case)) term.writeln("  ✗ " + f.case + ": " + f.message.split("\n")[0], "ansi-fg-1");
+      }
+      for (const c of d.cases) {
+        if (c.passed) term.writeln("  ✓ " + c.name, "ansi-fg-2");
+        else term.writeln("  ✗ " + c.name + (kinds.has(c.name) ? "  (" + kindLabel(kinds.get(c.name)) + ")" : ""), "ansi-fg-1");
+      }
+      if (d.passed) term.writeln(t("js.run.all_pass", { count: d.cases.length }), "ansi-fg-2 ansi-bold");
+      else if (d.stopped) term.writeln(t("js.run.check_stopped"), "ansi-fg-3 ansi-bold");
+      else {
+        term.writeln(t("js.run.some_fail", { failed: failed || d.failures.length, total: d.cases.length }),
+          "ansi-fg-1 ansi-bold");
+      }
+      if (source && source.showVerdict) source.showVerdict(d);
+    });
+    on("error", (d) => term.writeln(t("js.run.error", { message: d.message }), "ansi-fg-1 ansi-bold"));
+    es.addEventListener("end", () => finish());
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) {
+        term.writeln(t("js.run.lost"), "ansi-fg-1");
+        finish();
+      }
+    };
+  }
+
+  function finish() {
+    if (!job) return;
+    job.es.close();
+    job = null;
+    term.stopTimer();
+    term.setQueue(null);
+    setBusy(false);
+  }
+
+  term.stopButton.addEventListener("click", () => {
+    if (job) api("POST", "/api/jobs/" + job.id + "/stop");
+  });
+
+  // ---- one exercise ------------------------------------------------------------------------------------
+
+  class Exercise {
+    constructor(section) {
+      this.section = section;
+      this.id = section.dataset.exercise;
+      this.version = section.dataset.version;
+      this.dirty = false;
+      this.conflict = null;
+      this.saving = null;
+      this.timer = null;
+      this.suppress = false;
+      const q = (role) => section.querySelector("[data-role=" + role + "]");
+      this.stateNode = q("save-state");
+      this.conflictNode = q("conflict");
+      this.hintsNode = q("hints");
+      this.hintCount = q("hint-count");
+      this.results = document.querySelector("[data-results-for='" + this.id + "']");
+      this.vizPanel = document.querySelector("[data-viz-for='" + this.id + "']");
+      this.vizBusy = false;
+      const source = q("source");
+      this.editor = window.TritonEditor.create(q("editor"), {
+        doc: source.value,
+        label: t("js.editor.label", { title: section.querySelector("h2").textContent.trim() }),
+        nonce: window.TL.nonce(),
+        onChange: () => this.changed(),
+        onRun: () => this.start("run"),
+        onCheck: () => this.start("check"),
+        onSave: () => this.save(),
+      });
+      const act = (name, fn) => section.querySelector("[data-action=" + name + "]").addEventListener("click", fn);
+      act("run", () => this.start("run"));
+      act("check", () => this.start("check"));
+      act("viz", () => this.visualize());
+      act("hint", () => this.hint());
+      act("reset", () => this.confirmReset());
+      act("solution", () => this.solution());
+      act("load-disk", () => this.loadDisk());
+      act("keep-mine", () => this.keepMine());
+    }
+
+    url(tail) { return "/api/exercises/" + encodeURIComponent(this.id) + tail; }
+
+    setState(text, kind) {
+      this.stateNode.textContent = text;
+      this.stateNode.dataset.kind = kind || "";
+    }
+
+    setText(text) {
+      this.suppress = true;
+      try { this.editor.setText(text); } finally { this.suppress = false; }
+    }
+
+    changed() {
+      if (this.suppress) return;
+      this.dirty = true;
+      if (!this.conflict) this.setState(t("js.editor.editing"), "pending");
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.save(), AUTOSAVE_MS);
+    }
+
+    async save(force) {
+      clearTimeout(this.timer);
+      if (this.conflict && !force) return false;
+      while (this.saving) await this.saving;
+      if (!this.dirty && !force) return true;
+      const text = this.editor.getText();
+      this.setState(t("js.editor.saving"), "pending");
+      this.saving = api("PUT", this.url("/code"), { text: text, base_version: this.version, force: !!force });
+      const r = await this.saving;
+      this.saving = null;
+      if (r.ok) {
+        this.version = r.data.version;
+        this.dirty = this.editor.getText() !== text;
+        this.setState(t(this.dirty ? "js.editor.editing" : "js.editor.saved"), this.dirty ? "pending" : "ok");
+        if (this.dirty) this.timer = setTimeout(() => this.save(), AUTOSAVE_MS);
+        return true;
+      }
+      if (r.status === 409) { this.showConflict(r.data); return false; }
+      this.setState(t("js.editor.not_saved", { error: r.data.error }), "error");
+      return false;
+    }
+
+    showConflict(data) {
+      this.conflict = { text: data.disk_text, version: data.disk_version };
+      this.conflictNode.hidden = false;
+      this.setState(t("js.editor.conflict"), "error");
+    }
+
+    async loadDisk() {
+      if (!this.conflict) return;
+      const mine = this.editor.getText();
+      const r = await api("POST", this.url("/backup"), { text: mine });
+      this.setText(this.conflict.text);
+      this.version = this.conflict.version;
+      this.conflict = null;
+      this.dirty = false;
+      this.conflictNode.hidden = true;
+      this.setState(t(r.ok ? "js.editor.loaded_disk_backup" : "js.editor.loaded_disk"), "ok");
+    }
+
+    async keepMine() {
+      this.conflict = null;
+      this.conflictNode.hidden = true;
+      this.dirty = true;
+      await this.save(true);
+    }
+
+    async poll() {
+      if (document.hidden || this.saving || this.conflict || job) return;
+      const r = await api("GET", this.url("/code"));
+      if (!r.ok || r.data.version === this.version || this.saving) return;
+      if (r.data.text === this.editor.getText()) { this.version = r.data.version; this.dirty = false; return; }
+      if (this.dirty) { this.showConflict({ disk_text: r.data.text, disk_version: r.data.version }); return; }
+      this.setText(r.data.text);
+      this.version = r.data.version;
+      this.setState(t("js.editor.reloaded"), "ok");
+    }
+
+    async start(kind) {
+      if (job) return;
+      if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
+      if (!(await this.save())) return;
+      if (kind === "check") this.results.replaceChildren(el("p", { class: "muted", text: t("js.editor.checking") }));
+      await startJob(this.url("/" + kind), undefined, this);
+    }
+
+    setVizBusy(busy) {
+      this.vizBusy = busy;
+      this.section.querySelector("[data-action=viz]").disabled = busy;
+      this.results.querySelectorAll("[data-viz-case]").forEach((b) => { b.disabled = busy; });
+      if (busy) this.vizPanel.setAttribute("aria-busy", "true");
+      else this.vizPanel.removeAttribute("aria-busy");
+    }
+
+    // Draw the launch of the learner's file (saved first); `which` = {case, seed} redraws one case of a check.
+    async visualize(which) {
+      if (this.vizBusy) return;
+      if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
+      if (!(await this.save())) return;
+      this.setVizBusy(true);
+      const waiting = which ? t("js.viz.drawing_case", { case: which.case, seed: which.seed }) : t("js.viz.drawing");
+      this.vizPanel.replaceChildren(el("p", { class: "muted viz-status", role: "status", text: waiting }));
+      this.vizPanel.hidden = false;
+      const r = await api("POST", this.url("/viz"), which ? { case: which.case, seed: which.seed } : undefined);
+      this.setVizBusy(false);
+      if (!r.ok) {
+        if (r.status === 409) this.showConflict(r.data);
+        this.vizPanel.replaceChildren(el("p", { class: "notice viz-error", role: "alert",
+          text: t("js.viz.failed", { error: r.data.error }) }));
+      } else {
+        this.vizPanel.replaceChildren(renderViz(r.data, which));
+      }
+      this.vizPanel.scrollIntoView({ block: "nearest" });
+    }
+
+    async hint() {
+      const r = await api("POST", this.url("/hint"));
+      const button = this.section.querySelector("[data-action=hint]");
+      if (!r.ok) { this.setState(r.data.error, "error"); return; }
+      if (r.data.text) {
+        this.hintsNode.hidden = false;
+        const item = el("li", { html: r.data.html }); // server-rendered Markdown (escaped)
+        this.hintsNode.append(item);
+        this.hintCount.textContent = r.data.number + "/" + r.data.total;
+        item.scrollIntoView({ block: "nearest" });
+      }
+      if (r.data.done) { button.disabled = true; button.title = t("js.editor.all_hints"); }
+    }
+
+    confirmReset() {
+      const dialog = document.getElementById("reset-dialog");
+      dialog.returnValue = "";
+      dialog.onclose = () => { if (dialog.returnValue === "reset") this.reset(); };
+      dialog.showModal();
+    }
+
+    async reset() {
+      clearTimeout(this.timer);
+      while (this.saving) await this.saving;
+      const r = await api("POST", this.url("/reset"));
+      if (!r.ok) { this.setState(t("js.editor.reset_failed", { error: r.data.error }), "error"); return; }
+      this.setText(r.data.text);
+      this.version = r.data.version;
+      this.dirty = false;
+      this.conflict = null;
+      this.conflictNode.hidden = true;
+      this.setState(t("js.editor.reset_done"), "ok");
+      if (r.data.backup) term.writeln(t("js.editor.reset_backup", { path: r.data.backup }), "ansi-dim");
+    }
+
+    async solution() {
+      const r = await api("GET", this.url("/solution"));
+      if (!r.ok) { this.setState(r.data.error, "error"); return; }
+      const dialog = document.getElementById("solution-dialog");
+      dialog.querySelector("[data-role=solution-code]").innerHTML = r.data.html;
+      dialog.showModal();
+    }
+
+    showVerdict(d) {
+      if (d.stopped) {
+        this.results.replaceChildren(el("p", { class: "muted", text: t("js.editor.check_stopped") }));
+        return;
+      }
+      const viz = this.section.dataset.viz === "true" ? (name) => this.visualize({ case: name, seed: d.seed }) : null;
+      this.results.replaceChildren(renderVerdict(d, viz));
+      if (d.solution_available) this.section.querySelector("[data-action=solution]").hidden = false;
+      if (d.passed) {
+        this.section.dataset.passed = "true";
+        this.section.querySelector("[data-role=passed-badge]").hidden = false;
+        const mark = document.querySelector("[data-mark='" + this.id + "']");
+        if (mark) mark.textContent = "✓";
+      }
+      window.TL.progressRefresh();
+    }
+  }
+
+  // A failure kind for people: in English its id (wrong-result); elsewhere the translated name with the
+  // id beside it, as the CLI shows it (tritonlab.i18n.kind_label).
+  function kindLabel(kind) {
+    const name = t("kind." + kind);
+    return name === kind || name === "kind." + kind ? kind : name + " (" + kind + ")";
+  }
+
+  // The picture answered by POST /api/exercises/<id>/viz: its alt text describes it (grid, masked lanes,
+  // out-of-bounds accesses); a problem (the file does not import, the run failed) is said first.
+  function renderViz(d, which) {
+    const s = d.summary || {};
+    const name = s.case || (which && which.case) || "";
+    let command = "tritonlab viz " + d.exercise + " --out picture.png";
+    if (which) command += " --case " + JSON.stringify(which.case) + " --seed " + which.seed;
+    return el("figure", { class: "viz" }, [
+      el("h3", { class: "viz-title", text: name ? t("js.viz.title_case", { case: name }) : t("js.viz.title") }),
+      d.problem ? el("p", { class: "notice viz-problem", role: "alert", text: d.problem }) : null,
+      d.note ? el("p", { class: "small muted", text: d.note }) : null,
+      el("img", { class: "viz-image", src: d.image, alt: d.alt }),
+      el("figcaption", { class: "small" }, [
+        el("span", { text: t("js.viz.legend") }), " ",
+        el("a", { href: d.image, download: d.filename, text: t("js.viz.download") }),
+        el("div", { class: "muted" }, [t("js.viz.cli"), el("code", { text: command })]),
+      ]),
+      d.output ? el("details", { class: "viz-output" }, [el("summary", { text: t("js.viz.output") }),
+        el("pre", { text: d.output })]) : null,
+    ]);
+  }
+
+  function renderVerdict(d, onVisualize) {
+    const failed = d.cases.filter((c) => !c.passed).length;
+    const head = d.passed
+      ? t("js.verdict.all_pass", { count: d.cases.length })
+      : t("js.verdict.some_fail", { failed: failed, total: d.cases.length });
+    const byCase = new Map();
+    for (const f of d.failures) {
+      if (!byCase.has(f.case)) byCase.set(f.case, []);
+      byCase.get(f.case).push(f);
+    }
+    // The grader's messages and causes are English (tritonlab.contracts): lang="en" on them.
+    const explain = (list) => list.map((f) => el("div", { class: "failure" }, [
+      el("div", { class: "failure-message" }, [el("span", { class: "kind", title: f.kind, text: kindLabel(f.kind) }), " ",
+        el("span", { lang: "en", text: f.message })]),
+      f.cause ? el("div", { class: "failure-cause" }, [el("strong", { text: t("js.verdict.likely_cause") }),
+        el("span", { lang: "en", text: f.cause })]) : null,
+      f.where ? el("div", { class: "failure-where" }, [t("js.verdict.look_at"), el("code", { text: basename(f.where) })]) : null,
+    ]));
+    const rows = [];
+    const names = new Set(d.cases.map((c) => c.name));
+    for (const [name, list] of byCase) {
+      if (!names.has(name)) {
+        rows.push(el("tr", { class: "fail" }, [el("th", { scope: "row", text: name }),
+          el("td", { class: "result", text: t("js.verdict.fail") }), el("td", {}, explain(list))]));
+      }
+    }
+    // A failing case's row offers the picture of exactly that case (same name, same seed).
+    const vizButton = (name) => {
+      if (!onVisualize) return null;
+      const button = el("button", { type: "button", class: "viz-case", "data-viz-case": name,
+        title: t("js.verdict.visualize_title"), text: t("js.verdict.visualize") });
+      button.addEventListener("click", () => onVisualize(name));
+      return button;
+    };
+    for (const c of d.cases) {
+      rows.push(el("tr", { class: c.passed ? "pass" : "fail" }, [
+        el("th", { scope: "row", text: c.name }),
+        el("td", { class: "result", text: t(c.passed ? "js.verdict.pass" : "js.verdict.fail") }),
+        el("td", {}, c.passed ? [] : [...explain(byCase.get(c.name) || []), vizButton(c.name)]),
+      ]));
+    }
+    const meta = t("js.verdict.meta", { backend: d.backend, seed: d.seed, seconds: Number(d.duration_s).toFixed(1) });
+    const english = window.TL.lang !== "en" && d.failures.length
+      ? el("p", { class: "small muted", text: t("js.verdict.english_details") }) : null;
+    return el("div", { class: "verdict " + (d.passed ? "pass" : "fail") }, [
+      el("p", { class: "verdict-head" }, [el("strong", { text: head }), el("span", { class: "muted", text: " · " + meta })]),
+      english,
+      el("table", { class: "cases" }, [
+        el("caption", { class: "sr-only", text: t("js.verdict.caption") }),
+        el("thead", {}, el("tr", {}, [el("th", { scope: "col", text: t("js.verdict.case") }),
+          el("th", { scope: "col", text: t("js.verdict.result") }),
+          el("th", { scope: "col", text: t("js.verdict.what") })])),
+        el("tbody", {}, rows),
+      ]),
+      d.notes.length ? el("ul", { class: "notes", lang: "en" }, d.notes.map((n) => el("li", { text: n }))) : null,
+    ]);
+  }
+
+  // ---- tabs, examples, shortcuts, lifecycle --------------------------------------------------------------
+
+  function active() {
+    return exercises.find((x) => !x.section.hidden) || exercises[0];
+  }
+
+  function selectTab(tab, focus) {
+    const tabs = Array.from(document.querySelectorAll("[role=tab]"));
+    for (const t of tabs) {
+      const on = t === tab;
+      t.setAttribute("aria-selected", on ? "true" : "false");
+      t.tabIndex = on ? 0 : -1;
+      const panel = document.getElementById(t.getAttribute("aria-controls"));
+      panel.hidden = !on;
+      const results = document.querySelector("[data-results-for='" + panel.dataset.exercise + "']");
+      if (results) results.hidden = !on;
+      const viz = document.querySelector("[data-viz-for='" + panel.dataset.exercise + "']");
+      if (viz) viz.hidden = !on || !viz.hasChildNodes();
+    }
+    if (focus) tab.focus();
+  }
+
+  document.querySelectorAll("[role=tab]").forEach((tab, i, all) => {
+    tab.addEventListener("click", () => selectTab(tab, false));
+    tab.addEventListener("keydown", (e) => {
+      const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (step) { e.preventDefault(); selectTab(all[(i + step + all.length) % all.length], true); }
+    });
+  });
+
+  document.querySelectorAll(".exercise").forEach((section) => exercises.push(new Exercise(section)));
+  const wanted = location.hash.startsWith("#ex-") ? document.getElementById("tab-" + location.hash.slice(4)) : null;
+  if (wanted) selectTab(wanted, false);
+
+  document.querySelectorAll("[data-example]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const url = "/api/lessons/" + encodeURIComponent(lessonId) + "/examples/" + button.dataset.example + "/run";
+      startJob(url, undefined, null);
+    });
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || !(e.ctrlKey || e.metaKey)) return;
+    const x = active();
+    if (!x) return;
+    if (e.key === "Enter") { e.preventDefault(); x.start(e.shiftKey ? "check" : "run"); }
+    else if (e.key === "s" || e.key === "S") { e.preventDefault(); x.save(); }
+  });
+
+  setInterval(() => exercises.forEach((x) => x.poll()), POLL_MS);
+  const flush = () => {
+    for (const x of exercises) {
+      if (x.dirty && !x.conflict && !x.saving) {
+        api("PUT", x.url("/code"), { text: x.editor.getText(), base_version: x.version }, { keepalive: true });
+      }
+    }
+  };
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) exercises.forEach((x) => { if (x.dirty) x.save(); });
+  });
+  window.addEventListener("pagehide", flush);
+  window.TLWorkbench = { exercises: exercises, terminal: term };
+})();

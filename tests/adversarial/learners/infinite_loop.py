@@ -1,0 +1,3 @@
+def vector_copy(x):
+    while True:
+        pass

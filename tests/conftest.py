@@ -1,0 +1,78 @@
+"""Shared test helpers. Tests build what they need inline; these only start real processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_COURSE = ROOT / "tests" / "fixtures" / "course"
+LEARNERS = ROOT / "tests" / "fixtures" / "learners"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Never touch the real user data dir: every test process and child gets a private TRITONLAB_HOME."""
+    if not os.environ.get("TRITONLAB_HOME_FOR_TESTS"):
+        import tempfile
+
+        os.environ["TRITONLAB_HOME_FOR_TESTS"] = tempfile.mkdtemp(prefix="tritonlab-tests-")
+    os.environ.setdefault("TRITONLAB_HOME", os.environ["TRITONLAB_HOME_FOR_TESTS"])
+    os.environ.pop("TRITONLAB_WORKSPACE", None)
+
+
+def has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `make test-gpu` on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TRITONLAB_HOME (progress DB, runs) for this test, in-process and for children."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("TRITONLAB_HOME", str(path))
+    monkeypatch.delenv("TRITONLAB_WORKSPACE", raising=False)
+    monkeypatch.delenv("TRITONLAB_BACKEND", raising=False)
+    return path
+
+
+@pytest.fixture
+def fixture_course(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRITONLAB_COURSE", str(FIXTURE_COURSE))
+    return FIXTURE_COURSE
+
+
+def cli(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    timeout: float = 180,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
+    """Run the real entry point, `python -m tritonlab ...`, as a user would."""
+    full_env = dict(os.environ) | (env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "tritonlab", *args],
+        cwd=cwd,
+        input=input,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        env=full_env,
+    )

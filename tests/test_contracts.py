@@ -1,0 +1,185 @@
+"""Contracts in the parent alone (numpy only, no child): case plans, references, tolerances, diagnoses.
+
+Fake child results are built here, so these tests say exactly which outputs a contract accepts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tritonlab import contracts
+from tritonlab.contracts import Case, Tensor, layout_geometry, quantize
+from tritonlab.contracts._layout import read_as, storage_image
+from tritonlab.contracts.compare import unwritten_cause_2d
+
+EXERCISES = [
+    "vector-copy",
+    "pid-map",
+    "vector-add",
+    "bench-protocol",
+    "copy-2d",
+    "transpose",
+    "add-bias",
+    "softmax",
+    "matmul",
+    "matmul-bias",
+    "autotune",
+    "debug-rmsnorm",
+]
+
+
+def result_with(values: np.ndarray, dtype: str = "float32", launches: int = 1) -> dict:
+    """A child's result for one returned tensor holding `values` (rounded to `dtype`)."""
+    values = np.asarray(values, dtype=np.float64)
+    raw = contracts.to_storage(values, dtype)
+    return {
+        "status": "returned",
+        "function": "fn",
+        "device_type": "cpu",
+        "returned": "Tensor",
+        "outputs": [
+            {
+                "dtype": dtype,
+                "shape": list(values.shape),
+                "stride": [],
+                "device_type": "cpu",
+                "contiguous": True,
+                "guarded": True,
+            }
+        ],
+        "arrays": [raw],
+        "launches": [{"kernel": "k", "grid": [1], "constexprs": {}}] * launches,
+        "torch_ops": [],
+        "guard_violations": [],
+        "inputs_modified": [],
+    }
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_case_plans_are_sound(exercise: str) -> None:
+    contract = contracts.get(exercise)
+    assert isinstance(contract.FUNCTION, str) and callable(contract.check)
+    plan = contract.cases(np.random.default_rng(5), "interpreter")
+    names = [c.name for c in plan]
+    assert len(names) == len(set(names)) >= 5, names
+    for case in plan:
+        for arg in list(case.args) + list(case.kwargs.values()):
+            if isinstance(arg, Tensor) and arg.values.size:
+                finite = arg.values[np.isfinite(arg.values)]
+                assert np.any(finite != 0), f"{case.name}: an all-zero input"
+                assert np.array_equal(quantize(arg.values, arg.dtype), arg.values, equal_nan=True)
+
+
+@pytest.mark.parametrize("exercise", ["pid-map", "bench-protocol", "copy-2d", "softmax", "debug-rmsnorm"])
+def test_gpu_plans_add_larger_cases(exercise: str) -> None:
+    contract = contracts.get(exercise)
+    small = [c.name for c in contract.cases(np.random.default_rng(5), "interpreter")]
+    large = [c.name for c in contract.cases(np.random.default_rng(5), "gpu")]
+    assert len(large) == len(set(large)) and len(large) >= len(small)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided", "padded", "offset"])
+def test_storage_image_reads_back_the_values(layout: str) -> None:
+    t = Tensor(np.arange(1.0, 36.0).reshape(5, 7), "float32", layout)
+    storage, strides, offset = storage_image(t)
+    assert np.array_equal(read_as(storage, (5, 7), strides, offset), t.values)
+    assert storage.size == layout_geometry((5, 7), layout)[2]
+
+
+def test_gelu_tanh_approximation_fails_in_fp32_and_erf_passes() -> None:
+    mb = contracts.get("matmul-bias")
+    case = next(
+        c for c in mb.cases(np.random.default_rng(3), "interpreter") if c.name.startswith("gelu erf form")
+    )
+    a, b, bias = case.args
+    z = a.values @ b.values + bias.values[None, :]
+    assert mb.check(case, result_with(mb.gelu(z))) == []
+    failures = mb.check(case, result_with(mb.gelu_tanh(z)))
+    assert [f.kind for f in failures] == ["wrong-result"] and "tanh approximation" in failures[0].cause
+    assert {f.kind for f in mb.check(case, result_with(mb.gelu(z), launches=2))} == {"too-many-launches"}
+
+
+def test_matmul_fp32_tolerance_accepts_tf32_on_gpu_only() -> None:
+    mm = contracts.get("matmul")
+    plan = {c.name: c for c in mm.cases(np.random.default_rng(8), "gpu")}
+    case = plan["long K: M=20 N=24 K=300 float32"]
+    a, b = case.args
+
+    def tf32(v: np.ndarray) -> np.ndarray:  # keep 10 mantissa bits, round to nearest
+        m, e = np.frexp(v)
+        return np.ldexp(np.round(m * 2**11) / 2**11, e)
+
+    assert mm.check(case, result_with(tf32(a.values) @ tf32(b.values))) == []
+    case.extra["backend"] = "interpreter"
+    assert [f.kind for f in mm.check(case, result_with(tf32(a.values) @ tf32(b.values)))] == ["wrong-result"]
+    bf16 = quantize(a.values, "bfloat16") @ quantize(b.values, "bfloat16")
+    assert mm.check(case, result_with(bf16)) != []
+
+
+def test_softmax_reference_and_diagnoses() -> None:
+    sm = contracts.get("softmax")
+    x = np.array([[0.0, 1.0, -np.inf], [-np.inf, -np.inf, -np.inf]])
+    ref = sm.reference(x)
+    assert np.allclose(ref[0], [1 / (1 + math.e), math.e / (1 + math.e), 0.0]) and np.isnan(ref[1]).all()
+    case = Case(
+        "c", (Tensor(quantize(np.random.default_rng(1).normal(size=(3, 100)), "float32"), "float32"),)
+    )
+    assert sm.check(case, result_with(sm.reference(case.args[0].values))) == []
+    padded = sm.reference(case.args[0].values, pad=28)
+    failures = sm.check(case, result_with(padded))
+    assert failures and "other=-float('inf')" in failures[0].cause
+    big = Case("big", (Tensor(quantize(np.linspace(-1e4, 1e4, 300).reshape(3, 100), "float32"), "float32"),))
+    overflow = np.full((3, 100), np.nan)
+    failures = sm.check(big, result_with(overflow))
+    assert [f.kind for f in failures] == ["nan-mismatch"] and "row max" in failures[0].cause
+
+
+def test_wrong_output_dtype_and_unwritten_are_named() -> None:
+    pid = contracts.get("pid-map")
+    case = Case("n=10", (10, 4, contracts.DEVICE))
+    expected = np.arange(10) // 4
+    assert pid.check(case, result_with(expected, "int32")) == []
+    assert [f.kind for f in pid.check(case, result_with(expected, "int64"))] == ["wrong-dtype"]
+    raw = contracts.to_storage(expected.astype(float), "int32")
+    raw[8:] = 0x5A5A5A5A  # the poison of a never-written int32
+    result = result_with(expected, "int32")
+    result["arrays"] = [raw]
+    result["launches"] = [{"kernel": "k", "grid": [2], "constexprs": {"BLOCK": 4}}]
+    (failure,) = pid.check(case, result)
+    assert failure.kind == "unwritten-output" and "cdiv" in failure.cause
+
+
+def test_unwritten_2d_names_rows_and_columns() -> None:
+    grid = np.zeros((6, 9), dtype=bool)
+    grid[4:, :] = True
+    grid[:, 8:] = True
+    cause = unwritten_cause_2d(np.flatnonzero(grid), (6, 9))
+    assert "rows ≥ 4" in cause and "columns ≥ 8" in cause
+
+
+def test_bench_protocol_judges_median_units_and_calls() -> None:
+    bp = contracts.get("bench-protocol")
+    case = next(c for c in bp.cases(np.random.default_rng(2), "interpreter") if "outlier" in c.name)
+    timed = case.extra["durations"][case.extra["warmup"] :]
+    calls = len(case.extra["durations"])
+    ok = {"status": "returned", "data": {"value": float(np.median(timed)) + 0.3, "calls": calls}}
+    assert bp.check(case, ok) == []
+    mean = {"status": "returned", "data": {"value": float(np.mean(timed)), "calls": calls}}
+    assert "mean" in bp.check(case, mean)[0].cause
+    seconds = {"status": "returned", "data": {"value": float(np.median(timed)) / 1e3, "calls": calls}}
+    assert "seconds" in bp.check(case, seconds)[0].cause
+    extra_call = {"status": "returned", "data": {"value": float(np.median(timed)), "calls": calls + 1}}
+    assert "called" in bp.check(case, extra_call)[0].message
+
+
+def test_rmsnorm_diagnoses_block_divisor_and_eps() -> None:
+    rms = contracts.get("debug-rmsnorm")
+    x = quantize(np.random.default_rng(4).normal(size=(3, 100)), "float32")
+    w = quantize(np.ones(100), "float32")
+    case = Case("c", (Tensor(x, "float32"), Tensor(w, "float32")), {"eps": 1e-2})
+    assert rms.check(case, result_with(rms.reference(x, w, 1e-2))) == []
+    assert "block size 128" in rms.check(case, result_with(rms.reference(x, w, 1e-2, divisor=128)))[0].cause
+    assert "eps has no effect" in rms.check(case, result_with(rms.reference(x, w, 0.0)))[0].cause

@@ -1,0 +1,100 @@
+"""The runner's limits through a real zygote and real children: timeout, crash, output cap, env, process tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURE_COURSE, LEARNERS
+
+from tritonlab import grader, sandbox
+from tritonlab.course import load_course
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("home"))
+    z = sandbox.Zygote("interpreter")
+    z.wait_ready()
+    yield z
+    z.close()
+
+
+def run_program(zygote: sandbox.Zygote, file: Path, limits: sandbox.Limits, argv: list[str] | None = None):  # noqa: ANN201
+    run_dir = sandbox.new_run_dir()
+    (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": argv or []}))
+    return zygote.start(run_dir, limits).wait()
+
+
+def check(zygote: sandbox.Zygote, learner: str, timeout: float = 60):  # noqa: ANN201
+    exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
+    return grader.check(exercise, LEARNERS / learner, "interpreter", zygote, seed=3, timeout=timeout)
+
+
+def test_zygote_is_warm_and_interpreted(zygote: sandbox.Zygote) -> None:
+    assert zygote.info["backend"] == "interpreter" and zygote.info["subreaper"] is True
+
+
+def test_environment_is_allowlisted(zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The zygote was started before these were set, so check the allowlist function and the live child.
+    monkeypatch.setenv("TRITONLAB_TOKEN", "secret-token")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "nope")
+    env = sandbox.child_environment("interpreter")
+    assert "TRITONLAB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["TRITON_INTERPRET"] == "1"
+    result = run_program(zygote, LEARNERS / "show_env.py", sandbox.Limits(wall_seconds=30))
+    child_env = json.loads(result.output)
+    assert child_env["TRITON_INTERPRET"] == "1"
+    assert not any("TOKEN" in k or "SECRET" in k for k in child_env)
+
+
+def test_timeout_kills_a_hang(zygote: sandbox.Zygote) -> None:
+    started = time.monotonic()
+    verdict = check(zygote, "hang.py", timeout=3)
+    assert time.monotonic() - started < 15
+    assert not verdict.passed and verdict.failures[0].kind == "timeout"
+
+
+def test_crash_by_signal_is_reported(zygote: sandbox.Zygote) -> None:
+    verdict = check(zygote, "crash.py")
+    assert verdict.failures[0].kind == "crash" and "SIGSEGV" in verdict.failures[0].message
+
+
+def test_huge_output_is_capped(zygote: sandbox.Zygote) -> None:
+    limits = sandbox.Limits(wall_seconds=30, output_bytes=50_000)
+    result = run_program(zygote, LEARNERS / "spam.py", limits)
+    assert result.output_truncated and len(result.output) <= 50_000
+    assert result.seconds < 20
+
+
+def test_setsid_grandchild_is_killed(zygote: sandbox.Zygote, tmp_path: Path) -> None:
+    mark = tmp_path / "grandchild.pid"
+    result = run_program(
+        zygote, LEARNERS / "setsid_grandchild.py", sandbox.Limits(wall_seconds=3), [str(mark)]
+    )
+    assert result.timed_out
+    deadline = time.monotonic() + 5
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(mark.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"grandchild {pid} (setsid) survived the run's timeout")
+
+
+def test_run_dir_removed_and_symlinks_not_followed(tmp_path: Path) -> None:
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "link").symlink_to(tmp_path)
+    sandbox.remove_run_dir(run_dir)
+    assert not run_dir.exists() and precious.read_text() == "keep me"

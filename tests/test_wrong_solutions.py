@@ -1,0 +1,153 @@
+"""Deliberately wrong learner files (tests/wrong/<exercise>/<bug>.py) are rejected with the right failure kind.
+
+One file per bug; EXPECTED maps it to the kind its failure must carry (other kinds may come along: an unmasked
+load that also reads past the input, say). Every check runs on the interpreter through the real grader, in a
+sandboxed child forked from one zygote per module, with a fixed seed per file so that a failure replays.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonlab import contracts, grader, sandbox
+from tritonlab.models import FAILURE_KINDS, Exercise
+
+WRONG = Path(__file__).resolve().parent / "wrong"
+
+EXPECTED: dict[str, str] = {
+    # lessons 3-4: grids, masks
+    "pid_map/missing_mask.py": "out-of-bounds-write",
+    "pid_map/off_by_one_mask.py": "out-of-bounds-write",
+    "pid_map/floor_grid.py": "unwritten-output",
+    "pid_map/missing_block_offset.py": "unwritten-output",
+    "pid_map/wild_store.py": "crash",  # lands 2**44 elements away: SIGSEGV, every time
+    # lesson 5
+    "vector_add/missing_mask.py": "out-of-bounds-write",
+    "vector_add/no_validation.py": "missing-validation",
+    "vector_add/torch_fallback.py": "torch-fallback",
+    "vector_add/writes_into_input.py": "input-modified",
+    "vector_add/wrong_dtype.py": "wrong-dtype",
+    "vector_add/ignored_strides.py": "wrong-result",
+    # lesson 6
+    "bench_protocol/mean_not_median.py": "wrong-result",
+    "bench_protocol/seconds.py": "wrong-result",
+    "bench_protocol/no_sync.py": "wrong-result",
+    "bench_protocol/times_warmup.py": "wrong-result",
+    "bench_protocol/unconditional_sync.py": "exception",
+    # lesson 7
+    "copy_2d/ignored_strides.py": "wrong-result",
+    "copy_2d/swapped_strides.py": "wrong-result",
+    "copy_2d/missing_mask.py": "out-of-bounds-write",
+    "copy_2d/not_contiguous.py": "wrong-shape",
+    "transpose/ignored_strides.py": "wrong-result",
+    "transpose/no_transpose.py": "wrong-result",
+    "transpose/floor_grid.py": "unwritten-output",
+    "add_bias/bias_wrong_axis.py": "wrong-result",
+    "add_bias/writes_into_input.py": "input-modified",
+    "add_bias/torch_fallback.py": "torch-fallback",
+    # lesson 8
+    "softmax/other_zero.py": "wrong-result",
+    "softmax/no_max_subtraction.py": "nan-mismatch",
+    "softmax/wrong_dtype.py": "wrong-dtype",
+    "softmax/ignored_row_stride.py": "nan-mismatch",  # reads the NaN padding between rows
+    "softmax/torch_fallback.py": "torch-fallback",
+    # lesson 9
+    "matmul/missing_k_mask.py": "out-of-bounds-read",
+    "matmul/one_k_tile.py": "wrong-result",
+    "matmul/floor_grid.py": "unwritten-output",
+    "matmul/swapped_strides.py": "wrong-result",
+    "matmul/fp16_accumulator.py": "wrong-result",
+    "matmul/torch_fallback.py": "torch-fallback",
+    "matmul_bias/bias_wrong_axis.py": "wrong-result",
+    "matmul_bias/tanh_gelu.py": "wrong-result",
+    "matmul_bias/relu_for_gelu.py": "wrong-result",
+    "matmul_bias/unfused_epilogue.py": "too-many-launches",
+    "matmul_bias/torch_epilogue.py": "torch-fallback",
+    # lesson 10
+    "autotune/not_autotuned.py": "no-kernel-launch",
+    "autotune/two_configs.py": "wrong-result",
+    "autotune/no_key.py": "wrong-result",
+    "autotune/wrong_on_one_config.py": "unwritten-output",
+    "debug_rmsnorm/divide_by_block.py": "wrong-result",
+    "debug_rmsnorm/no_upcast.py": "wrong-result",
+    "debug_rmsnorm/eps_outside.py": "wrong-result",
+    "debug_rmsnorm/no_eps.py": "wrong-result",
+    "debug_rmsnorm/missing_mask.py": "out-of-bounds-write",
+    "debug_rmsnorm/ignored_strides.py": "wrong-result",
+}
+
+# A word the diagnosis must contain, where the bug has a specific one.
+CAUSE_MENTIONS: dict[str, str] = {
+    "pid_map/floor_grid.py": "cdiv",
+    "pid_map/missing_block_offset.py": "multiply it by the block size",
+    "vector_add/ignored_strides.py": "stride",
+    "copy_2d/ignored_strides.py": "row stride",
+    "copy_2d/swapped_strides.py": "swapped",
+    "transpose/no_transpose.py": "transposed",
+    "add_bias/bias_wrong_axis.py": "wrong axis",
+    "softmax/other_zero.py": "other=-float('inf')",
+    "softmax/no_max_subtraction.py": "subtract the row max",
+    "softmax/ignored_row_stride.py": "row stride",
+    "matmul/missing_k_mask.py": "K",
+    "matmul/one_k_tile.py": "loop over K",
+    "matmul/swapped_strides.py": "swapped",
+    "matmul/fp16_accumulator.py": "accumulate in fp32",
+    "matmul_bias/bias_wrong_axis.py": "wrong axis",
+    "matmul_bias/tanh_gelu.py": "tanh approximation",
+    "matmul_bias/relu_for_gelu.py": "matches relu",
+    "debug_rmsnorm/divide_by_block.py": "block size",
+    "debug_rmsnorm/no_upcast.py": "upcast",
+    "debug_rmsnorm/eps_outside.py": "outside the square root",
+    "debug_rmsnorm/no_eps.py": "eps has no effect",
+    "debug_rmsnorm/ignored_strides.py": "adjacent",
+    "bench_protocol/mean_not_median.py": "mean",
+    "bench_protocol/seconds.py": "seconds",
+    "bench_protocol/no_sync.py": "synchronize",
+    "bench_protocol/times_warmup.py": "warm-up",
+}
+
+
+def exercise_for(folder: str) -> Exercise:
+    ex_id = folder.replace("_", "-")
+    contract = contracts.get(ex_id)
+    return Exercise(ex_id, "", WRONG / folder, contract.FUNCTION, {"en": ex_id}, {}, {}, ())
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
+        z = sandbox.Zygote("interpreter")
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+def test_every_wrong_file_is_listed() -> None:
+    on_disk = {str(p.relative_to(WRONG)) for p in WRONG.glob("*/*.py")}
+    assert on_disk == set(EXPECTED), "list each file of tests/wrong in EXPECTED, and only those"
+    assert set(EXPECTED.values()) <= set(FAILURE_KINDS)
+    assert set(CAUSE_MENTIONS) <= set(EXPECTED)
+
+
+@pytest.mark.parametrize("rel", sorted(EXPECTED))
+def test_wrong_solution_is_rejected(rel: str, zygote: sandbox.Zygote) -> None:
+    folder = rel.split("/")[0]
+    seed = zlib.crc32(rel.encode()) % 100_000 + 1
+    verdict = grader.check(exercise_for(folder), WRONG / rel, "interpreter", zygote, seed=seed, timeout=60)
+    kinds = {f.kind for f in verdict.failures}
+    summary = "\n".join(
+        f"{f.case} [{f.kind}] {f.message[:160]} :: {f.cause[:160]}" for f in verdict.failures[:8]
+    )
+    assert not verdict.passed, f"{rel} passed (seed {seed})"
+    assert EXPECTED[rel] in kinds, (
+        f"{rel}: expected {EXPECTED[rel]}, got {sorted(kinds)} (seed {seed})\n{summary}"
+    )
+    assert all(f.message for f in verdict.failures)
+    if rel in CAUSE_MENTIONS:
+        causes = " ".join(f.cause for f in verdict.failures if f.kind == EXPECTED[rel])
+        assert CAUSE_MENTIONS[rel] in causes, f"{rel}: no cause mentions {CAUSE_MENTIONS[rel]!r}\n{summary}"

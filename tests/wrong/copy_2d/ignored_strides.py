@@ -1,0 +1,22 @@
+"""Wrong: the strides are ignored: x is indexed as row * N + col."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, M, N, sxm, sxn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tile = tl.load(x_ptr + rows[:, None] * sxm + cols[None, :] * sxn, mask=mask)
+    tl.store(y_ptr + rows[:, None] * N + cols[None, :], tile, mask=mask)
+
+
+def copy_2d(x):
+    M, N = x.shape
+    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
+    copy_kernel[grid](x, y, M, N, N, 1, BLOCK_M=32, BLOCK_N=32)
+    return y

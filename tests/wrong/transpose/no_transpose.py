@@ -1,0 +1,21 @@
+"""Wrong: the tile is stored back in x's orientation (a copy into an [N, M] buffer, not a transpose)."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def t_kernel(x, out, M, N, s0, s1, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tile = tl.load(x + rm[:, None] * s0 + rn[None, :] * s1, mask=mask)
+    tl.store(out + rm[:, None] * N + rn[None, :], tile, mask=mask)
+
+
+def transpose(x):
+    M, N = x.shape
+    out = torch.empty((N, M), dtype=x.dtype, device=x.device)
+    t_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](x, out, M, N, x.stride(0), x.stride(1), BM=32, BN=32)
+    return out
