@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -430,6 +431,24 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
     return "\n".join(L).rstrip() + "\n"
 
 
+# Lessons that show a recorded GPU measurement get a copy of the plot in their own figures/ folder.
+LESSON_PLOTS = {
+    "block-sweep": "06-performance",
+    "roofline": "06-performance",
+    "fusion": "09-matmul-fusion",
+}
+
+
+def copy_to_lessons(made: dict[str, str], runs: Path, prefix: str) -> list[Path]:
+    copied = []
+    for name, lesson in LESSON_PLOTS.items():
+        if name in made:
+            target = ROOT / "course" / lesson / "figures" / f"{prefix}-{name}.png"
+            shutil.copyfile(runs / made[name], target)
+            copied.append(target)
+    return copied
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=ROOT / "docs" / "gpu-runs")
@@ -444,12 +463,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     made = plots(data, args.runs, args.prefix)
+    copied = copy_to_lessons(made, args.runs, args.prefix)
     try:
         runs_rel = args.runs.resolve().relative_to(args.out.resolve().parent).as_posix()
     except ValueError:
         runs_rel = args.runs.as_posix()
     args.out.write_text(render(data, made, runs_rel), encoding="utf-8")
-    print(f"wrote {args.out} and {len(made)} plots in {args.runs}")
+    print(f"wrote {args.out} and {len(made)} plots in {args.runs} ({len(copied)} copied into lessons)")
     return 0
 
 

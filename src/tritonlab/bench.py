@@ -438,10 +438,13 @@ def plot_bars(groups: dict[str, dict[str, float]], path: str | Path, *, ylabel: 
         key=lambda s: list(IMPL_STYLE).index(s) if s in IMPL_STYLE else 99,
     )
     width = 0.8 / max(1, len(impls))
+    # Implementations without a fixed style each get their own colour (never one shared gray).
+    spare = iter(("tab:gray", "tab:olive", "tab:brown", "tab:cyan", "tab:pink", "black"))
+    colours = {impl: IMPL_STYLE[impl][0] if impl in IMPL_STYLE else next(spare, None) for impl in impls}
     for k, impl in enumerate(impls):
         xs = [i + k * width for i in range(len(groups))]
         ys = [g.get(impl, 0.0) for g in groups.values()]
-        ax.bar(xs, ys, width, label=impl, color=IMPL_STYLE.get(impl, ("gray", ""))[0])
+        ax.bar(xs, ys, width, label=impl, color=colours[impl])
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], list(groups), fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_title(title)

@@ -213,6 +213,13 @@ def probe(backend: str = "interpreter") -> dict:
     if wanted == "basic":
         result["reason"] = "TRITONLAB_SANDBOX=basic: the hardened layer is switched off"
         return result
+    if backend == "gpu" and wanted == "auto":
+        # The probe below checks the jail's walls, not CUDA inside it, and that has not been run on a GPU yet.
+        result["reason"] = (
+            "auto on a GPU: CUDA inside bubblewrap is not verified yet, so GPU runs use layer 1 only; "
+            "set TRITONLAB_SANDBOX=hardened to try the hardened layer"
+        )
+        return result
     listener = socket.socket()
     run_dir = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))
     other_run = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))

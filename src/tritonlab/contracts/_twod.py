@@ -52,6 +52,15 @@ def case_name(t: Tensor, prefix: str = "") -> str:
     return f"{prefix}{dims} {t.dtype}{where}"
 
 
+def one_input_cases(rng: np.random.Generator, backend: str) -> list[Case]:
+    """One 2-D input per case, over the shared plan of shapes, layouts and dtypes (copy-2d, transpose)."""
+    cases = []
+    for shape, layout, dtype in shape_plan(rng, backend):
+        x = make_tensor(rng, shape, layout, dtype)
+        cases.append(Case(case_name(x), (x,)))
+    return cases
+
+
 def require_contiguous(case: Case, result: dict) -> list[Failure]:
     """The contract asks for a contiguous (row-major) result."""
     outputs = result.get("outputs") or []

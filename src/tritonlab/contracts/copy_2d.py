@@ -11,7 +11,7 @@ import numpy as np
 
 from tritonlab.contracts import Case
 from tritonlab.contracts._layout import explain_layout
-from tritonlab.contracts._twod import case_name, make_tensor, require_contiguous, shape_plan
+from tritonlab.contracts._twod import one_input_cases, require_contiguous
 from tritonlab.contracts.compare import add_hint, judge
 from tritonlab.models import Failure
 
@@ -20,11 +20,7 @@ ARG_NAMES = ["x"]
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
-    out = []
-    for shape, layout, dtype in shape_plan(rng, backend):
-        x = make_tensor(rng, shape, layout, dtype)
-        out.append(Case(case_name(x), (x,)))
-    return out
+    return one_input_cases(rng, backend)
 
 
 def check(case: Case, result: dict) -> list[Failure]:
