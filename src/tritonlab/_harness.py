@@ -294,4 +294,8 @@ def main(run_dir: Path) -> int:
         from tritonlab.viz.child import run_viz
 
         return run_viz(job, run_dir)
+    if job["mode"] == "bench":  # `tritonlab bench EXERCISE`: time the learner's kernel (bench_learner.py)
+        from tritonlab.bench_learner import child_main
+
+        return child_main(job, run_dir)
     raise ValueError(f"unknown mode {job['mode']!r}")

@@ -279,18 +279,18 @@ def gpu_slug(name: str) -> str:
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table of measured rows: time, rate, % of peak and speed-up over each peer."""
     lines = [
-        f"{'case':38s} {'impl':14s} {'ms':>9s} {'GB/s':>8s} {'TFLOP/s':>8s} {'%copy':>6s} {'%mm':>6s} "
+        f"{'case':38s} {'impl':16s} {'ms':>9s} {'GB/s':>8s} {'TFLOP/s':>8s} {'%copy':>6s} {'%mm':>6s} "
         f"{'ours x':>7s}"
     ]
     for row in rows:
         label = f"{row['kernel']} {row['dtype']} {'x'.join(map(str, row['shape']))}"
         for name, t in row["impls"].items():
             if "error" in t:
-                lines.append(f"{label:38s} {name:14s} error: {t['error'][:60]}")
+                lines.append(f"{label:38s} {name:16s} error: {t['error'][:60]}")
                 continue
             sp = row["speedup"].get(name)
             lines.append(
-                f"{label:38s} {name:14s} {t['ms']:9.4f} {t['gbps']:8.0f} {t.get('tflops', 0):8.1f} "
+                f"{label:38s} {name:16s} {t['ms']:9.4f} {t['gbps']:8.0f} {t.get('tflops', 0):8.1f} "
                 f"{t.get('pct_copy', math.nan):6.1f} {t.get('pct_matmul', math.nan):6.1f} "
                 f"{'' if sp is None else f'{sp:6.2f}x':>7s}"
             )

@@ -158,12 +158,68 @@ def write_plots(result: dict[str, Any], plot: Path) -> list[Path]:
     return written
 
 
+def bench_learner_file(exercise_id: str, file: Path | None, *, json_out: bool, force: bool) -> int:
+    """Time the learner's kernel for an exercise, in the sandbox, next to the reference kernel and torch."""
+    from tritonlab import bench, bench_learner
+    from tritonlab.service import Service
+
+    ok, why = bench.gpu_status()
+    if not ok and not force:
+        _err(bench.REFUSAL.format(why=why))
+        return 2
+    if file is not None and not file.is_file():
+        _err(f"{file} does not exist")
+        return 2
+    service = Service(backend="gpu" if ok else "interpreter")
+    try:
+        exercise = service.exercise(exercise_id)
+        target = file or service.learner_file(exercise)
+        if not ok:
+            typer.echo(
+                "WARNING: --force-interpreter: tiny sizes on the CPU; the numbers are meaningless.", err=True
+            )
+        peaks = None
+        if ok:
+            from tritonlab.peaks import get_peaks
+
+            peaks = get_peaks()
+        typer.echo(f"[tritonlab] timing {target} on the {service.backend} backend …", err=True)
+        data = bench_learner.run(service, exercise, target, peaks)
+    finally:
+        service.close()
+    if json_out:
+        typer.echo(json.dumps(data, indent=1, default=str))
+    else:
+        if data.get("import_error"):
+            err = data["import_error"]
+            _err(f"{err.get('where') or target}: {err['type']}: {err['message']}")
+        for problem in data.get("problems", []):
+            _err(problem)
+        if data.get("rows"):
+            typer.echo("'ours x' is how many times faster your kernel is than each of the others.")
+            typer.echo(bench.format_rows(data["rows"]))
+    return 0 if data.get("rows") and not data.get("problems") and not data.get("import_error") else 1
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``bench`` command to ``app``."""
 
     @app.command("bench")
     def bench_command(
-        target: Annotated[str | None, typer.Argument(help=f"Reference kernel: {KERNEL_HELP}.")] = None,
+        target: Annotated[
+            str | None,
+            typer.Argument(help=f"Reference kernel ({KERNEL_HELP}) or an exercise id to time YOUR kernel."),
+        ] = None,
+        file: Annotated[
+            Path | None,
+            typer.Option(
+                "--file", help="With an exercise id: time this file instead of your workspace copy."
+            ),
+        ] = None,
+        reference: Annotated[
+            bool,
+            typer.Option("--reference", help="Time the course's reference kernel of that name, not yours."),
+        ] = False,
         all_kernels: Annotated[bool, typer.Option("--all", help="Benchmark every reference kernel.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
         plot: Annotated[
@@ -191,19 +247,36 @@ def register(app: typer.Typer) -> None:
             typer.Option("--refresh-peaks", help="Measure this GPU's copy bandwidth and matmul rate again."),
         ] = False,
     ) -> None:
-        """Time reference kernels side by side with torch, torch.compile and cuBLAS (needs a GPU).
+        """Time your kernel (an exercise id) or the reference kernels next to torch, torch.compile and cuBLAS.
+
+        Needs a GPU. An exercise id (softmax, matmul, ...) times your workspace copy, or --file, in the sandbox,
+        after checking it agrees with the reference kernel; --reference or --all time the course's kernels.
 
         Protocol: fresh random inputs, triton.testing.do_bench medians (L2 flushed before each call), GB/s and
         TFLOP/s from counted bytes and FLOPs, and % of this GPU's measured copy bandwidth and matmul rate.
         """
         names = _names()
+        if target is not None and not reference:
+            from tritonlab.bench_learner import EXERCISE_KERNELS
+
+            # An exercise id times YOUR kernel (softmax, transpose and matmul name both: --reference for ours).
+            if target in EXERCISE_KERNELS:
+                raise typer.Exit(bench_learner_file(target, file, json_out=json_out, force=force_interpreter))
+        if file is not None:
+            _err("--file goes with an exercise id (e.g. `tritonlab bench softmax --file my_softmax.py`)")
+            raise typer.Exit(2)
         if all_kernels:
             targets = list(names)
         elif target is None:
             _err(f"name a reference kernel ({KERNEL_HELP}) or pass --all")
             raise typer.Exit(2)
         elif target not in names:
-            _err(f"unknown reference kernel {target!r}; choose from {KERNEL_HELP}")
+            from tritonlab.bench_learner import EXERCISE_KERNELS
+
+            _err(
+                f"unknown reference kernel or exercise {target!r}; choose a kernel from {KERNEL_HELP}, "
+                f"or an exercise from {', '.join(EXERCISE_KERNELS)}"
+            )
             raise typer.Exit(2)
         else:
             targets = [target]
