@@ -92,11 +92,11 @@ def request(client: httpx.Client, tally: Tally, method: str, url: str, **kw: obj
     return response
 
 
-def save(client: httpx.Client, tally: Tally, learner: int) -> None:
+def save(client: httpx.Client, tally: Tally, learner: int, round_no: int = 0) -> None:
     code = request(client, tally, "GET", f"/api/exercises/{EXERCISE}/code").json()
     base = code["version"]
     for attempt in range(3):
-        text = SOLUTION.read_text() + f"\n# learner {learner}, edit {attempt}\n"
+        text = SOLUTION.read_text() + f"\n# learner {learner}, round {round_no}, edit {attempt}\n"
         r = request(
             client, tally, "PUT", f"/api/exercises/{EXERCISE}/code", json={"text": text, "base_version": base}
         )
@@ -147,11 +147,11 @@ def job(client: httpx.Client, tally: Tally, kind: str, deadline: float) -> None:
         return
 
 
-def learner(base_url: str, tally: Tally, index: int, deadline: float) -> None:
+def learner(base_url: str, tally: Tally, index: int, deadline: float, round_no: int = 0) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=base_url, headers=headers, timeout=60) as client:
         try:
-            save(client, tally, index)
+            save(client, tally, index, round_no)
             job(client, tally, "check" if index % 5 else "run", deadline)
             request(client, tally, "GET", "/api/progress")
         except httpx.HTTPError as exc:
@@ -175,7 +175,7 @@ def chain_ok(acked: list[dict], final_text: str) -> tuple[bool, str]:
     return True, f"{len(acked)} acknowledged saves form one chain; the disk holds the last"
 
 
-def run_load(learners: int = 50, budget_s: float = 50.0) -> dict:
+def run_load(learners: int = 50, budget_s: float = 50.0, rounds: int = 1) -> dict:
     home = Path(tempfile.mkdtemp(prefix="tritonlab-load-"))
     proc, base_url = start_server(home)
     tally = Tally()
@@ -183,18 +183,22 @@ def run_load(learners: int = 50, budget_s: float = 50.0) -> dict:
         client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
         client.get("/api/status")
         rss_before = rss_mb(proc.pid)
-        started = time.monotonic()
-        threads = [
-            threading.Thread(target=learner, args=(base_url, tally, i, started + budget_s))
-            for i in range(learners)
-        ]
-        for t in threads:
-            t.start()
-            time.sleep(0.01)
-        for t in threads:
-            t.join(timeout=max(1.0, started + budget_s + 30 - time.monotonic()))
-        wall = time.monotonic() - started
-        rss_after = rss_mb(proc.pid)
+        rss_rounds = []
+        wall = 0.0
+        for round_no in range(rounds):  # the same server, several rounds: memory must plateau, not climb
+            started = time.monotonic()
+            threads = [
+                threading.Thread(target=learner, args=(base_url, tally, i, started + budget_s, round_no))
+                for i in range(learners)
+            ]
+            for t in threads:
+                t.start()
+                time.sleep(0.01)
+            for t in threads:
+                t.join(timeout=max(1.0, started + budget_s + 30 - time.monotonic()))
+            wall += time.monotonic() - started
+            rss_rounds.append(round(rss_mb(proc.pid), 1))
+        rss_after = rss_rounds[-1]
         attempts_acked = client.get("/api/progress").json()["attempts"]
         client.close()
     finally:
@@ -222,6 +226,8 @@ def run_load(learners: int = 50, budget_s: float = 50.0) -> dict:
         "p95_ms": round(1000 * latencies[int(len(latencies) * 0.95)], 1) if latencies else None,
         "rss_before_mb": round(rss_before, 1),
         "rss_after_mb": round(rss_after, 1),
+        "rss_by_round_mb": rss_rounds,
+        "rounds": rounds,
         "acked_saves": len(tally.acked),
         "no_lost_edit": chained,
         "edit_chain": chain_note,
@@ -257,7 +263,8 @@ def markdown(r: dict) -> str:
             f"| runs and checks finished / queue-full answers (429, retried) | {r['jobs_finished']} / {r['queue_full_429']} |",
             f"| queue order inversions (started out of arrival order by > 50 ms) | {r['order_inversions']} |",
             f"| request latency p50 / p95 | {r['p50_ms']} ms / {r['p95_ms']} ms |",
-            f"| server RSS before / after | {r['rss_before_mb']} MiB / {r['rss_after_mb']} MiB |",
+            f"| server RSS before / after each of {r['rounds']} round(s) | {r['rss_before_mb']} MiB / "
+            f"{', '.join(str(v) for v in r['rss_by_round_mb'])} MiB |",
             f"| attempts acknowledged / in the database after `kill -9` | {r['attempts_acked']} / "
             f"{r['attempts_after_kill9']} (integrity_check: {'ok' if r['integrity_ok'] else 'FAILED'}) |",
         ]
@@ -268,9 +275,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=50)
     parser.add_argument("--budget", type=float, default=50.0, help="seconds for the whole load")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of load against the same server")
     parser.add_argument("--write", type=Path, help="update this markdown file's load section")
     args = parser.parse_args()
-    result = run_load(args.learners, args.budget)
+    result = run_load(args.learners, args.budget, args.rounds)
     print(json.dumps(result, indent=2))
     if args.write:
         write_section(args.write, "load", markdown(result))

@@ -18,11 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-# torch imports torch._dynamo lazily on the first factory call under a dispatch mode (2-4 s in every child);
-# importing it here lets the zygote, which imports this module, warm it once.
 import numpy as np
 import torch
-import torch._dynamo  # noqa: F401
 
 from tritonlab.contracts import layout_geometry
 from tritonlab.patterns import INPUT_GUARD, OUTPUT_GUARD, POISON
@@ -378,6 +375,12 @@ def op_recorder() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpRecorder(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # torch wraps a mode's __torch_dispatch__ in _disable_dynamo, whose first call imports
+            # torch._dynamo (1.5-2 s, in every run). This mode is never compiled: skip the wrapper.
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             rec = _ACTIVE
             if rec is not None and not rec.paused:
