@@ -15,6 +15,10 @@ def test_auto_mode_does_not_claim_hardening_for_gpu_runs(monkeypatch: pytest.Mon
     assert hardening.decide("gpu") == (False, report["reason"])
 
 
-def test_basic_mode_is_never_hardened(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_mode_is_honoured_in_the_same_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe is cached; the cache must not keep answering for a mode that is no longer asked for."""
+    monkeypatch.setenv("TRITONLAB_SANDBOX", "auto")
+    hardening.probe("interpreter")  # whatever this machine allows, now cached
     monkeypatch.setenv("TRITONLAB_SANDBOX", "basic")
     assert hardening.decide("interpreter")[0] is False
+    assert "switched off" in hardening.probe("interpreter")["reason"]

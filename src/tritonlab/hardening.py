@@ -205,10 +205,15 @@ def prepare_run_dir(path: Path) -> None:
     os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
-@functools.lru_cache(maxsize=4)
 def probe(backend: str = "interpreter") -> dict:
-    """Start the real sandbox with a tiny script and verify each layer. {"hardened", "reason", "layers", ...}"""
-    wanted = mode()
+    """Start the real sandbox with a tiny script and verify each layer. {"hardened", "reason", "layers", ...}
+
+    Cached per (backend, TRITONLAB_SANDBOX mode): a changed mode is honoured, an unchanged one probes once."""
+    return _probe(backend, mode())
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(backend: str, wanted: str) -> dict:
     result: dict = {"hardened": False, "mode": wanted, "layers": [], "reason": "", "evidence": {}}
     if wanted == "basic":
         result["reason"] = "TRITONLAB_SANDBOX=basic: the hardened layer is switched off"
