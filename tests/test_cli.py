@@ -182,3 +182,12 @@ def test_broken_course_file_names_file_and_field(home: Path, tmp_path: Path) -> 
         and "`function`" in result.stderr
         and "Traceback" not in result.stderr
     )
+
+
+def test_run_survives_junk_left_in_the_run_dir(fixture_course: Path, tmp_path: Path) -> None:
+    """A program may write anything into its run folder, including the file the parent reads back."""
+    program = tmp_path / "junk.py"
+    program.write_text("open('error.json', 'w').write('{not json')\nprint('done')\n")
+    result = cli("run", str(program))
+    assert result.returncode == 0 and "done" in result.stdout
+    assert "Traceback" not in result.stderr

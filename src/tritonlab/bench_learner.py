@@ -29,10 +29,6 @@ LEARNER = "your kernel"  # bench.measure_case names "ours" `triton`; rows are re
 REFERENCE = "course reference"
 
 
-def benchmarkable(exercise_id: str) -> bool:
-    return exercise_id in EXERCISE_KERNELS
-
-
 def agrees(mine: Any, ref: Any) -> tuple[bool, str]:
     """Loose agreement with the reference kernel (fp32 compare; the real grading is `tritonlab check`)."""
     import torch
@@ -99,31 +95,21 @@ def time_one(
 
 
 def run(service: Any, exercise: Any, file: Path, peaks: dict | None, timeout: float = 600.0) -> dict:
-    """In the parent: run the bench job in the sandbox and return {"rows", "problems", ...}."""
-    from tritonlab import sandbox
-
-    gpu = service.backend == "gpu"
-    run_dir = sandbox.new_run_dir()
-    try:
-        job = {
-            "mode": "bench",
-            "exercise": exercise.id,
-            "function": exercise.function,
-            "file": str(Path(file).resolve()),
-            "gpu": gpu,
-            "peaks": peaks,
+    """In the parent: run the bench job in the sandbox (queued like every run) and return its rows."""
+    job = {
+        "mode": "bench",
+        "exercise": exercise.id,
+        "function": exercise.function,
+        "file": str(Path(file).resolve()),
+        "gpu": service.backend == "gpu",
+        "peaks": peaks,
+    }
+    result, data = service.run_job(job, "bench.json", timeout=timeout)
+    if data is None:
+        why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+        data = {
+            "rows": [],
+            "problems": [f"the benchmark run ended without a result ({why})"],
+            "output": result.output[-2000:],
         }
-        (run_dir / "job.json").write_text(json.dumps(job))
-        result = service.zygote().start(run_dir, sandbox.default_limits(service.backend, timeout)).wait()
-        path = run_dir / "bench.json"
-        data = json.loads(path.read_text()) if path.is_file() else {}
-        if not data:
-            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
-            data = {
-                "rows": [],
-                "problems": [f"the benchmark run ended without a result ({why})"],
-                "output": result.output[-2000:],
-            }
-        return data
-    finally:
-        sandbox.remove_run_dir(run_dir)
+    return data

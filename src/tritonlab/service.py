@@ -21,6 +21,16 @@ from tritonlab.workspace import Workspace, locate
 INTERPRETER_POOL = 2
 
 
+def read_json_object(path: Path) -> dict | None:
+    """A JSON object the child wrote, or None: a run can leave anything in its folder (the run dir is
+    sanitized by Run.wait, so no links or FIFOs; the content is still the learner's to spoil)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 class FairGate:
     """A counting gate that admits waiters strictly in arrival order, and says where each one stands."""
 
@@ -197,20 +207,33 @@ class Service:
         argv: list[str] | None = None,
     ) -> tuple[sandbox.RunResult, dict | None]:
         """Run a learner program as __main__ in a sandboxed child. Returns the result and its error, if any."""
+        job = {"mode": "run", "file": str(Path(file).resolve()), "argv": argv or []}
+        return self.run_job(
+            job, "error.json", on_output=on_output, on_start=on_start, on_wait=on_wait, timeout=timeout
+        )
+
+    def run_job(
+        self,
+        job: dict,
+        result_file: str,
+        on_output: Callable[[str], None] | None = None,
+        on_start: Callable[[sandbox.Run], None] | None = None,
+        on_wait: Callable[[int], None] | None = None,
+        timeout: float = 60.0,
+    ) -> tuple[sandbox.RunResult, dict | None]:
+        """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
+        child wrote to `result_file` (None when it wrote none, or something that is not a JSON object)."""
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
         run_dir = sandbox.new_run_dir()
         try:
-            job = {"mode": "run", "file": str(Path(file).resolve()), "argv": argv or []}
             (run_dir / "job.json").write_text(json.dumps(job))
             run = zygote.start(run_dir, sandbox.default_limits(self.backend, timeout))
             if on_start:
                 on_start(run)
             result = run.wait(on_output)
-            error_path = run_dir / "error.json"
-            error = json.loads(error_path.read_text()) if error_path.is_file() else None
-            return result, error
+            return result, read_json_object(run_dir / result_file)
         finally:
             gate.release()
             sandbox.remove_run_dir(run_dir)
