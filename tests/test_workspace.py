@@ -56,3 +56,25 @@ def test_oversized_code_is_refused(ws: Workspace) -> None:
     ex = ws.course.exercise("vector-copy")
     with pytest.raises(WorkspaceError, match="nothing was saved"):
         ws.save(ex, "#" * (600 * 1024), None)
+
+
+def test_a_file_saved_meanwhile_is_never_replaced_by_the_starter(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ensure()'s cheap existence check can be stale (another request saved in between): the starter must
+    only be written after checking again under the lock."""
+    ex = ws.course.exercise("vector-copy")
+    path = ws.path_for(ex)
+    ws.save(ex, "# mine\n", None)
+    real_exists = Path.exists
+    stale = {"left": 1}
+
+    def exists_as_seen_earlier(self: Path) -> bool:
+        if self == path and stale["left"]:
+            stale["left"] -= 1
+            return False  # what a check that ran before the save would have seen
+        return real_exists(self)
+
+    monkeypatch.setattr(Path, "exists", exists_as_seen_earlier)
+    ws.ensure(ex)
+    assert path.read_text() == "# mine\n"

@@ -66,26 +66,34 @@ class Workspace:
     def init(self) -> list[Path]:
         """Create the workspace and any missing learner files; existing files are never touched."""
         self.root.mkdir(parents=True, exist_ok=True)
-        marker = self.root / MARKER
-        if not marker.exists():
-            marker.write_text(f'# tritonlab workspace\ncourse = "{self.course.dir}"\n', encoding="utf-8")
         created = []
-        for exercise in self.course.exercises():
-            path = self.path_for(exercise)
-            if not path.exists() and not path.is_symlink():
-                self._write(path, exercise.starter.read_text(encoding="utf-8"))
-                created.append(path)
+        with self._locked():
+            marker = self.root / MARKER
+            if not marker.exists():
+                marker.write_text(f'# tritonlab workspace\ncourse = "{self.course.dir}"\n', encoding="utf-8")
+            for exercise in self.course.exercises():
+                if self._create_if_missing(exercise):
+                    created.append(self.path_for(exercise))
         return created
 
     def ensure(self, exercise: Exercise) -> Path:
         path = self.path_for(exercise)
-        if not path.exists() and not path.is_symlink():
-            self.root.mkdir(parents=True, exist_ok=True)
+        if not path.exists() and not path.is_symlink():  # cheap check; the decision is taken under the lock
             if not (self.root / MARKER).exists():
                 self.init()
             else:
-                self._write(path, exercise.starter.read_text(encoding="utf-8"))
+                with self._locked():
+                    self._create_if_missing(exercise)
         return path
+
+    def _create_if_missing(self, exercise: Exercise) -> bool:
+        """Copy the starter in if the learner's file does not exist. Call with the lock held: checked and
+        written unlocked, a file saved meanwhile by another request would be overwritten by the starter."""
+        path = self.path_for(exercise)
+        if path.exists() or path.is_symlink():
+            return False
+        self._write(path, exercise.starter.read_text(encoding="utf-8"))
+        return True
 
     def read(self, exercise: Exercise) -> tuple[str, str]:
         path = self.ensure(exercise)
