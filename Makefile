@@ -46,9 +46,18 @@ format: install
 	$(BIN)/ruff format src tests scripts
 	$(BIN)/ruff check --fix src tests scripts course
 
-test: install system-deps lint
-	$(BIN)/python -m pytest -q -m "not gpu"
-	$(BIN)/tritonlab dev check
+# Each phase prints its duration (scripts/phase.sh) and the last lines sum them up, so CI time has an owner.
+PHASE := scripts/phase.sh
+test:
+	@rm -f .phase-times
+	@$(PHASE) install $(MAKE) --no-print-directory install
+	@$(PHASE) system-deps $(MAKE) --no-print-directory system-deps
+	@$(PHASE) lint $(MAKE) --no-print-directory lint
+	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not gpu and not browser"
+	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"
+	@$(PHASE) content $(BIN)/tritonlab dev check
+	@$(PHASE) wheel scripts/wheel_smoke.sh
+	@echo "=== make test: where the time went ==="; cat .phase-times
 
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu

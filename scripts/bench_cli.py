@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", nargs="*")
     opts = parser.parse_args()
-    from tritonlab.course import load_course
+    from tritonlab.content.course import load_course
 
     env = dict(os.environ, TRITONLAB_HOME=tempfile.mkdtemp(prefix="tritonlab-bench-"))
     exe = [sys.executable, "-m", "tritonlab"]

@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab import bench  # noqa: E402
-from tritonlab.peaks import measure_peaks, save_peaks  # noqa: E402
+from tritonlab.perf import bench  # noqa: E402
+from tritonlab.perf.peaks import measure_peaks, save_peaks  # noqa: E402
 
 LOG: list[str] = []
 SMOKE = False  # --smoke: CPU interpreter, tiny sizes; tests the plumbing, measures nothing
@@ -320,7 +320,7 @@ def explore_picks(torch, only: set[str] | None = None) -> dict:
     """Time candidate configs for the cases still short of target; return the winners (and all timings)."""
     if only == {"decode"}:
         return explore_decode_picks(torch)
-    from tritonlab.kernels import load
+    from tritonlab.perf.kernels import load
 
     mm, va, sm = load("matmul"), load("vector_add"), load("softmax")
     out: dict[str, Any] = {"timings": {}}
@@ -446,7 +446,7 @@ def explore_picks(torch, only: set[str] | None = None) -> dict:
 
 def explore_decode_picks(torch) -> dict:
     """Decode GEMM candidates timed with the hidden-launch timer (both dtypes, geo mean), with cuBLAS."""
-    from tritonlab.kernels import load
+    from tritonlab.perf.kernels import load
 
     mm = load("matmul")
     out: dict[str, Any] = {"timings": {}, "timer": "hidden-launch"}
@@ -486,7 +486,7 @@ def explore_decode_picks(torch) -> dict:
 
 def apply_picks(picks: dict) -> dict:
     """Install the explore pass's winners as the kernels' default configurations for this process."""
-    from tritonlab.kernels import load
+    from tritonlab.perf.kernels import load
 
     mm, mbg, sm, va = load("matmul"), load("matmul_bias_gelu"), load("softmax"), load("vector_add")
     applied = {}
@@ -659,8 +659,8 @@ def autotune_study(torch, mod, space: list[dict] | None = None, rep: float = 40)
 
 
 def check_all(torch) -> list[dict]:
-    from tritonlab.kernels import cases as C
-    from tritonlab.kernels.selfcheck import SMALL_CASES, check
+    from tritonlab.perf.kernels import cases as C
+    from tritonlab.perf.kernels.selfcheck import SMALL_CASES, check
 
     out = []
     for name, shape, dtype, cfg in SMALL_CASES:
@@ -677,7 +677,7 @@ def check_all(torch) -> list[dict]:
 
 
 def main_rows(torch, peaks) -> list[dict]:
-    from tritonlab.kernels import cases as C
+    from tritonlab.perf.kernels import cases as C
 
     rows = []
     for name in C.BUILDERS:
@@ -690,7 +690,7 @@ def main_rows(torch, peaks) -> list[dict]:
 
 
 def size_sweeps(torch, peaks) -> dict:
-    from tritonlab.kernels import cases as C
+    from tritonlab.perf.kernels import cases as C
 
     sizes = [2**p for p in range(12, sz(29, 15), 2)]
     rows = [
@@ -830,8 +830,8 @@ def evaluate_targets(rows: list[dict], peaks: dict) -> list[dict]:
 
 
 def bottlenecks(torch, peaks) -> dict:
-    from tritonlab.kernels import cases as C
-    from tritonlab.kernels.vector_add import vector_add
+    from tritonlab.perf.kernels import cases as C
+    from tritonlab.perf.kernels.vector_add import vector_add
 
     chain = bench.measure_case(C.elementwise_chain_cases(dev(), sz(2**28, 4096))[0], peaks, gpu=not SMOKE)
     n = 1024
@@ -855,7 +855,7 @@ def bottlenecks(torch, peaks) -> dict:
     s = sz(8192, 64)
     a = torch.randn(s, s, device=dev()).to(torch.bfloat16)
     b = torch.randn(s, s, device=dev()).to(torch.bfloat16)
-    from tritonlab.kernels.matmul import matmul
+    from tritonlab.perf.kernels.matmul import matmul
 
     mm: dict[str, Any] = {"shape": [s, s, s], "flops": 2 * s**3, "bytes": 3 * s**2 * 2, "impls": {}}
     for name, fn in (("cuBLAS", lambda: torch.matmul(a, b)), ("triton", lambda: matmul(a, b))):
@@ -872,7 +872,7 @@ def bottlenecks(torch, peaks) -> dict:
 
 
 def block_sweep(torch) -> dict:
-    from tritonlab.kernels.vector_add import vector_add
+    from tritonlab.perf.kernels.vector_add import vector_add
 
     n = sz(2**26, 2**14)
     x, y = torch.randn(n, device=dev()), torch.randn(n, device=dev())
@@ -901,8 +901,8 @@ def block_sweep(torch) -> dict:
 
 
 def fusion(torch, peaks) -> dict:
-    from tritonlab.kernels import cases as C
-    from tritonlab.kernels.matmul import matmul
+    from tritonlab.perf.kernels import cases as C
+    from tritonlab.perf.kernels.matmul import matmul
 
     rows = []
     for shape in sz(((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 1024)), ((64, 64, 64),)):
@@ -919,7 +919,7 @@ def fusion(torch, peaks) -> dict:
 
 def current_configs() -> dict:
     """The launch configurations the recorded run uses (so the JSON says exactly what was measured)."""
-    from tritonlab.kernels import load
+    from tritonlab.perf.kernels import load
 
     mm, mbg, sm, rn, va, tr, c2 = (
         load(n)
@@ -977,7 +977,7 @@ def main() -> int:
         return 2
     import torch
 
-    from tritonlab.kernels import load
+    from tritonlab.perf.kernels import load
 
     torch.manual_seed(1234)
     env = versions_env()

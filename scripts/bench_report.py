@@ -19,7 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab import bench  # noqa: E402
+from tritonlab.perf import bench  # noqa: E402
 
 #: Hand-written explanations, keyed by target id, added to the automatic reason when a target is short.
 #: Each rests on numbers in the recorded JSON (the tuning rounds are docs/gpu-runs/h200-tuning-round*.json).
@@ -265,7 +265,7 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
         "and FLOPs, the same for every implementation. `torch.compile` is the default mode with static shapes. "
         "Rows marked *hidden-launch* (kernels of a few µs) use the same protocol with a ~100 µs GPU-side spin "
         "queued before each timed call, so that the host's launch latency stays out of the interval "
-        "(`tritonlab.bench.time_hidden_launch`); otherwise a 10 µs kernel whose Python launch path takes longer "
+        "(`tritonlab.perf.bench.time_hidden_launch`); otherwise a 10 µs kernel whose Python launch path takes longer "
         "than the L2 flush reads as 30–60 µs.",
         "",
     ]

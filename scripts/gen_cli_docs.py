@@ -13,7 +13,7 @@ OUT = ROOT / "docs" / "cli.md"
 
 def commands() -> list[list[str]]:
     sys.path.insert(0, str(ROOT / "src"))
-    from tritonlab.cli import app
+    from tritonlab.cli.app import app
 
     found = [[]]
     for info in app.registered_commands:

@@ -204,7 +204,7 @@ def run_load(learners: int = 50, budget_s: float = 50.0, rounds: int = 1) -> dic
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # kill -9: nothing acknowledged may be lost
         proc.wait()
-    from tritonlab.progress import Store
+    from tritonlab.store.progress import Store
 
     store = Store(home / "progress.sqlite3")
     final_text = (home / "ws" / "01-only" / f"{EXERCISE}.py").read_text()

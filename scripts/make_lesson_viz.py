@@ -26,9 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab import sandbox  # noqa: E402
-from tritonlab.contracts import DEVICE, Case, Tensor  # noqa: E402
-from tritonlab.course import load_course  # noqa: E402
+from tritonlab.content.course import load_course  # noqa: E402
+from tritonlab.grading.contracts import DEVICE, Case, Tensor  # noqa: E402
+from tritonlab.runs import sandbox  # noqa: E402
 from tritonlab.viz import pictures, roofline  # noqa: E402
 from tritonlab.viz.run import candidate_cases, record  # noqa: E402
 

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab.course import load_course  # noqa: E402
+from tritonlab.content.course import load_course  # noqa: E402
 
 OUT = ROOT / "docs" / "outcomes.md"
 

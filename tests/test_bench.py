@@ -37,7 +37,7 @@ def no_cuda() -> bool:
 
 
 def test_rates_from_counted_bytes_and_flops() -> None:
-    from tritonlab import bench
+    from tritonlab.perf import bench
 
     assert bench.gbps(3 * 2**28 * 4, 1.0) == pytest.approx(3.221225472e3)  # 3 GiB·… in 1 ms
     assert bench.tflops(2 * 4096**3, 0.2) == pytest.approx(2 * 4096**3 / 0.2e-3 / 1e12)
@@ -48,7 +48,7 @@ def test_rates_from_counted_bytes_and_flops() -> None:
 
 
 def test_roofline_is_min_of_compute_and_bandwidth() -> None:
-    from tritonlab import bench
+    from tritonlab.perf import bench
 
     assert bench.roofline(800.0, 4000.0, 1.0) == pytest.approx(4.0)  # 4000 GB/s × 1 FLOP/B = 4 TFLOP/s
     assert bench.roofline(800.0, 4000.0, 1e4) == 800.0
@@ -57,7 +57,7 @@ def test_roofline_is_min_of_compute_and_bandwidth() -> None:
 def test_cost_models() -> None:
     sys.path.insert(0, SRC)
     pytest.importorskip("triton")
-    from tritonlab.kernels import matmul, softmax, vector_add
+    from tritonlab.perf.kernels import matmul, softmax, vector_add
 
     assert vector_add.bytes_moved(2**28, 4) == 3 * 2**30
     assert softmax.bytes_moved(2048, 32768, 2) == 2 * 2048 * 32768 * 2
@@ -69,14 +69,14 @@ def test_cost_models() -> None:
 
 
 def test_gpu_slug() -> None:
-    from tritonlab.bench import gpu_slug
+    from tritonlab.perf.bench import gpu_slug
 
     assert gpu_slug("NVIDIA H200") == "h200"
     assert gpu_slug("NVIDIA GeForce RTX 4090") == "rtx-4090"
 
 
 def test_format_rows_handles_errors() -> None:
-    from tritonlab.bench import format_rows
+    from tritonlab.perf.bench import format_rows
 
     row = {
         "kernel": "k",
@@ -97,7 +97,7 @@ def test_format_rows_handles_errors() -> None:
 
 
 def test_peak_cache_roundtrip(tmp_path: Path) -> None:
-    from tritonlab import peaks
+    from tritonlab.perf import peaks
 
     path = tmp_path / "sub" / "peaks.json"
     assert peaks.load_cache(path) == {}
@@ -110,7 +110,7 @@ def test_peak_cache_roundtrip(tmp_path: Path) -> None:
 
 
 def test_peak_cache_ignores_garbage(tmp_path: Path) -> None:
-    from tritonlab import peaks
+    from tritonlab.perf import peaks
 
     path = tmp_path / "peaks.json"
     path.write_text("not json")
@@ -120,7 +120,7 @@ def test_peak_cache_ignores_garbage(tmp_path: Path) -> None:
 
 
 def test_peak_cache_lives_in_tritonlab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tritonlab import peaks
+    from tritonlab.perf import peaks
 
     monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
     assert peaks.cache_path() == tmp_path / "home" / "peaks.json"
@@ -130,7 +130,7 @@ def test_peak_cache_lives_in_tritonlab_home(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_require_gpu_refuses_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tritonlab import bench
+    from tritonlab.perf import bench
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     with pytest.raises(bench.NoGPUError, match="interpreter"):
@@ -156,7 +156,7 @@ def test_register_on_fresh_app_refuses_and_validates() -> None:
     import typer
     from typer.testing import CliRunner
 
-    from tritonlab.cli_bench import register
+    from tritonlab.cli.bench import register
 
     app = typer.Typer()
     register(app)
@@ -238,7 +238,7 @@ def _fake_row(kernel: str, bound: str, flops: int) -> dict:
 
 def test_plots_from_json(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from tritonlab import bench
+    from tritonlab.perf import bench
 
     peaks = {"copy_gbps": 4000.0, "matmul_bf16_tflops": 700.0}
     rows = [_fake_row("softmax", "memory", 5 * 64 * 64), _fake_row("matmul", "compute", 2 * 64**3)]
@@ -323,7 +323,7 @@ def test_committed_report_is_current() -> None:
 def test_reference_kernels_correct_on_interpreter() -> None:
     pytest.importorskip("triton")
     out = subprocess.run(
-        [sys.executable, "-m", "tritonlab.kernels.selfcheck"],
+        [sys.executable, "-m", "tritonlab.perf.kernels.selfcheck"],
         capture_output=True,
         text=True,
         env=_env(TRITON_INTERPRET="1"),
@@ -332,7 +332,7 @@ def test_reference_kernels_correct_on_interpreter() -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
-    from tritonlab.kernels import NAMES
+    from tritonlab.perf.kernels import NAMES
 
     for name in NAMES:
         assert any(ln.split()[1] == name for ln in lines), f"{name} not checked"
@@ -341,8 +341,8 @@ def test_reference_kernels_correct_on_interpreter() -> None:
 
 def test_kernels_not_imported_with_tritonlab() -> None:
     code = (
-        "import sys, tritonlab, tritonlab.bench, tritonlab.peaks, tritonlab.cli_bench; "
-        "print(sorted(m for m in ('torch', 'triton', 'tritonlab.kernels') if m in sys.modules))"
+        "import sys, tritonlab, tritonlab.perf.bench, tritonlab.perf.peaks, tritonlab.cli.bench; "
+        "print(sorted(m for m in ('torch', 'triton', 'tritonlab.perf.kernels') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True)
     assert out.stdout.strip() == "[]"

@@ -26,15 +26,15 @@ pytestmark = pytest.mark.gpu
     ],
 )
 def test_reference_kernel_correct_on_gpu(name: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
-    from tritonlab.kernels.selfcheck import check
+    from tritonlab.perf.kernels.selfcheck import check
 
     r = check(name, shape, dtype, "cuda")
     assert r.ok, r
 
 
 def test_measure_case_on_gpu() -> None:
-    from tritonlab import bench
-    from tritonlab.kernels import cases
+    from tritonlab.perf import bench
+    from tritonlab.perf.kernels import cases
 
     case = cases.vector_add_cases("cuda", [2**24])[0]
     row = bench.measure_case(case, {"copy_gbps": 4000.0, "matmul_bf16_tflops": 700.0}, rep=20)

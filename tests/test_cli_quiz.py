@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab import quiz
+from tritonlab.content import quiz
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -196,7 +196,7 @@ def test_answers_graded_and_saved(course: Path) -> None:
     assert [(q, a, s) for _, q, a, s in answers] == [("grid", "1", 1.0), ("safe", "0,1", 1.0),
                                                      ("programs", "97", 1.0), ("prints", "0", 1.0)]  # fmt: skip
 
-    from tritonlab.progress import Store
+    from tritonlab.store.progress import Store
 
     assert Store().best_quiz()["03-grids"] == {"score": 1.0, "passed": True, "tries": 1}
 

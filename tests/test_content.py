@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.course import load_course
+from tritonlab.content.course import load_course
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = load_course(ROOT / "course")

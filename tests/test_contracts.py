@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from tritonlab import contracts
-from tritonlab.contracts import Case, Tensor, layout_geometry, quantize
-from tritonlab.contracts._layout import read_as, storage_image
-from tritonlab.contracts.compare import unwritten_cause_2d
+from tritonlab.grading import contracts
+from tritonlab.grading.contracts import Case, Tensor, layout_geometry, quantize
+from tritonlab.grading.contracts._layout import read_as, storage_image
+from tritonlab.grading.contracts.compare import unwritten_cause_2d
 
 EXERCISES = [
     "vector-copy",

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tritonlab.course import CourseError, load_course
+from tritonlab.content.course import CourseError, load_course
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "course"
 FILES = ("course.toml", "01-only/lesson.toml", "01-only/exercises/vector-copy/exercise.toml")

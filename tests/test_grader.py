@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonlab import contracts, grader, sandbox
+from tritonlab.grading import contracts, grader
 from tritonlab.models import FAILURE_KINDS, Exercise, Verdict
+from tritonlab.runs import sandbox
 
 COPY_KERNEL = """
 import os

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonlab import hardening
+from tritonlab.runs import hardening
 
 
 def test_auto_mode_does_not_claim_hardening_for_gpu_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURE_COURSE, ROOT, cli
 
 from tritonlab import config, i18n
-from tritonlab.quiz_bank import load_bank
+from tritonlab.content.quiz_bank import load_bank
 
 COURSE = ROOT / "course"
 NO_LOCALE = {"TRITONLAB_LANG": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8", "COLUMNS": "200"}
@@ -201,7 +201,7 @@ def test_cli_watch_and_verdict_in_portuguese(i18n_course: Path, tmp_path: Path) 
 def test_doctor_report_in_spanish() -> None:
     from rich.console import Console
 
-    from tritonlab import doctor
+    from tritonlab.cli import doctor
 
     report = {
         "tritonlab": "0",

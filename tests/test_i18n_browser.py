@@ -51,7 +51,7 @@ REAL_LESSON = ROOT / "course" / "05-vector-add"
 
 def loads(folder: Path) -> bool:
     """Whether a real lesson folder loads right now (lessons are edited while tests run)."""
-    from tritonlab.course import load_lesson
+    from tritonlab.content.course import load_lesson
 
     try:
         load_lesson(folder)

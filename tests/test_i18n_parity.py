@@ -19,9 +19,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tritonlab import i18n
-from tritonlab.course import load_course
+from tritonlab.content.course import load_course
+from tritonlab.content.quiz_bank import load_bank, validate_bank
 from tritonlab.models import FAILURE_KINDS, Course, Text
-from tritonlab.quiz_bank import load_bank, validate_bank
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "course"
@@ -265,9 +265,10 @@ def test_every_failure_kind_has_a_name() -> None:
 def test_known_english_messages_are_translated() -> None:
     """Messages built outside the UI layer (doctor, backend, quiz input) are re-rendered from [doctor_text],
     [backend_reason] and [quiz_error]; when their source changes, add or update the template there."""
-    from tritonlab import backend, doctor
-    from tritonlab.quiz import QuizInputError, parse_response
-    from tritonlab.quiz_bank import Question
+    from tritonlab.cli import doctor
+    from tritonlab.content.quiz import QuizInputError, parse_response
+    from tritonlab.content.quiz_bank import Question
+    from tritonlab.runs import backend
 
     untranslated = []
     for layer in doctor.LAYER_ONE:

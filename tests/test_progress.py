@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from tritonlab.progress import MIGRATIONS, Store
+from tritonlab.store.progress import MIGRATIONS, Store
 
 WRITER = r"""
 import sys
-from tritonlab.progress import Store
+from tritonlab.store.progress import Store
 store = Store(sys.argv[1])
 for i in range(30):
     rid = store.record_attempt({"exercise": f"ex-{i}", "passed": i % 2 == 0, "backend": "interpreter"})

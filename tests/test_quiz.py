@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tritonlab import quiz
-from tritonlab.quiz import QuizInputError
+from tritonlab.content import quiz
+from tritonlab.content.quiz import QuizInputError
 
 GOOD = textwrap.dedent(
     '''
@@ -104,7 +104,7 @@ def test_pass_mark_defaults_to_80_percent(tmp_path: Path) -> None:
 def test_importing_the_engine_imports_neither_torch_nor_triton() -> None:
     import subprocess
 
-    code = "import sys, tritonlab.quiz; print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    code = "import sys, tritonlab.content.quiz; print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

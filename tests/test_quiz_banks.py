@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab import quiz
+from tritonlab.content import quiz
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "course"
@@ -219,7 +219,7 @@ def test_authoring_example_bank_is_valid(tmp_path: Path) -> None:
 
 
 def test_dev_check_helper_catches_stale_answers(tmp_path: Path) -> None:
-    from tritonlab.cli_quiz import bank_answer_problems
+    from tritonlab.cli.quiz import bank_answer_problems
 
     text = """
 [[questions]]

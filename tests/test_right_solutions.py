@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab import contracts, grader, sandbox
+from tritonlab.grading import contracts, grader
 from tritonlab.models import Exercise
+from tritonlab.runs import sandbox
 
 RIGHT = Path(__file__).resolve().parent / "right"
 FILES = sorted(str(p.relative_to(RIGHT)) for p in RIGHT.glob("*/*.py"))

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE_COURSE, LEARNERS
 
-from tritonlab import grader, sandbox
-from tritonlab.course import load_course
+from tritonlab.content.course import load_course
+from tritonlab.grading import grader
+from tritonlab.runs import sandbox
 
 
 @pytest.fixture(scope="module")

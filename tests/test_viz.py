@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import ROOT, cli
 
-from tritonlab import sandbox
-from tritonlab.contracts import Case, Tensor
-from tritonlab.course import load_course
+from tritonlab.content.course import load_course
+from tritonlab.grading.contracts import Case, Tensor
+from tritonlab.runs import sandbox
 from tritonlab.viz import logview as lv
 from tritonlab.viz import pictures, roofline, tiles
 from tritonlab.viz.run import best_case, candidate_cases, record

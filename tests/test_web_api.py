@@ -456,7 +456,7 @@ def test_quiz_feedback_and_saved_score(env: dict) -> None:
 def test_serve_refuses_open_hosts_without_a_token() -> None:
     import typer
 
-    from tritonlab import cli_serve
+    from tritonlab.cli import serve as cli_serve
 
     with pytest.raises(typer.Exit):
         cli_serve.check_host("0.0.0.0", None)

@@ -80,7 +80,7 @@ ENDLESS = "print('spinning', flush=True)\nwhile True:\n    pass\n"
 
 def course_for_test(tmp: Path) -> Path:
     """The real course, made of every lesson folder that loads today (lessons are still being written)."""
-    from tritonlab.course import load_lesson
+    from tritonlab.content.course import load_lesson
 
     course = tmp / "course"
     course.mkdir()
@@ -295,7 +295,7 @@ def test_a_failing_case_links_to_its_picture(page: object, server: str) -> None:
 
 
 def test_visualize_says_when_an_exercise_has_no_kernel(page: object, server: str) -> None:
-    from tritonlab.course import load_lesson
+    from tritonlab.content.course import load_lesson
 
     try:
         lesson = load_lesson(ROOT / "course" / "06-performance")

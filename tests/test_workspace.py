@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE_COURSE
 
-from tritonlab.course import load_course
-from tritonlab.workspace import MARKER, ConflictError, Workspace, WorkspaceError, locate, version_of
+from tritonlab.content.course import load_course
+from tritonlab.store.workspace import MARKER, ConflictError, Workspace, WorkspaceError, locate, version_of
 
 
 @pytest.fixture

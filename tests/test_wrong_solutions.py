@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab import contracts, grader, sandbox
+from tritonlab.grading import contracts, grader
 from tritonlab.models import FAILURE_KINDS, Exercise
+from tritonlab.runs import sandbox
 
 WRONG = Path(__file__).resolve().parent / "wrong"
 

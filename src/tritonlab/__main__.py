@@ -1,3 +1,3 @@
-from tritonlab.cli import main
+from tritonlab.cli.app import main
 
 main()

@@ -11,12 +11,37 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from tritonlab import backend as backends
-from tritonlab import config, grader, hardening, sandbox
-from tritonlab.course import load_course
+from tritonlab import config
+from tritonlab.content.course import load_course
+from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
-from tritonlab.progress import Store
-from tritonlab.workspace import Workspace, locate
+from tritonlab.runs import backend as backends
+from tritonlab.runs import hardening, sandbox
+from tritonlab.store.progress import Store
+from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
+
+# What the interfaces may name from the layers below: the errors the service's methods raise, the limits they
+# enforce, and the types they hand out. Interfaces import these from here, never from runs/ or store/.
+BackendError = backends.BackendError
+SandboxUnavailable = hardening.Unavailable
+Run = sandbox.Run
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "BackendError",
+    "ConflictError",
+    "Run",
+    "SandboxUnavailable",
+    "Service",
+    "Store",
+    "WorkspaceError",
+    "open_store",
+]
+
+
+def open_store() -> Store:
+    """The progress store of `TRITONLAB_HOME`, for commands that need no course (the terminal quiz)."""
+    return Store()
+
 
 INTERPRETER_POOL = 2
 
@@ -158,6 +183,10 @@ class Service:
 
     def save_code(self, exercise: Exercise, text: str, base_version: str | None, force: bool = False) -> str:
         return self.workspace.save(exercise, text, base_version, force)
+
+    def init_workspace(self) -> list[Path]:
+        """Create the learner's starter files that are missing; returns the files created."""
+        return self.workspace.init()
 
     def reset(self, exercise: Exercise) -> Path | None:
         return self.workspace.reset(exercise)

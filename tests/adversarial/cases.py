@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tritonlab import _zygote, sandbox
 from tritonlab.models import Verdict
+from tritonlab.runs import sandbox, zygote
 from tritonlab.service import Service
 
 HERE = Path(__file__).resolve().parent
@@ -333,7 +333,7 @@ class Bench:
 
     def processes(self) -> int:
         z = self.service.zygote()
-        return len(_zygote.descendants(z.proc.pid))
+        return len(zygote.descendants(z.proc.pid))
 
     def attack(self, case: Case, file: Path) -> Outcome:
         outcome = Outcome()

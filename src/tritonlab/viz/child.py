@@ -35,7 +35,7 @@ def _describer(tools: Any, rec: Any) -> Any:
 
 
 def run_viz(job: dict, run_dir: Path) -> int:
-    from tritonlab import _harness, contracts, guards
+    from tritonlab.grading import contracts, guards, harness
     from tritonlab.viz.recorder import AccessLog, recording
 
     learner_file = os.path.realpath(job["file"])
@@ -46,9 +46,9 @@ def run_viz(job: dict, run_dir: Path) -> int:
         (run_dir / VIZ_RESULT).write_text(json.dumps(out))
 
     try:
-        module = _harness.load_learner(learner_file)
+        module = harness.load_learner(learner_file)
     except BaseException as exc:  # noqa: BLE001 - the learner's import error is data
-        out["import_error"] = _harness.describe_exception(exc, learner_file)
+        out["import_error"] = harness.describe_exception(exc, learner_file)
         flush()
         return 0
     fn = getattr(module, job["function"], None)
@@ -66,7 +66,7 @@ def run_viz(job: dict, run_dir: Path) -> int:
     guards.install_factories()
     guards.install_launch_counter()
     for index, case in enumerate(job["cases"]):
-        tools = _harness.Tools("cpu", run_dir, index)
+        tools = harness.Tools("cpu", run_dir, index)
         rec = guards.Recorder()
         log = AccessLog(describe=_describer(tools, rec), max_lanes=int(job.get("max_lanes", 2_000_000)))
         entry: dict[str, Any] = {"name": case["name"], "status": "returned"}
@@ -82,7 +82,7 @@ def run_viz(job: dict, run_dir: Path) -> int:
                     fn(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - the learner's exception is data
             entry["status"] = "raised"
-            entry["exception"] = _harness.describe_exception(exc, learner_file)
+            entry["exception"] = harness.describe_exception(exc, learner_file)
         finally:
             guards.activate(None)
         entry.update(log.to_json())

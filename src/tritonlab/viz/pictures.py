@@ -316,7 +316,7 @@ def draw(case: dict, exercise: str, out: str | Path) -> Path:
         title += " (log truncated)"
     kind = lv.kind_of(exercise, launch)
     if kind == "gemm":
-        return tiles.gemm(launch, out, title)
+        return tiles.gemm(launch, out, title) or access_map(launch, out, title)
     if kind == "strip":
         return strip(launch, out, title)
     return access_map(launch, out, title)

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab import contracts, grader, sandbox
-from tritonlab.contracts import Case, Tensor
+from tritonlab.grading import contracts, grader
+from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.models import Exercise
+from tritonlab.runs import sandbox
 from tritonlab.viz import logview as lv
 from tritonlab.viz.child import VIZ_RESULT
 

@@ -1,6 +1,6 @@
 """The browser interface: `tritonlab serve` renders lessons, runs and checks code, and streams the terminal.
 
-Importing this package is cheap (the CLI imports `tritonlab.cli_serve` on every command); FastAPI and the
+Importing this package is cheap (the CLI imports `tritonlab.cli.serve` on every command); FastAPI and the
 engine load only when `create_app` is first used.
 """
 

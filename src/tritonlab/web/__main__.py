@@ -2,7 +2,7 @@
 
 import typer
 
-from tritonlab import cli_serve
+from tritonlab.cli import serve as cli_serve
 
 app = typer.Typer(add_completion=False, help="tritonlab's web server.")
 cli_serve.register(app)

@@ -19,11 +19,10 @@ from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t
 from tritonlab.models import Exercise
-from tritonlab.service import Service
+from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError
 from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import MAX_ACTIVE, Busy, Job, Jobs
 from tritonlab.web.markdown import highlight_code, render_inline
-from tritonlab.workspace import MAX_SOURCE_BYTES, ConflictError, WorkspaceError
 
 router = APIRouter(prefix="/api")
 Work = Callable[[Job], None]

@@ -12,9 +12,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tritonlab import sandbox
+if TYPE_CHECKING:
+    from tritonlab.service import Run
 
 KEEP_FINISHED_S = 600.0
 MAX_ACTIVE = 16
@@ -32,7 +33,7 @@ class Job:
         self.events: list[tuple[str, str]] = []  # (event name, JSON data)
         self.done = False
         self.finished_at = 0.0
-        self.run: sandbox.Run | None = None
+        self.run: Run | None = None
         self.stop_requested = False
         self._position = -1
         self._lock = threading.Lock()
@@ -61,7 +62,7 @@ class Job:
             self._position = position
             self.emit("queue", {"position": position})
 
-    def on_start(self, run: sandbox.Run) -> None:
+    def on_start(self, run: Run) -> None:
         self.run = run
         self.emit("start", {"at": time.time()})
         if self.stop_requested:

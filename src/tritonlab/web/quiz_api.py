@@ -1,6 +1,6 @@
 """The lesson quiz in the browser: an attempt per page view (options shuffled), graded answer by answer.
 
-Each answer is graded by tritonlab.quiz, stored with `record_quiz_answer`, and answered with its feedback
+Each answer is graded by tritonlab.content.quiz, stored with `record_quiz_answer`, and answered with its feedback
 and explanations straight away. When every question of the attempt has an answer, the quiz's score is
 stored with `record_quiz_result`. An answer cannot be changed once its feedback was shown.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from tritonlab import quiz
+from tritonlab.content import quiz
 from tritonlab.i18n import t, translate_known
 from tritonlab.models import Lesson
 from tritonlab.service import Service
@@ -98,7 +98,7 @@ class AnswerBody(BaseModel):
 def to_response(
     question: quiz.Question, raw: int | list[int] | float | str, attempt: Attempt
 ) -> quiz.Response:
-    """The learner's answer as tritonlab.quiz reads it. QuizInputError messages are English, like quiz's
+    """The learner's answer as tritonlab.content.quiz reads it. QuizInputError messages are English, like quiz's
     own; `answer` shows them in the page's language (the [quiz_error] templates)."""
     if isinstance(raw, str):
         return quiz.parse_response(question, raw, attempt.presentation)

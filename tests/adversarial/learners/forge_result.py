@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from tritonlab import guards
+from tritonlab.grading import guards
 
 CASES = []
 

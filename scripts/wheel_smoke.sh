@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The installed wheel works outside the repository: build it, install it with the CPU pins into a fresh venv
+# in a temporary folder, then run `tritonlab doctor` and a check of the reference solution from there.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$repo/.venv/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" "$repo"
+"$python" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install --quiet -c "$repo/constraints-cpu.txt" "$work"/dist/*.whl
+cd "$work"
+export TRITONLAB_HOME="$work/home"
+"$work/venv/bin/tritonlab" doctor --backend interpreter
+"$work/venv/bin/tritonlab" check vector-copy --solution --backend interpreter --json > "$work/verdict.json"
+"$work/venv/bin/python" - "$work/verdict.json" <<'PY'
+import json, sys
+verdict = json.load(open(sys.argv[1]))
+assert verdict["passed"] is True and verdict["cases"], verdict
+print(f"wheel smoke: vector-copy solution passed {len(verdict['cases'])} cases from the installed wheel")
+PY

@@ -1,0 +1,357 @@
+"""`tritonlab` — the course in the terminal. Exit codes: 0 ok/passed, 1 check failed, 2 usage/environment error.
+
+torch and triton are never imported here: learner code runs in sandboxed children (see sandbox.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tritonlab import __version__
+from tritonlab.cli.common import (
+    State,
+    console,
+    fail,
+    find_exercise,
+    lang,
+    make_service,
+    print_verdict,
+    tr,
+)
+from tritonlab.i18n import language_name
+
+# Help texts (--help) stay in English: Typer renders them at import time, before --lang is parsed, and
+# Click's own words ("Usage", "Options") are English anyway. Everything a command prints is translated.
+
+if TYPE_CHECKING:
+    pass
+
+app = typer.Typer(
+    name="tritonlab",
+    help="A practical course in Triton GPU programming: lessons, graded kernel exercises, quizzes, benchmarks.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+dev_app = typer.Typer(help="Commands for course authors.", no_args_is_help=True)
+app.add_typer(dev_app, name="dev")
+
+
+@app.callback()
+def main_options(
+    lang: Annotated[str | None, typer.Option("--lang", help="Language: en, pt or es.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show internal tracebacks too.")] = False,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        print(f"tritonlab {__version__}")
+        raise typer.Exit(0)
+    State.lang, State.verbose = lang, verbose
+
+
+# ---- course ---------------------------------------------------------------------------------------------
+
+
+@app.command("list")
+def list_cmd(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List the lessons, their exercises and your progress."""
+    service = make_service(backend="interpreter")
+    progress = service.progress()
+    if json_out:
+        print(json.dumps(progress, indent=2))
+        return
+    from rich.table import Table
+
+    from tritonlab.models import pick
+
+    out = console()
+    out.print(f"[bold]{pick(service.course.title, service.lang)}[/]")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column(tr("cli.list.lesson"))
+    table.add_column(tr("cli.list.exercises"))
+    table.add_column(tr("cli.list.quiz"))
+    for lesson in progress["lessons"]:
+        marks = " ".join(
+            ("[green]✔[/] " if e["passed"] else "[dim]·[/] ") + e["id"] for e in lesson["exercises"]
+        )
+        quiz = lesson["quiz"]
+        quiz_text = "—" if not quiz else f"{quiz['score']:.0%}" + (" ✔" if quiz["passed"] else "")
+        table.add_row(
+            str(lesson["number"]), lesson["title"], marks or f"[dim]{tr('cli.list.quiz_only')}[/]", quiz_text
+        )
+    out.print(table)
+    current = progress["current_exercise"]
+    out.print(
+        tr("cli.list.summary", passed=progress["exercises_passed"], total=progress["exercises_total"])
+        + " "
+        + (tr("cli.list.next", id=current) if current else tr("cli.list.all_passed"))
+    )
+
+
+@app.command()
+def show(
+    lesson: Annotated[str, typer.Argument(help="Lesson number (5) or id (05-vector-add).")],
+    raw: Annotated[bool, typer.Option("--raw", help="Print the Markdown source.")] = False,
+) -> None:
+    """Show a lesson in the terminal."""
+    service = make_service(backend="interpreter")
+    try:
+        item = service.lesson(lesson)
+    except KeyError:
+        raise fail(tr("cli.no_lesson", key=lesson, count=len(service.course.lessons))) from None
+    text, fallback = service.lesson_markdown(item)
+    if raw:
+        print(text)
+        return
+    from rich.markdown import Markdown
+
+    out = console()
+    if fallback and service.lang != "en":
+        out.print(f"[yellow]{tr('cli.show.fallback', language=language_name(service.lang, service.lang))}[/]")
+    out.print(Markdown(text.replace("](figures/", f"]({item.dir}/figures/")))
+    if item.exercises:
+        out.print(
+            f"\n[bold]{tr('cli.show.exercises')}[/] "
+            + ", ".join(f"tritonlab check {e.id}" for e in item.exercises)
+        )
+    out.print(f"[bold]{tr('cli.show.quiz')}[/] tritonlab quiz {item.number}")
+
+
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create your workspace.")] = Path(
+        "tritonlab-work"
+    ),
+) -> None:
+    """Create a workspace with the starter files (never overwrites your edits)."""
+    service = make_service(backend="interpreter", workspace=directory.resolve())
+    created = service.init_workspace()
+    out = console()
+    out.print(tr("cli.init.workspace", path=directory.resolve(), count=len(created)))
+    first = service.course.exercises()[0]
+    out.print(tr("cli.init.start", dir=directory, id=first.id))
+
+
+# ---- running and checking ---------------------------------------------------------------------------------
+
+BackendOpt = Annotated[str | None, typer.Option("--backend", help="auto, interpreter or gpu.")]
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="A Python file to run in the sandbox.")],
+    backend: BackendOpt = None,
+    timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 60.0,
+) -> None:
+    """Run a program (yours, or a lesson example) in a sandboxed child and show what it prints."""
+    if not file.is_file():
+        raise fail(tr("cli.missing_file", path=file))
+    service = make_service(backend)
+    err = sys.stderr
+    err.write(tr("cli.run.running", file=file, backend=service.backend) + "\n")
+    result, error = service.run_file(
+        file, on_output=lambda s: (sys.stdout.write(s), sys.stdout.flush()), timeout=timeout
+    )
+    service.close()
+    code = 0
+    if error:
+        where = f"{error['where']}: " if error.get("where") else ""
+        err.write(f"\n{where}{error['type']}: {error['message']}\n")
+        if error.get("source"):
+            err.write(f"    {error['source']}\n")
+        if State.verbose:
+            err.write(error.get("traceback", ""))
+        code = 1
+    elif result.timed_out:
+        err.write("\n" + tr("cli.run.time_limit", seconds=f"{timeout:.0f}") + "\n")
+        code = 1
+    elif result.output_truncated:
+        err.write("\n" + tr("cli.run.output_limit") + "\n")
+        code = 1
+    elif result.signal:
+        err.write("\n" + tr("cli.run.signal", signal=result.signal) + "\n")
+        code = 1
+    elif result.exit_code:
+        code = 1
+    err.write(tr("cli.run.done", seconds=f"{result.seconds:.2f}", backend=service.backend) + "\n")
+    raise typer.Exit(code)
+
+
+@app.command()
+def check(
+    exercise_id: Annotated[str, typer.Argument(metavar="EXERCISE", help="Exercise id, e.g. vector-copy.")],
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Check this file instead of your workspace copy.")
+    ] = None,
+    solution: Annotated[bool, typer.Option("--solution", help="Check the reference solution.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    backend: BackendOpt = None,
+    seed: Annotated[int | None, typer.Option(help="Replay the cases of an earlier check.")] = None,
+    show_output: Annotated[bool, typer.Option("--output", help="Show what your code printed.")] = False,
+) -> None:
+    """Grade your kernel on many shapes, dtypes and layouts. Exit 0 when it passes, 1 when not."""
+    service = make_service(backend)
+    exercise = find_exercise(service, exercise_id)
+    service.warm_up()
+    target = exercise.solution if solution else file
+    if target is not None and not Path(target).is_file():
+        raise fail(tr("cli.missing_file", path=target))
+    if not json_out:
+        shown = target or service.learner_file(exercise)
+        sys.stderr.write(tr("cli.check.checking", file=shown, backend=service.backend) + "\n")
+    verdict = service.check(exercise, file=target, seed=seed, record=not solution)
+    service.close()
+    if json_out:
+        print(json.dumps(verdict.to_json()))
+    else:
+        if show_output and verdict.output:
+            console().print(verdict.output, markup=False)
+        print_verdict(verdict, exercise, service.lang)
+    raise typer.Exit(0 if verdict.passed else 1)
+
+
+@app.command()
+def hint(
+    exercise_id: Annotated[str, typer.Argument(metavar="EXERCISE")],
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show the next hint for an exercise (one more each time)."""
+    from rich.markup import escape
+
+    service = make_service(backend="interpreter")
+    exercise = find_exercise(service, exercise_id)
+    result = service.next_hint(exercise)
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "exercise": exercise.id,
+                    "hint": None
+                    if result is None
+                    else {"number": result[0], "total": result[1], "text": result[2]},
+                }
+            )
+        )
+        return
+    if service.lang != "en" and not exercise.hints.get(service.lang):
+        note = tr("cli.hint.fallback", language=language_name(service.lang, service.lang))
+        console().print(f"[yellow]{escape(note)}[/]")
+    if result is None:
+        hints = service.hints_so_far(exercise)
+        console().print(tr("cli.hint.all_shown", count=len(hints)) + f"\n\n{escape(hints[-1])}")
+        return
+    number, total, text = result
+    console().print(tr("cli.hint.hint", number=number, total=total, id=exercise.id) + f"\n\n{escape(text)}")
+
+
+@app.command()
+def reset(exercise_id: Annotated[str, typer.Argument(metavar="EXERCISE")]) -> None:
+    """Restore the starter file (your current file is backed up first)."""
+    service = make_service(backend="interpreter")
+    exercise = find_exercise(service, exercise_id)
+    backup = service.reset(exercise)
+    msg = tr("cli.reset.restored", id=exercise.id)
+    if backup:
+        msg += " " + tr("cli.reset.backup", path=backup)
+    console().print(msg)
+
+
+@app.command()
+def progress(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Your progress: exercises passed, attempts, quiz scores."""
+    service = make_service(backend="interpreter")
+    data = service.progress()
+    if json_out:
+        print(json.dumps(data, indent=2))
+        return
+    out = console()
+    out.print(
+        tr(
+            "cli.progress.summary",
+            passed=data["exercises_passed"],
+            total=data["exercises_total"],
+            attempts=data["attempts"],
+            quizzes=data["quizzes_passed"],
+            lessons=len(data["lessons"]),
+        )
+    )
+    for lesson in data["lessons"]:
+        parts = [
+            ("✔ " if e["passed"] else "· ") + tr("cli.progress.attempts", id=e["id"], count=e["attempts"])
+            for e in lesson["exercises"]
+        ]
+        quiz = lesson["quiz"]
+        if quiz:
+            score = tr("cli.progress.quiz", score=f"{quiz['score']:.0%}")
+            parts.append(score + (" ✔" if quiz["passed"] else ""))
+        out.print(f"{lesson['number']:>2}. {lesson['title']}: " + ("; ".join(parts) or "—"))
+
+
+@app.command()
+def watch(backend: BackendOpt = None) -> None:
+    """Re-check the current exercise on every save; keys: h hint, n next, l list, r re-check, q quit."""
+    from tritonlab.cli.watch import watch_loop
+
+    service = make_service(backend)
+    try:
+        code = watch_loop(service, console())
+    finally:
+        service.close()
+    raise typer.Exit(code)
+
+
+@app.command()
+def doctor(json_out: Annotated[bool, typer.Option("--json")] = False, backend: BackendOpt = None) -> None:
+    """Verify the stack: versions, GPU, chosen backend, sandbox layers, and a sanity kernel."""
+    from tritonlab.cli.doctor import print_report, run_doctor
+
+    report = run_doctor(backend)
+    if json_out:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report, console(), lang())
+    raise typer.Exit(0 if report["ok"] else 2)
+
+
+@dev_app.command("check")
+def dev_check(
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Only these exercise ids.")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="interpreter or gpu.")] = "interpreter",
+) -> None:
+    """Verify the whole course: starters fail, solutions pass, hints, quizzes and examples are valid."""
+    from tritonlab.cli.devcheck import run_dev_check
+
+    problems = run_dev_check(console(), json_out=json_out, only=only, backend=backend)
+    raise typer.Exit(1 if problems else 0)
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (quiz, bench, serve)."""
+    import importlib
+
+    for name in ("quiz", "bench", "serve", "viz"):
+        try:
+            module = importlib.import_module(f"tritonlab.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tritonlab.cli.{name}":
+                raise
+            continue
+        module.register(app)
+
+
+_register_optional()
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("\n" + tr("cli.interrupted") + "\n")
+        sys.exit(130)

@@ -1,0 +1,122 @@
+"""What every CLI command shares: global options, messages in the learner's language, errors for people,
+making the service, and printing a verdict. Cheap to import: no torch, triton or rich at import time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from tritonlab.i18n import kind_label, t
+
+if TYPE_CHECKING:
+    from tritonlab.models import Exercise, Verdict
+    from tritonlab.service import BackendError, Service
+
+
+class State:
+    lang: str | None = None
+    verbose: bool = False
+
+
+def lang() -> str:
+    """The learner's language: --lang, TRITONLAB_LANG, the locale, else English (config.language)."""
+    from tritonlab import config
+
+    return config.language(State.lang)
+
+
+def tr(key: str, /, **fmt: object) -> str:
+    """A message of the CLI in the learner's language (src/tritonlab/locales/)."""
+    return t(key, lang(), **fmt)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a one-line error for people and return the Exit to raise."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True).print(f"[bold red]{tr('cli.error')}[/] {escape(message)}", highlight=False)
+    return typer.Exit(code)
+
+
+def console():  # noqa: ANN201 - rich is imported lazily
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def make_service(backend: str | None = None, workspace: Path | None = None) -> Service:
+    from tritonlab.content.course import CourseError
+    from tritonlab.service import Service
+
+    try:
+        service = Service(workspace_dir=workspace, backend=backend, lang=State.lang)
+        _ = service.choice  # resolve the backend now: forcing a missing GPU is a usage error
+        return service
+    except CourseError as exc:
+        raise fail(tr("cli.course_problem", detail=exc)) from None
+    except BackendError as exc:
+        raise fail(t_known("backend_reason", str(exc))) from None
+
+
+def t_known(section: str, text: str) -> str:
+    """An English message built outside the CLI, in the learner's language when the catalog knows it."""
+    from tritonlab.i18n import translate_known
+
+    return translate_known(section, text, lang())
+
+
+def find_exercise(service: Service, exercise_id: str) -> Exercise:
+    try:
+        return service.exercise(exercise_id)
+    except KeyError:
+        known = ", ".join(e.id for e in service.course.exercises())
+        raise fail(tr("cli.no_exercise", id=exercise_id, known=known)) from None
+
+
+def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = None) -> None:
+    """A check's verdict for people. The grader's messages and causes are English (contracts/); the
+    failure kind gets its translated name, the id kept beside it."""
+    from rich.markup import escape
+
+    lang_ = language or lang()
+    out = console()
+    n_pass = sum(c.passed for c in verdict.cases)
+    header = t(
+        "cli.verdict.header",
+        lang_,
+        id=exercise.id,
+        backend=verdict.backend,
+        seed=verdict.seed,
+        seconds=f"{verdict.duration_s:.2f}",
+    )
+    if verdict.passed:
+        out.print(t("cli.verdict.passed", lang_, header=header, passed=n_pass, total=len(verdict.cases)))
+    else:
+        out.print(t("cli.verdict.failed", lang_, header=header, passed=n_pass, total=len(verdict.cases)))
+        # One entry per distinct problem: the first case in full, then the other cases it also hit.
+        groups: dict[tuple[str, str], list] = {}
+        for f in verdict.failures:
+            groups.setdefault((f.kind, f.cause), []).append(f)
+        for same in list(groups.values())[:6]:
+            f = same[0]
+            where = f" [dim]({escape(f.where)})[/]" if f.where else ""
+            out.print(
+                f"\n[bold]{escape(f.case)}[/] — [red]{kind_label(f.kind, lang_)}[/]{where}\n  {escape(f.message)}"
+            )
+            if f.cause:
+                out.print(f"  [yellow]{t('cli.verdict.likely_cause', lang_)}[/] {escape(f.cause)}")
+            if len(same) > 1:
+                others = ", ".join(g.case for g in same[1:5]) + (", …" if len(same) > 5 else "")
+                out.print(
+                    f"  [dim]{escape(t('cli.verdict.same_in', lang_, count=len(same) - 1, cases=others))}[/]"
+                )
+        if len(groups) > 6:
+            out.print("\n" + t("cli.verdict.more", lang_, count=len(groups) - 6))
+        out.print("\n" + t("cli.verdict.replay", lang_, seed=verdict.seed, id=exercise.id))
+        if lang_ != "en" and verdict.failures:
+            out.print(f"[dim]{t('cli.verdict.english_details', lang_)}[/]")
+    for note in verdict.notes:
+        out.print(f"[dim]{escape(t('cli.verdict.note', lang_, note=note))}[/]")

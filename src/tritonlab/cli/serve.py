@@ -1,0 +1,192 @@
+"""`tritonlab serve`: the course in the browser, safe by default.
+
+Binds 127.0.0.1, prints a URL with a fresh random token (exchanged for a cookie on first visit), refuses to
+listen on any other address unless a token was given explicitly, and warms up the sandbox worker so that
+the first Run does not wait for torch and triton to import.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+
+import typer
+
+from tritonlab.i18n import t
+from tritonlab.web.security import LOOPBACK_HOSTS, is_loopback, new_token
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or a clear error: port 0 picks a free port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        message = t("serve.cannot_listen", lang(), host=host, port=port, error=exc.strerror)
+        if exc.errno == 98:
+            message += "; " + t("serve.try_port", lang(), port=port + 1)
+        raise typer.BadParameter(message) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def stopping_server(config: object, stop_runs: Callable[[], None]) -> object:
+    """uvicorn's Server, except that Ctrl+C first stops the runs in flight, so their live streams end at once."""
+    import uvicorn
+
+    class StoppingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            threading.Thread(target=stop_runs, daemon=True).start()
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    return StoppingServer(config)  # type: ignore[arg-type]
+
+
+def check_host(host: str, token: str | None) -> None:
+    if is_loopback(host):
+        return
+    if token is None:
+        typer.secho(t("serve.refuse_host", lang(), host=host), fg="red", err=True)
+        raise typer.Exit(2)
+    if len(token) < 16:
+        typer.secho(t("serve.refuse_short_token", lang()), fg="red", err=True)
+        raise typer.Exit(2)
+
+
+def global_lang() -> str | None:
+    """`tritonlab --lang xx serve`: the CLI keeps its global options in cli.common.State."""
+    from tritonlab.cli.common import State
+
+    return State.lang
+
+
+def lang() -> str:
+    """The language of this command's messages, and the web page's default (a browser's choice wins)."""
+    from tritonlab import config
+
+    return config.language(global_lang())
+
+
+def check_sandbox(host: str, hardened: bool | None, reason: str, allow_unhardened: bool) -> bool:
+    """Say loudly when learner code runs without sandbox layer 2; refuse a shared server without it."""
+    if hardened:
+        typer.echo("Sandbox: hardened (bubblewrap, unprivileged user; `tritonlab doctor` lists the layers).")
+        return True
+    typer.secho(
+        f"WARNING: learner code runs WITHOUT the hardened sandbox layer: {reason}", fg="yellow", err=True
+    )
+    if is_loopback(host) or allow_unhardened:
+        return True
+    typer.secho(
+        f"Refusing to serve other people's code on {host!r} without the hardened sandbox (install bubblewrap "
+        "and check `tritonlab doctor`), or pass --allow-unhardened if every user is trusted.",
+        fg="red",
+        err=True,
+    )
+    return False
+
+
+def run_server(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    open_browser: bool = True,
+    token: str | None = None,
+    backend: str | None = None,
+    allow_unhardened: bool = False,
+) -> None:
+    import uvicorn
+
+    from tritonlab.content.course import CourseError
+    from tritonlab.service import BackendError, Service
+    from tritonlab.web.app import create_app
+
+    check_host(host, token)
+    if token is not None and not token.strip():
+        raise typer.BadParameter(t("serve.empty_token", lang()), param_hint="--token")
+    secret = token or new_token()
+    sock = bind(host, port)
+    try:
+        service = Service(backend=backend, lang=global_lang())
+        _ = service.choice  # a forced but missing GPU is a usage error, reported now
+    except (CourseError, BackendError) as exc:
+        sock.close()
+        typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
+        raise typer.Exit(1 if isinstance(exc, CourseError) else 2) from None
+    from tritonlab.service import SandboxUnavailable as Unavailable
+
+    try:
+        service.warm_up()
+    except Unavailable as exc:
+        service.hardened, service.hardened_reason = False, str(exc)
+    if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened):
+        service.close()
+        sock.close()
+        raise typer.Exit(2)
+    if host in WILDCARD_HOSTS:
+        allowed = None
+    elif is_loopback(host):
+        allowed = LOOPBACK_HOSTS
+    else:
+        allowed = (*LOOPBACK_HOSTS, host.strip("[]"))
+    app = create_app(service, secret, allowed_hosts=allowed)
+    actual = sock.getsockname()[1]
+    shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
+    url = f"http://{shown}:{actual}/?token={secret}"
+    typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
+    typer.echo(t("serve.open_url", service.lang))
+    typer.secho(f"    {url}", bold=True)
+    typer.echo(t("serve.stop", service.lang), err=False)
+    server = stopping_server(
+        uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+        ),
+        app.state.jobs.stop_all,
+    )
+    if open_browser:
+        threading.Timer(0.8, webbrowser.open, args=(url,)).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        service.close()
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `serve` command to the tritonlab CLI."""
+
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option(
+            "127.0.0.1", "--host", help="Address to listen on. Anything but loopback needs --token."
+        ),
+        port: int = typer.Option(
+            8000, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."
+        ),
+        no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser window."),
+        token: str | None = typer.Option(None, "--token", help="Access token (default: a fresh random one)."),
+        backend: str | None = typer.Option(
+            None, "--backend", help="auto, interpreter or gpu (default: TRITONLAB_BACKEND, else auto)."
+        ),
+        allow_unhardened: bool = typer.Option(
+            False,
+            "--allow-unhardened",
+            help="Serve a non-loopback address even without the hardened sandbox (trusted users only).",
+        ),
+    ) -> None:
+        """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
+        run_server(
+            host=host,
+            port=port,
+            open_browser=not no_browser,
+            token=token,
+            backend=backend,
+            allow_unhardened=allow_unhardened,
+        )

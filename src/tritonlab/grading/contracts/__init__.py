@@ -1,0 +1,228 @@
+"""Exercise contracts: what each exercise's function must do, the cases that test it, and the reference.
+
+One module per exercise id (`vector-copy` -> `contracts/vector_copy.py`). A contract module defines:
+
+    FUNCTION: str                    the learner's host function
+    def cases(rng, backend) -> list[Case]          (parent) the cases of one check
+    def check(case, result) -> list[Failure]       (parent) judge one case from the child's raw result
+    def run_case(fn, case_spec, tools) -> dict     (child, optional) custom way to call the learner
+
+Parent-side code here uses numpy only: the parent never imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import numpy as np
+
+FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+class _Device:
+    """Placeholder for 'the backend's device' in a case's arguments."""
+
+    def __repr__(self) -> str:
+        return "DEVICE"
+
+
+DEVICE = _Device()
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An input tensor: its logical values (float64, already representable in `dtype`) and memory layout."""
+
+    values: np.ndarray
+    dtype: str
+    layout: str = "contiguous"  # contiguous | transposed | strided | padded | offset
+
+
+@dataclass
+class Case:
+    name: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    expect_error: str | None = None  # e.g. "ValueError": the learner must raise it
+    extra: dict = field(default_factory=dict)  # contract-specific data (travels to the child as JSON)
+
+
+def get(exercise_id: str) -> ModuleType:
+    name = exercise_id.replace("-", "_")
+    try:
+        return importlib.import_module(f"tritonlab.grading.contracts.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"tritonlab.grading.contracts.{name}":
+            raise KeyError(exercise_id) from None
+        raise
+
+
+# ---- layouts: where a tensor's elements sit in its storage (shared by the child and the parent) -------
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> list[int]:
+    strides, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return strides
+
+
+def layout_geometry(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...], int, int]:
+    """(strides, storage_offset, storage elements needed) for a named layout of `shape`.
+
+    contiguous: row-major; offset: row-major starting 7 elements into the storage; transposed: column-major
+    (the transpose of a contiguous tensor); strided: every second element of the last dim, rows padded by one;
+    padded: rows 5 elements longer than the logical row (a slice of a wider tensor).
+    """
+    ndim = len(shape)
+    if layout in ("contiguous", "offset") or ndim == 0:
+        strides = contiguous_strides(shape)
+        offset = 7 if layout == "offset" else 0
+    elif layout == "transposed":
+        strides = list(reversed(contiguous_strides(tuple(reversed(shape)))))
+        offset = 0
+    elif layout == "strided":
+        strides, acc = [0] * ndim, 2
+        for i in range(ndim - 1, -1, -1):
+            strides[i] = acc
+            acc = acc * max(shape[i], 1) + 1
+        offset = 1
+    elif layout == "padded":
+        strides = contiguous_strides(shape[:-1] + (shape[-1] + 5,))
+        strides[-1] = 1
+        offset = 0
+    else:
+        raise ValueError(f"unknown layout {layout!r}")
+    extent = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True) if d > 0) + 1
+    if any(d == 0 for d in shape):
+        extent = offset + 1
+    return tuple(strides), offset, extent
+
+
+# ---- values <-> storage encodings (numpy only) ------------------------------------------------------------
+
+
+def quantize(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 values that `dtype` actually represents (round to nearest even)."""
+    v = np.asarray(values, dtype=np.float64)
+    if dtype == "float64":
+        return v.copy()
+    if dtype == "float32":
+        return v.astype(np.float32).astype(np.float64)
+    if dtype == "float16":
+        return v.astype(np.float16).astype(np.float64)
+    if dtype == "bfloat16":
+        return bf16_bits_to_f64(f64_to_bf16_bits(v))
+    if dtype in ("int32", "int64", "int16", "int8", "uint8"):
+        return np.rint(v).astype(np.int64).astype(np.float64)
+    if dtype == "bool":
+        return (v != 0).astype(np.float64)
+    raise ValueError(f"unsupported dtype {dtype}")
+
+
+def f64_to_bf16_bits(values: np.ndarray) -> np.ndarray:
+    f32 = np.asarray(values, dtype=np.float64).astype(np.float32)
+    bits = f32.view(np.uint32).astype(np.uint64)
+    nan = np.isnan(f32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    rounded[nan] = 0x7FC0
+    return rounded
+
+
+def bf16_bits_to_f64(bits: np.ndarray) -> np.ndarray:
+    u = np.asarray(bits).astype(np.uint16).astype(np.uint32) << 16
+    return u.view(np.float32).astype(np.float64)
+
+
+def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
+    """How an input travels to the child: native numpy dtypes, bf16 as uint16 bits."""
+    v = np.asarray(values, dtype=np.float64)
+    if dtype == "bfloat16":
+        return f64_to_bf16_bits(v)
+    if dtype == "bool":
+        return v != 0
+    return v.astype(np.dtype(dtype))
+
+
+_BITS = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "float64": np.uint64}
+
+
+def unsigned_bits(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Raw output bits as unsigned integers (for comparison with the guard patterns)."""
+    if dtype in _BITS:
+        return np.asarray(raw).view(_BITS[dtype])
+    width = np.asarray(raw).dtype.itemsize
+    return np.asarray(raw).view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width])
+
+
+def decode(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """An output's raw bits (as the child sent them) -> float64 values."""
+    raw = np.asarray(raw)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _decode(raw, dtype)
+
+
+def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "float32":
+        return raw.view(np.float32).astype(np.float64)
+    if dtype == "float16":
+        return raw.view(np.float16).astype(np.float64)
+    if dtype == "bfloat16":
+        return bf16_bits_to_f64(raw.view(np.uint16))
+    if dtype == "float64":
+        return raw.view(np.float64).copy()
+    return raw.astype(np.float64)
+
+
+def random_values(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: str, scale: float = 1.0
+) -> np.ndarray:
+    """Fresh, never-all-zero values representable in `dtype` (ints: small signed integers)."""
+    if dtype.startswith("int") or dtype == "uint8":
+        v = rng.integers(-1000, 1000, size=shape).astype(np.float64)
+        if v.size:
+            v.flat[0] = v.flat[0] or 1
+        return v
+    v = rng.standard_normal(size=shape) * scale
+    # No exact zeros: an unwritten output must never look right by accident.
+    v = np.where(v == 0, 0.5 * scale, v)
+    return quantize(v, dtype)
+
+
+# ---- tolerances derived from the output's rounding --------------------------------------------------------
+
+UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+
+
+def rounding_tol(dtype: str, ulps: float = 1.0) -> tuple[float, float]:
+    """(rtol, atol) allowing `ulps` units of rounding in `dtype` (ints: exact)."""
+    if dtype not in UNIT_ROUNDOFF:
+        return 0.0, 0.0
+    u = UNIT_ROUNDOFF[dtype]
+    tiny = {"float64": 1e-300, "float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}[dtype]
+    return 2 * u * ulps, tiny * ulps
+
+
+def describe_case(case: Case) -> str:
+    parts = []
+    for a in case.args:
+        if isinstance(a, Tensor):
+            shape = "×".join(str(d) for d in a.values.shape) or "scalar"
+            parts.append(f"{a.dtype}[{shape}]" + ("" if a.layout == "contiguous" else f" {a.layout}"))
+        elif a is DEVICE:
+            parts.append("device")
+        else:
+            parts.append(repr(a))
+    parts += [f"{k}={v!r}" for k, v in case.kwargs.items()]
+    return ", ".join(parts)
+
+
+def result_error(result: dict) -> dict | None:
+    return result.get("exception") if result.get("status") == "raised" else None
+
+
+def any_tensor_numel(case: Case) -> int:
+    return sum(int(a.values.size) for a in case.args if isinstance(a, Tensor))

@@ -1,0 +1,165 @@
+"""Diagnostics for strided inputs: which wrong reading of an input's memory explains the learner's output?
+
+A kernel that ignores a tensor's strides reads the right storage through the wrong geometry. Knowing each
+case's layout (contracts.layout_geometry), the parent can rebuild the storage an input lives in and replay
+the usual mistakes — "indexed as if contiguous", "strides swapped", "column stride taken as 1" — then check
+whether one of them reproduces the output. Parent side: numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tritonlab.grading.contracts import Case, Tensor, decode, layout_geometry
+
+Reading = tuple[str, np.ndarray]  # (hint, the values the kernel would have seen)
+
+
+def storage_image(t: Tensor) -> tuple[np.ndarray, tuple[int, ...], int]:
+    """The input's storage as float64 (NaN outside the tensor's elements), its strides and offset."""
+    shape = tuple(t.values.shape)
+    strides, offset, extent = layout_geometry(shape, t.layout)
+    storage = np.full(extent, np.nan)
+    if t.values.size:
+        storage[element_offsets(shape, strides, offset)] = t.values
+    return storage, strides, offset
+
+
+def element_offsets(shape: tuple[int, ...], strides: Sequence[int], offset: int) -> np.ndarray:
+    grids = np.indices(shape)
+    return offset + sum(grids[d] * int(strides[d]) for d in range(len(shape)))
+
+
+def read_as(storage: np.ndarray, shape: tuple[int, ...], strides: Sequence[int], offset: int) -> np.ndarray:
+    """What a kernel reading `storage` with these strides sees (NaN where it would read outside)."""
+    idx = element_offsets(shape, strides, offset)
+    out = np.full(shape, np.nan)
+    ok = (idx >= 0) & (idx < storage.size)
+    out[ok] = storage[idx[ok]]
+    return out
+
+
+def misreadings(t: Tensor, name: str) -> list[Reading]:
+    """The classic wrong readings of a non-contiguous 2-D input."""
+    if t.values.ndim != 2 or t.values.size == 0:
+        return []
+    storage, strides, offset = storage_image(t)
+    shape = tuple(t.values.shape)
+    rows, cols = shape
+    if t.layout in ("contiguous", "offset"):  # only a swap can go wrong here
+        return (
+            [
+                (
+                    f"the strides of `{name}` are swapped: the offset of element [row, col] is "
+                    f"`row * {name}.stride(0) + col * {name}.stride(1)`",
+                    read_as(storage, shape, (strides[1], strides[0]), offset),
+                )
+            ]
+            if rows > 1 and cols > 1
+            else []
+        )
+    readings: list[Reading] = [
+        (
+            f"values depend on the row stride: the kernel indexed `{name}` as if it were contiguous "
+            f"(`row * {cols} + col`), but its strides are {tuple(strides)} — pass `{name}.stride(0)` and "
+            f"`{name}.stride(1)` to the kernel and compute offsets as `row * stride0 + col * stride1`",
+            read_as(storage, shape, (cols, 1), offset),
+        )
+    ]
+    if strides[0] != strides[1]:
+        readings.append(
+            (
+                f"the strides of `{name}` are swapped: its strides are {tuple(strides)}; the offset of "
+                f"element [row, col] is `row * {name}.stride(0) + col * {name}.stride(1)`",
+                read_as(storage, shape, (strides[1], strides[0]), offset),
+            )
+        )
+    if strides[1] != 1:
+        readings.append(
+            (
+                f"the kernel assumed the columns of `{name}` are adjacent (column stride 1), but `{name}.stride(1)` "
+                f"is {strides[1]} — pass it and multiply the column offsets by it",
+                read_as(storage, shape, (strides[0], 1), offset),
+            )
+        )
+    return readings
+
+
+def actual_values(result: dict, out_dtype: str, index: int = 0) -> np.ndarray | None:
+    arrays = result.get("arrays") or []
+    outputs = result.get("outputs") or []
+    if index >= len(arrays) or index >= len(outputs) or outputs[index].get("dtype") != out_dtype:
+        return None
+    values = decode(arrays[index], out_dtype)
+    shape = tuple(outputs[index]["shape"])
+    return values.reshape(shape) if values.size == int(np.prod(shape)) else None
+
+
+def explain_layout(
+    case: Case,
+    result: dict,
+    out_dtype: str,
+    op: Callable[[list[np.ndarray]], np.ndarray],
+    rtol: float | np.ndarray,
+    atol: float | np.ndarray,
+    names: Sequence[str],
+    generic: bool = True,
+) -> str:
+    """A hint naming the stride mistake that reproduces the output, or (if `generic`) a generic one for
+    strided inputs."""
+    tensors = [a for a in case.args if isinstance(a, Tensor)]
+    values = [t.values for t in tensors]
+    actual = actual_values(result, out_dtype)
+    strided = [
+        (names[i] if i < len(names) else f"input {i}", t)
+        for i, t in enumerate(tensors)
+        if t.layout not in ("contiguous", "offset") and t.values.ndim >= 2
+    ]
+    if actual is None:
+        return ""
+    readings = {
+        i: misreadings(t, names[i] if i < len(names) else f"input {i}") for i, t in enumerate(tensors)
+    }
+    trials: list[tuple[str, dict[int, np.ndarray]]] = []
+    for i, options in readings.items():  # one input misread ...
+        trials += [(hint, {i: seen}) for hint, seen in options]
+    for k in range(3):  # ... or every strided input misread the same way
+        together = {i: options[k] for i, options in readings.items() if len(options) > k}
+        if len(together) > 1:
+            first, *rest = together
+            others = ", ".join(f"`{names[i] if i < len(names) else i}`" for i in rest)
+            trials.append(
+                (
+                    f"{together[first][0]} (the same holds for {others})",
+                    {i: v for i, (_, v) in together.items()},
+                )
+            )
+    right = op(values)
+    for hint, replaced in trials:
+        with np.errstate(all="ignore"):
+            candidate = op([replaced.get(i, v) for i, v in enumerate(values)])
+        if candidate.shape != actual.shape:
+            continue
+        known = np.isfinite(candidate)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(actual - candidate) <= atol + np.asarray(rtol) * np.abs(candidate)
+        # where the misreading lands outside the tensor (NaN), the output must be non-finite too
+        if (
+            known.any()
+            and np.all(close[known])
+            and not np.any(np.isfinite(actual[np.isnan(candidate)]))
+            and not np.allclose(candidate, right, equal_nan=True)
+        ):
+            return hint
+    if not strided or not generic:
+        return ""
+    layouts = ", ".join(
+        f"`{n}` is {t.layout} (strides {layout_geometry(tuple(t.values.shape), t.layout)[0]})"
+        for n, t in strided
+    )
+    return (
+        f"this case's inputs are not contiguous ({layouts}): compute every offset from the tensor's own "
+        "strides (`x.stride(0)`, `x.stride(1)`), never from its shape"
+    )

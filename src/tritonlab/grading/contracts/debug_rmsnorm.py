@@ -1,0 +1,159 @@
+"""debug-rmsnorm (lesson 10): `rms_norm(x, weight, eps=1e-6)` returns, for each row of a 2-D x,
+`x * rsqrt(mean(x², -1) + eps) * weight`; output dtype = x's dtype. The starter has planted bugs (semantic and
+numerical) that these cases expose: ragged rows (mask, mean over N not BLOCK), rows where eps dominates,
+fp16 rows whose squares overflow fp16 (upcast!), a row stride ≠ N, long rows.
+
+Cost model: reads M·N + N elements, writes M·N → bytes ≈ 2·M·N·s; ~4 FLOPs per element.
+Tolerance: output rounding (twice: normalised value and product) + fp32 sum of N squares and rsqrt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts._layout import actual_values, explain_layout
+from tritonlab.grading.contracts.compare import add_hint, judge
+from tritonlab.models import Failure
+
+FUNCTION = "rms_norm"
+ARG_NAMES = ["x", "weight"]
+U32 = UNIT_ROUNDOFF["float32"]
+TINY = {"float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}
+
+
+def _case(
+    rng: np.random.Generator,
+    label: str,
+    shape: tuple[int, int],
+    dtype: str,
+    scale: float = 1.0,
+    layout: str = "contiguous",
+    eps: float | None = None,
+    w_layout: str = "contiguous",
+) -> Case:
+    x = Tensor(random_values(rng, shape, dtype, scale), dtype, layout)
+    w = Tensor(quantize(1.0 + 0.5 * rng.standard_normal(shape[1]), dtype), dtype, w_layout)
+    kwargs = {} if eps is None else {"eps": eps}
+    dims = "×".join(str(d) for d in shape)
+    name = (
+        f"{label}{dims} {dtype}"
+        + ("" if layout == "contiguous" else f" {layout}")
+        + ("" if eps is None else f", eps={eps:g}")
+    )
+    extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
+    return Case(name, (x, w), kwargs, extra=extra)
+
+
+def cases(rng: np.random.Generator, backend: str) -> list[Case]:
+    out = [
+        _case(rng, "", (1, 1), "float32"),
+        _case(rng, "", (3, 7), "float32"),
+        _case(rng, "", (4, 127), "float32"),
+        _case(rng, "", (4, 128), "float32"),
+        _case(rng, "", (4, 129), "float32"),
+        _case(rng, "", (17, 1000), "float32"),
+        _case(rng, "long rows ", (2, 5000), "float32"),
+        _case(rng, "many rows ", (64, 33), "float32"),
+        _case(rng, "", (int(rng.integers(3, 12)), int(rng.integers(100, 900))), "float32"),
+        _case(rng, "row stride ≠ N: ", (9, 300), "float32", layout="padded"),
+        _case(rng, "x transposed: ", (40, 75), "float32", layout="transposed"),
+        _case(rng, "x and weight with steps: ", (7, 90), "float32", layout="strided", w_layout="strided"),
+        _case(rng, "eps dominates: ", (6, 200), "float32", scale=1e-4),
+        _case(rng, "eps given: ", (6, 200), "float32", scale=0.05, eps=1e-2),
+        _case(rng, "large values (x² overflows fp16): ", (5, 400), "float16", scale=400.0),
+        _case(rng, "", (11, 777), "float16"),
+        _case(rng, "x transposed: ", (30, 65), "float16", layout="transposed"),
+        _case(rng, "", (11, 777), "bfloat16"),
+    ]
+    if backend == "gpu":
+        out += [
+            _case(rng, "large: ", (4096, 4096), "float16"),
+            _case(rng, "large: ", (1000, 12289), "float32"),
+        ]
+    return out
+
+
+def reference(
+    x: np.ndarray, w: np.ndarray, eps: float, divisor: int | None = None, mode: str = "right"
+) -> np.ndarray:
+    """The float64 reference; `divisor` and `mode` model the classic mistakes for the diagnosis."""
+    n = divisor or x.shape[1]
+    ms = np.sum(x * x, axis=1, keepdims=True) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = {
+            "right": lambda: 1.0 / np.sqrt(ms + eps),
+            "outside-sqrt": lambda: 1.0 / (np.sqrt(ms) + eps),
+            "after-rsqrt": lambda: 1.0 / np.sqrt(ms) + eps,
+            "sqrt": lambda: np.sqrt(ms + eps),
+        }[mode]()
+    return x * scale * w[None, :]
+
+
+def diagnosis(case: Case, result: dict, eps: float, rtol: float | np.ndarray, atol: float) -> str:
+    x, w = case.args
+    actual = actual_values(result, x.dtype)
+    if actual is None or actual.shape != x.values.shape:
+        return ""
+    expected = reference(x.values, w.values, eps)
+    if x.dtype == "float16" and np.max(np.abs(x.values)) ** 2 > 65504:
+        return (
+            f"x² overflows float16 (|x| reaches {np.max(np.abs(x.values)):.0f}, and float16 stops at 65504): "
+            "upcast with `x.to(tl.float32)` before squaring and summing"
+        )
+    if np.any(~np.isfinite(actual) & np.isfinite(expected)):
+        return "NaN/Inf where the reference is finite: masked-off lanes need `other=0.0`, and eps goes inside the sqrt"
+    n = x.values.shape[1]
+    candidates = {
+        f"the mean of x² divided by the block size {1 << (n - 1).bit_length()} instead of N = {n}: divide the sum by "
+        "N (the masked-off lanes are zeros, but they are not elements)": dict(
+            divisor=1 << (n - 1).bit_length()
+        ),
+        "eps has no effect: it belongs inside the square root, rsqrt(mean(x²) + eps) — is it missing, or added to "
+        "the result of rsqrt?": dict(eps=0.0),
+        "eps was added outside the square root: it belongs inside, rsqrt(mean(x²) + eps)": dict(
+            mode="outside-sqrt"
+        ),
+        "eps was added to the result of rsqrt: it belongs inside, rsqrt(mean(x²) + eps)": dict(
+            mode="after-rsqrt"
+        ),
+        "the output is multiplied by sqrt(mean + eps): use rsqrt (1 / sqrt)": dict(mode="sqrt"),
+    }
+    for hint, change in candidates.items():
+        args = dict(eps=eps) | change
+        if args.get("divisor") == n:
+            continue
+        candidate = reference(x.values, w.values, **args)
+        if np.allclose(candidate, expected, rtol=1e-6, atol=0):
+            continue
+        if np.all(np.abs(actual - candidate) <= atol + 4 * np.asarray(rtol) * np.abs(candidate)):
+            return hint
+    if np.allclose(actual, reference(x.values, np.ones_like(w.values), eps), rtol=1e-3, atol=1e-6):
+        return "the weight was not applied: multiply each column by weight[col] (load it with the column offsets)"
+    return ""
+
+
+def check(case: Case, result: dict) -> list[Failure]:
+    x, w = case.args
+    eps = float(case.kwargs.get("eps", 1e-6))
+    expected = reference(x.values, w.values, eps)
+    n = x.values.shape[1]
+    rtol = 4 * UNIT_ROUNDOFF[x.dtype] + U32 * (32 + 4 * np.log2(max(n, 2)) + n / 64)
+    atol = 4 * TINY[x.dtype]
+    failures = judge(case, result, expected, x.dtype, rtol, atol)
+
+    def layout(generic: bool) -> str:
+        return explain_layout(
+            case,
+            result,
+            x.dtype,
+            lambda v: reference(v[0], v[1], eps),
+            rtol,
+            atol,
+            ARG_NAMES,
+            generic=generic,
+        )
+
+    return add_hint(
+        failures, lambda: layout(False) or diagnosis(case, result, eps, rtol, atol) or layout(True)
+    )

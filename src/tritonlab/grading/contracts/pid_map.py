@@ -1,0 +1,56 @@
+"""pid-map (lessons 3–4): `pid_map(n, block_size, device)` returns an int32 tensor of length n whose element
+i holds the id of the program that wrote it, i // block_size — written with a masked store.
+
+Cost model: writes n int32 elements → bytes = 4·n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tritonlab.grading.contracts import DEVICE, Case
+from tritonlab.grading.contracts.compare import judge
+from tritonlab.models import Failure
+
+FUNCTION = "pid_map"
+ARG_NAMES = ["n", "block_size", "device"]
+
+
+def cases(rng: np.random.Generator, backend: str) -> list[Case]:
+    # (n, block_size): size 1, small primes, BLOCK-1 / BLOCK / BLOCK+1, non-powers of two, many programs.
+    plan = [
+        (1, 16),
+        (7, 16),
+        (13, 4),
+        (127, 128),
+        (128, 128),
+        (129, 128),
+        (1000, 64),
+        (1023, 256),
+        (1025, 256),
+        (4099, 32),
+        (20011, 128),
+    ]
+    if backend == "gpu":
+        plan += [((1 << 20) + 7, 1024), (1 << 22, 256)]
+    # A few fresh sizes per check, so no fixed list can be special-cased.
+    for block in (32, 256):
+        plan.append((int(rng.integers(2, 40)) * block + int(rng.integers(1, block)), block))
+    out = [Case(f"n={n}, block_size={b}", (n, b, DEVICE)) for n, b in plan]
+    out.append(Case("n=0, block_size=64", (0, 64, DEVICE)))
+    return out
+
+
+def check(case: Case, result: dict) -> list[Failure]:
+    n, block, _ = case.args
+    expected = (np.arange(n, dtype=np.int64) // block).astype(np.float64)
+    failures = judge(case, result, expected, "int32", 0.0, 0.0)
+    if any(f.kind == "wrong-result" for f in failures):
+        hint = (
+            "element i must hold the id of the program whose block contains it: "
+            "`tl.store(out_ptr + offsets, pid + tl.zeros_like(offsets), mask=offsets < n)` with "
+            "`offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)` and a grid of "
+            f"`triton.cdiv(n, {block})` programs"
+        )
+        failures = [Failure(f.case, f.kind, f.message, f.cause or hint, f.where) for f in failures]
+    return failures

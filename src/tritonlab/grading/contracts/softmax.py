@@ -1,0 +1,142 @@
+"""softmax (lesson 8): `softmax(x)` — row-wise softmax over the last dim of a 2-D `x`; output dtype = input
+dtype. Right for magnitudes like ±1e4 (subtract the row max), for -inf entries (a fully -inf row gives NaN,
+as in torch), and for any row length (rows longer than one block, too).
+
+Cost model: reads M·N elements, writes M·N → bytes = 2·M·N·element_size; ~5 FLOPs per element.
+Tolerance: the output's own rounding, plus fp32 arithmetic error — the exponent's argument (x − max) carries
+an absolute error ~u·|x − max|, the row sum a relative error ~u·(log2 N + N/64) (tree or chunked sums).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts._layout import actual_values, explain_layout
+from tritonlab.grading.contracts.compare import add_hint, judge
+from tritonlab.models import Failure
+
+FUNCTION = "softmax"
+ARG_NAMES = ["x"]
+U32 = UNIT_ROUNDOFF["float32"]
+TINY = {"float32": 4.7e-38, "float16": 6.0e-8, "bfloat16": 4.7e-38, "float64": 1e-300}
+
+
+def _case(name: str, values: np.ndarray, dtype: str, layout: str = "contiguous") -> Case:
+    dims = "×".join(str(d) for d in values.shape)
+    extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
+    where = "" if layout == "contiguous" else f" {layout}"
+    return Case(
+        f"{name}{dims} {dtype}{where}", (Tensor(quantize(values, dtype), dtype, layout),), extra=extra
+    )
+
+
+def neg_inf_rows(rng: np.random.Generator, cols: int) -> np.ndarray:
+    """Rows with -inf entries: scattered; all -inf (torch gives NaN); one finite at the end / at the start;
+    a long -inf prefix (an online softmax must not compute exp(-inf - -inf))."""
+    x = random_values(rng, (5, cols), "float32", 2.0)
+    x[0, rng.random(cols) < 0.2] = -np.inf
+    x[1, :] = -np.inf
+    x[2, :-1] = -np.inf
+    x[3, : int(cols * 0.75)] = -np.inf
+    x[4, 1:] = -np.inf
+    return x
+
+
+def cases(rng: np.random.Generator, backend: str) -> list[Case]:
+    def rnd(shape: tuple[int, int], scale: float = 1.0) -> np.ndarray:
+        return random_values(rng, shape, "float64", scale)
+
+    big = 1e4 * (2 * rng.random((5, 513)) - 1)
+    big16 = 1e4 * (2 * rng.random((4, 300)) - 1)
+    out = [
+        _case("", rnd((1, 1)), "float32"),
+        _case("", rnd((3, 7), 3.0), "float32"),
+        _case("", rnd((4, 127), 3.0), "float32"),
+        _case("", rnd((4, 128), 3.0), "float32"),
+        _case("", rnd((4, 129), 3.0), "float32"),
+        _case("", rnd((17, 1000), 3.0), "float32"),
+        _case("", rnd((3, 1025), 3.0), "float32"),
+        _case("long rows ", rnd((2, 5000), 3.0), "float32"),
+        _case("many rows ", rnd((64, 33), 3.0), "float32"),
+        _case("", rnd((int(rng.integers(5, 20)), int(rng.integers(200, 900))), 3.0), "float32"),
+        _case("row stride ≠ N: ", rnd((9, 300), 3.0), "float32", "padded"),
+        _case("storage offset: ", rnd((5, 77), 3.0), "float32", "offset"),
+        _case("±1e4 magnitudes ", big, "float32"),
+        _case("±1e4 magnitudes ", big16, "float16"),
+        _case("-inf entries, a fully -inf row ", neg_inf_rows(rng, 2000), "float32"),
+        _case("", rnd((11, 777), 3.0), "float16"),
+        _case("", rnd((11, 777), 3.0), "bfloat16"),
+    ]
+    if backend == "gpu":
+        out += [
+            _case("", rnd((1823, 4097), 3.0), "float32"),
+            _case("", rnd((64, 65539), 3.0), "float16"),
+            _case("-inf entries ", neg_inf_rows(rng, 40000), "float32"),
+        ]
+    return out
+
+
+def reference(x: np.ndarray, pad: int = 0) -> np.ndarray:
+    """Row softmax in float64; `pad` extra zero entries per row model `other=0` on the masked lanes."""
+    xp = np.concatenate([x, np.zeros((x.shape[0], pad))], axis=1) if pad else x
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(xp, axis=1, keepdims=True) if xp.shape[1] else np.zeros((xp.shape[0], 1))
+        e = np.exp(xp - m)
+        y = e / e.sum(axis=1, keepdims=True)
+    return y[:, : x.shape[1]]
+
+
+def tolerance(x: np.ndarray, dtype: str) -> tuple[np.ndarray, float]:
+    n = max(x.shape[1], 1)
+    with np.errstate(invalid="ignore"):
+        spread = np.abs(x - np.max(x, axis=1, keepdims=True))
+    spread = np.where(np.isfinite(spread), np.minimum(spread, 200.0), 0.0)
+    rtol = 2 * UNIT_ROUNDOFF[dtype] + U32 * (64 + 4 * np.log2(n) + n / 64 + 2 * spread)
+    return rtol, 4 * TINY[dtype]
+
+
+def diagnosis(x: Tensor, result: dict, rtol: np.ndarray, atol: float) -> str:
+    actual = actual_values(result, x.dtype)
+    if actual is None or actual.shape != x.values.shape:
+        return ""
+    expected = reference(x.values)
+    finite = np.isfinite(expected)
+    if (
+        np.any(~np.isfinite(actual) & finite)
+        and np.nanmax(np.abs(x.values[np.isfinite(x.values)]), initial=0) > 80
+    ):
+        return (
+            "overflow to inf — exp(x) of large entries is inf, and inf/inf is NaN: subtract the row max before "
+            "`exp` (softmax(x) = softmax(x − max(x)))"
+        )
+    n = x.values.shape[1]
+    pads = {1 << max(n - 1, 0).bit_length()} | {-(-n // b) * b for b in (64, 128, 256, 512, 1024, 2048, 4096)}
+    for total in sorted(p for p in pads if p > n):
+        candidate = reference(x.values, total - n)
+        ok = np.isfinite(candidate) & finite
+        if ok.any() and np.all(np.abs(actual[ok] - candidate[ok]) <= atol + rtol[ok] * np.abs(candidate[ok])):
+            return (
+                "the masked-off lanes count in the sum: a masked tl.load with `other=0` gives them exp(0 − max) "
+                "> 0 — load with `other=-float('inf')` so that they contribute exp(-inf) = 0"
+            )
+    if np.any(np.isnan(actual) & finite):
+        return (
+            "NaN where the reference is finite: exp(-inf − (-inf)) is NaN — when a whole block or row is -inf, "
+            "guard the rescale (e.g. tl.where(m == -inf, 0, ...)) or start the running max from a finite value"
+        )
+    return ""
+
+
+def check(case: Case, result: dict) -> list[Failure]:
+    (x,) = case.args
+    expected = reference(x.values)
+    rtol, atol = tolerance(x.values, x.dtype)
+    failures = judge(case, result, expected, x.dtype, rtol, atol)
+
+    def layout(generic: bool) -> str:
+        return explain_layout(
+            case, result, x.dtype, lambda v: reference(v[0]), rtol, atol, ARG_NAMES, generic=generic
+        )
+
+    return add_hint(failures, lambda: layout(False) or diagnosis(x, result, rtol, atol) or layout(True))

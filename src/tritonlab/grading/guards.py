@@ -1,0 +1,433 @@
+"""Guard regions, poisoned outputs, launch counting and torch-op recording — the CHILD side.
+
+Every input the grader hands to a learner lives inside a larger buffer whose other bytes hold a known
+"input guard" pattern; every output the learner allocates with a torch factory (`torch.empty`,
+`empty_like`, `zeros`, …) is carved out of a buffer whose guard regions hold an "output guard" pattern and
+whose interior (for `empty*`) holds a poison pattern. Afterwards any changed guard byte is an
+out-of-bounds write, an output element still equal to the poison was never written, and an output element
+equal to the input guard was read from outside the input. None of this depends on Triton's internals, so it
+works on the interpreter and on a GPU, for every Triton version.
+
+This is teaching feedback, not a security boundary: the verdict is computed in the parent.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from tritonlab.grading.contracts import layout_geometry
+from tritonlab.grading.patterns import INPUT_GUARD, OUTPUT_GUARD, POISON
+
+GUARD_BYTES = 256 * 1024  # per side: enough for a missing mask with BLOCK_SIZE up to 64K fp32
+
+_BITS_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    return _TORCH_DTYPES[name]
+
+
+def _as_bits(t: torch.Tensor) -> torch.Tensor:
+    """Reinterpret a tensor's elements as signed integers of the same width."""
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8)
+    return t.view(_BITS_DTYPE[t.element_size()])
+
+
+def _signed(pattern: int, nbytes: int) -> int:
+    bits = nbytes * 8
+    return pattern - (1 << bits) if nbytes > 1 and pattern >= 1 << (bits - 1) else pattern
+
+
+def fill_pattern(t: torch.Tensor, pattern: dict[str, int]) -> None:
+    name = dtype_name(t.dtype)
+    _as_bits(t).fill_(_signed(pattern[name], t.element_size()))
+
+
+@dataclass
+class Guarded:
+    """One guarded buffer: [front guard | interior | back guard], all of one dtype."""
+
+    label: str
+    buffer: torch.Tensor  # 1-D, whole allocation
+    guard: int  # elements per side
+    numel: int  # interior elements
+    guard_pattern: dict[str, int]
+
+    @property
+    def interior(self) -> torch.Tensor:
+        return self.buffer[self.guard : self.guard + self.numel]
+
+    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int = 0) -> torch.Tensor:
+        """A strided view into the interior (as_strided's offset counts from the storage's start)."""
+        start = self.buffer.storage_offset() + self.guard + offset
+        return self.buffer.as_strided(shape, strides, start)
+
+    def violations(self) -> dict[str, Any] | None:
+        """Guard elements that no longer hold the guard pattern, as offsets from the interior's start."""
+        name = dtype_name(self.buffer.dtype)
+        expected = _signed(self.guard_pattern[name], self.buffer.element_size())
+        bits = _as_bits(self.buffer)
+        front = (bits[: self.guard] != expected).nonzero().flatten()
+        back = (bits[self.guard + self.numel :] != expected).nonzero().flatten()
+        if front.numel() == 0 and back.numel() == 0:
+            return None
+        before = sorted(int(i) - self.guard for i in front.tolist())
+        after = sorted(self.numel + int(i) for i in back.tolist())
+        return {
+            "label": self.label,
+            "numel": self.numel,
+            "count": len(before) + len(after),
+            "before": before[-8:],
+            "after": after[:8],
+        }
+
+
+def guarded_empty(
+    numel: int,
+    dtype: torch.dtype,
+    device: torch.device | str,
+    label: str,
+    guard_pattern: dict[str, int],
+    interior_pattern: dict[str, int] | None,
+) -> Guarded:
+    elem = torch.empty((), dtype=dtype).element_size()
+    guard = max(1, GUARD_BYTES // elem)
+    buffer = torch.empty(numel + 2 * guard, dtype=dtype, device=device)
+    fill_pattern(buffer, guard_pattern)
+    g = Guarded(label, buffer, guard, numel, guard_pattern)
+    if interior_pattern is not None and numel:
+        fill_pattern(g.interior, interior_pattern)
+    return g
+
+
+# ---- layouts: how an input's logical values sit in memory (geometry: contracts.layout_geometry) ---------
+
+
+def make_input(values: torch.Tensor, layout: str, device: str, label: str) -> tuple[torch.Tensor, Guarded]:
+    """A tensor equal to `values` with the given layout, living inside an input-guard buffer."""
+    shape = tuple(values.shape)
+    strides, offset, extent = layout_geometry(shape, layout)
+    g = guarded_empty(extent, values.dtype, device, label, INPUT_GUARD, INPUT_GUARD)
+    view = g.view(shape, strides, offset)
+    if values.numel():
+        view.copy_(values.to(device))
+    return view, g
+
+
+# ---- output allocations: torch factories return guarded, poisoned memory ------------------------------
+
+_FACTORIES = (
+    "empty",
+    "empty_like",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "empty_strided",
+)
+_METHODS = ("new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided")
+
+
+@dataclass
+class Recorder:
+    """Everything the harness watches while the learner's function runs."""
+
+    allocations: list[Guarded] = field(default_factory=list)
+    launches: list[dict] = field(default_factory=list)
+    torch_ops: list[str] = field(default_factory=list)
+    paused: int = 0
+
+    def owner_of(self, t: torch.Tensor) -> Guarded | None:
+        ptr = t.untyped_storage().data_ptr()
+        for g in self.allocations:
+            if g.buffer.untyped_storage().data_ptr() == ptr:
+                return g
+        return None
+
+
+_ACTIVE: Recorder | None = None
+
+
+def _guard_result(res: Any, poison: bool) -> Any:
+    rec = _ACTIVE
+    if rec is None or rec.paused or not isinstance(res, torch.Tensor) or res.numel() == 0:
+        return res
+    if res.requires_grad or res.dtype not in _TORCH_DTYPES.values():
+        return res
+    rec.paused += 1
+    try:
+        strides, shape = res.stride(), tuple(res.shape)
+        extent = sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + 1
+        g = guarded_empty(
+            extent,
+            res.dtype,
+            res.device,
+            f"output #{len(rec.allocations) + 1}",
+            OUTPUT_GUARD,
+            POISON if poison else None,
+        )
+        view = g.view(shape, strides)
+        if not poison:
+            view.copy_(res)
+        rec.allocations.append(g)
+        return view
+    finally:
+        rec.paused -= 1
+
+
+def guarded_copy(t: torch.Tensor, label: str) -> torch.Tensor:
+    """A copy of `t` in a new guarded allocation that the active recorder owns (for contracts that keep
+    several results of one call, e.g. one per autotuning config). Not recorded as a learner op."""
+    with paused():
+        g = guarded_empty(max(t.numel(), 1), t.dtype, t.device, label, OUTPUT_GUARD, None)
+        view = g.view(tuple(t.shape), _contiguous_strides(tuple(t.shape)))
+        view.copy_(t)
+    if _ACTIVE is not None:
+        _ACTIVE.allocations.append(g)
+    return view
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def _wrap_factory(fn: Any, poison: bool) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return _guard_result(fn(*args, **kwargs), poison)
+
+    wrapper.__tritonlab_original__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install_factories() -> None:
+    """Replace torch's allocation functions with guarded versions (idempotent; child process only)."""
+    for name in _FACTORIES:
+        fn = getattr(torch, name)
+        if not hasattr(fn, "__tritonlab_original__"):
+            setattr(torch, name, _wrap_factory(fn, poison=name.startswith("empty")))
+    for name in _METHODS:
+        fn = getattr(torch.Tensor, name)
+        if not hasattr(fn, "__tritonlab_original__"):
+            setattr(torch.Tensor, name, _wrap_factory(fn, poison=name.startswith("new_empty")))
+
+
+# ---- launches: count every kernel launch, and pause op recording while a kernel runs ---------------------
+
+
+def _launch_record(fn_obj: Any, args: tuple, kwargs: dict, grid: Any) -> dict:
+    names = list(getattr(fn_obj, "arg_names", []))
+    bound = dict(zip(names, args, strict=False)) | dict(kwargs)
+    try:
+        g = grid(bound) if callable(grid) else grid
+        g = tuple(int(v) for v in (g if isinstance(g, (tuple, list)) else (g,)))
+    except Exception:
+        g = ()
+    consts = {
+        k: v for k, v in bound.items() if isinstance(v, int) and not isinstance(v, bool) and k.isupper()
+    }
+    inner = getattr(fn_obj, "fn", None)
+    name = getattr(inner, "__name__", None) or getattr(fn_obj, "__name__", "kernel")
+    return {"kernel": name, "grid": list(g), "constexprs": consts}
+
+
+def _wrap_run(run: Any) -> Any:
+    @functools.wraps(run)
+    def wrapper(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        rec = _ACTIVE
+        if rec is None or warmup:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        rec.launches.append(_launch_record(self, args, kwargs, grid))
+        rec.paused += 1
+        try:
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            rec.paused -= 1
+
+    wrapper.__tritonlab_original__ = run  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install_launch_counter() -> None:
+    """Count launches of @triton.jit kernels, compiled or interpreted (Triton 3.x)."""
+    from triton.runtime.jit import JITFunction
+
+    classes: list[type] = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover - very old Triton
+        pass
+    for cls in classes:
+        if not hasattr(cls.run, "__tritonlab_original__"):
+            cls.run = _wrap_run(cls.run)
+
+
+# ---- torch ops: which aten ops did the learner's host code run? -----------------------------------------
+
+_COPY_OPS = {"aten.clone", "aten.copy_", "aten._to_copy", "aten.contiguous"}
+_HARMLESS = {
+    "aten.fill_",
+    "aten.zero_",
+    "aten.empty",
+    "aten.empty_like",
+    "aten.empty_strided",
+    "aten.zeros",
+    "aten.zeros_like",
+    "aten.ones",
+    "aten.ones_like",
+    "aten.full",
+    "aten.full_like",
+    "aten.eq",
+    "aten.ne",
+    "aten.lt",
+    "aten.le",
+    "aten.gt",
+    "aten.ge",
+    "aten.isnan",
+    "aten.isinf",
+    "aten.isfinite",
+    "aten.any",
+    "aten.all",
+    "aten.is_nonzero",
+    "aten._local_scalar_dense",
+    "aten.equal",
+    "aten.lift_fresh",
+    "aten.scalar_tensor",
+    "aten.arange",
+}
+_COMPUTE = {
+    "aten.mm",
+    "aten.bmm",
+    "aten.addmm",
+    "aten.matmul",
+    "aten.linear",
+    "aten.mv",
+    "aten.dot",
+    "aten.baddbmm",
+    "aten.addmv",
+    "aten._softmax",
+    "aten._log_softmax",
+    "aten.softmax",
+    "aten.native_layer_norm",
+    "aten._fused_rms_norm",
+    "aten.rms_norm",
+    "aten.cumsum",
+    "aten.sort",
+    "aten.topk",
+    "aten.einsum",
+    "aten._scaled_dot_product_flash_attention",
+    "aten.index_put_",
+    "aten.scatter",
+    "aten.gather",
+    "aten.index",
+    "aten.index_select",
+    "aten.cat",
+    "aten.stack",
+    "aten.flip",
+    "aten.roll",
+}
+
+
+def classify_op(name: str, tags: tuple[str, ...]) -> str:
+    """'copy', 'compute' or 'ok' for an aten op seen in the learner's host code."""
+    if name in _COPY_OPS:
+        return "copy"
+    if name in _HARMLESS:
+        return "ok"
+    if name in _COMPUTE or "pointwise" in tags or "reduction" in tags:
+        return "compute"
+    return "ok"
+
+
+def op_recorder() -> Any:
+    """A TorchDispatchMode that records the aten ops the learner's host code runs (not inside launches)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpRecorder(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # torch wraps a mode's __torch_dispatch__ in _disable_dynamo, whose first call imports
+            # torch._dynamo (1.5-2 s, in every run). This mode is never compiled: skip the wrapper.
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            rec = _ACTIVE
+            if rec is not None and not rec.paused:
+                name = str(func.overloadpacket)
+                tags = tuple(str(t).removeprefix("Tag.") for t in func.tags)
+                kind = classify_op(name, tags)
+                if kind != "ok":
+                    rec.torch_ops.append(f"{kind}:{name}")
+            return func(*args, **(kwargs or {}))
+
+    return OpRecorder()
+
+
+class paused:
+    """Context manager: the grader's own torch work (building inputs, snapshots) is neither guarded as a
+    learner allocation nor recorded as a learner op."""
+
+    def __enter__(self) -> None:
+        self.rec = _ACTIVE
+        if self.rec is not None:
+            self.rec.paused += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.rec is not None:
+            self.rec.paused -= 1
+
+
+def activate(rec: Recorder | None) -> None:
+    global _ACTIVE
+    _ACTIVE = rec
+
+
+def to_bits_numpy(t: torch.Tensor) -> np.ndarray:
+    """An output as a contiguous numpy array of raw bits (bf16 has no numpy dtype; bits travel safely)."""
+    t = t.detach().contiguous()
+    if t.is_floating_point():
+        t = _as_bits(t)
+    return t.cpu().numpy()
+
+
+def from_numpy_storage(arr: np.ndarray, dtype: str) -> torch.Tensor:
+    """Inverse of the parent's encoding: float16/32/64 and ints travel as themselves, bf16 as uint16 bits."""
+    t = torch.from_numpy(np.ascontiguousarray(arr))
+    if dtype == "bfloat16":
+        return t.view(torch.int16).view(torch.bfloat16)
+    return t
+
+
+def ceil_log2(n: int) -> int:
+    return 0 if n <= 1 else math.ceil(math.log2(n))

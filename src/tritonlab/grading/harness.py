@@ -1,0 +1,284 @@
+"""CHILD side of a run: import the learner's file by path, run the cases, write raw outputs + telemetry.
+
+Runs only in a sandboxed child process (see sandbox.py). It reads `job.json` from its working directory and
+writes `result.json` and one `.npy` file per output there. It judges nothing: the parent compares outputs
+with the reference, so patching this module from the learner's file cannot change a verdict.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+CHECK_RESULT = "result.json"
+PROGRESS = "progress.json"
+
+
+def learner_frame(tb: Any, learner_file: str) -> tuple[str, int, str] | None:
+    """The innermost traceback frame inside the learner's file: (file, line, source line)."""
+    found = None
+    for frame in traceback.extract_tb(tb):
+        if os.path.realpath(frame.filename) == learner_file:
+            found = (frame.filename, frame.lineno or 0, (frame.line or "").strip())
+    return found
+
+
+def describe_exception(exc: BaseException, learner_file: str) -> dict:
+    """Learner-first description: type, message, file:line; internals folded into `traceback`."""
+    etype = type(exc).__name__
+    message = str(exc).strip() or etype
+    where, source = "", ""
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.realpath(exc.filename) == learner_file:
+        where = f"{exc.filename}:{exc.lineno}"
+        source = (exc.text or "").rstrip()
+        message = exc.msg
+    else:
+        frame = learner_frame(exc.__traceback__, learner_file)
+        cause = exc.__cause__ or exc.__context__
+        # Triton wraps an error inside a kernel (the interpreter re-raises it as InterpreterError from the launch
+        # line): the wrapped error's own traceback points at the kernel's line, which is where to look.
+        wrapped = type(exc).__module__.startswith("triton") and cause is not None
+        if cause is not None and (frame is None or wrapped):
+            frame = learner_frame(cause.__traceback__, learner_file) or frame
+        if frame is not None:
+            where, source = f"{frame[0]}:{frame[1]}", frame[2]
+    # Triton wraps kernel errors; the first line of the message is the useful part, the rest is context.
+    first_line = message.splitlines()[0] if message else etype
+    hint = ""
+    if "0 active drivers" in message:
+        hint = (
+            "this needs a GPU driver: on the interpreter, time with time.perf_counter and skip "
+            "triton.testing.do_bench / triton.runtime.driver.active"
+        )
+    elif etype in ("CompilationError", "CompileTimeAssertionFailure"):
+        hint = "Triton could not compile the kernel; the message points at the offending line of the kernel"
+    return {
+        "type": etype,
+        "message": first_line if len(message) > 2000 else message,
+        "where": where,
+        "source": source,
+        "hint": hint,
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+def load_learner(path: str) -> Any:
+    directory = os.path.dirname(path)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location("learner", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["learner"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Tools:
+    """What a contract's custom `run_case` may use in the child."""
+
+    def __init__(self, device: str, run_dir: Path, case_index: int) -> None:
+        self.device = device
+        self.run_dir = run_dir
+        self.case_index = case_index
+        self.inputs: list[tuple[str, Any, Any, Any]] = []  # (label, view, guarded, snapshot)
+
+    def build_arg(self, spec: Any) -> Any:
+        from tritonlab.grading import guards
+
+        with guards.paused():  # a custom run_case builds its inputs while the recorder is active
+            return self._build_arg(spec)
+
+    def _build_arg(self, spec: Any) -> Any:
+        from tritonlab.grading import guards
+
+        if isinstance(spec, dict) and "tensor" in spec:
+            import numpy as np
+
+            arr = np.load(self.run_dir / spec["tensor"], allow_pickle=False)
+            values = guards.from_numpy_storage(arr, spec["dtype"])
+            label = spec.get("label", "an input")
+            view, g = guards.make_input(values, spec.get("layout", "contiguous"), self.device, label)
+            self.inputs.append((label, view, g, g.buffer.clone()))
+            return view
+        if isinstance(spec, dict) and spec.get("device"):
+            return self.device
+        if isinstance(spec, dict) and "value" in spec:
+            return spec["value"]
+        raise ValueError(f"bad argument spec {spec!r}")
+
+
+def bf16_arithmetic_works() -> bool:
+    """Does this Triton compute raw bf16 arithmetic correctly here? (The 3.9 interpreter gives NaN.)"""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _add_one(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(x_ptr + offs, x + x, mask=mask)
+
+    device = "cuda" if os.environ.get("TRITON_INTERPRET") != "1" else "cpu"
+    x = torch.ones(4, dtype=torch.bfloat16, device=device)
+    _add_one[(1,)](x, 4, BLOCK=4)
+    return bool(torch.all(x == 2).item())
+
+
+def run_check(job: dict, run_dir: Path) -> int:
+    import torch
+
+    from tritonlab.grading import contracts, guards
+
+    device = "cuda" if job["backend"] == "gpu" else "cpu"
+    learner_file = os.path.realpath(job["file"])
+    contract = contracts.get(job["exercise"])
+    out: dict[str, Any] = {"cases": [], "device_type": device, "notes": []}
+
+    def flush() -> None:
+        (run_dir / CHECK_RESULT).write_text(json.dumps(out))
+
+    try:
+        module = load_learner(learner_file)
+    except BaseException as exc:  # noqa: BLE001 - any import failure is the learner's to see
+        out["import_error"] = describe_exception(exc, learner_file)
+        flush()
+        return 0
+    fn = getattr(module, job["function"], None)
+    if not callable(fn):
+        out["import_error"] = {
+            "type": "AttributeError",
+            "message": f"{os.path.basename(learner_file)} defines no function `{job['function']}`",
+            "where": learner_file,
+            "source": "",
+            "hint": f"define `def {job['function']}(...)` at top level",
+            "traceback": "",
+        }
+        flush()
+        return 0
+
+    guards.install_factories()
+    guards.install_launch_counter()
+    recorder_mode = guards.op_recorder()
+    skip_bf16 = None
+    for index, case in enumerate(job["cases"]):
+        (run_dir / PROGRESS).write_text(json.dumps({"case": index, "name": case["name"]}))
+        entry: dict[str, Any] = {"name": case["name"], "function": job["function"], "device_type": device}
+        if case.get("extra", {}).get("bf16_arithmetic"):
+            if skip_bf16 is None:
+                skip_bf16 = not bf16_arithmetic_works()
+            if skip_bf16:
+                entry["status"] = "skipped"
+                entry["reason"] = (
+                    "this Triton's interpreter computes raw bf16 arithmetic as NaN, so bf16 cases "
+                    "run only on a GPU (upcast to fp32 inside your kernel either way)"
+                )
+                out["cases"].append(entry)
+                continue
+        tools = Tools(device, run_dir, index)
+        rec = guards.Recorder()
+        started = time.perf_counter()
+        try:
+            if hasattr(contract, "run_case"):
+                guards.activate(rec)
+                with recorder_mode:
+                    value = contract.run_case(fn, case, tools)
+                guards.activate(None)
+            else:
+                args = [tools.build_arg(a) for a in case["args"]]
+                kwargs = {k: tools.build_arg(v) for k, v in case.get("kwargs", {}).items()}
+                guards.activate(rec)
+                with recorder_mode:
+                    value = fn(*args, **kwargs)
+                guards.activate(None)
+            entry["status"] = "returned"
+        except BaseException as exc:  # noqa: BLE001 - the learner's exception is data
+            guards.activate(None)
+            entry["status"] = "raised"
+            entry["exception"] = describe_exception(exc, learner_file)
+            value = None
+        entry["seconds"] = round(time.perf_counter() - started, 4)
+        if device == "cuda":
+            try:
+                torch.cuda.synchronize()
+            except BaseException as exc:  # noqa: BLE001 - a kernel fault surfaces here
+                entry["status"] = "raised"
+                entry["exception"] = describe_exception(exc, learner_file)
+        record_outputs(entry, value, rec, tools, run_dir, index)
+        out["cases"].append(entry)
+        flush()
+    flush()
+    return 0
+
+
+def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Path, index: int) -> None:
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards
+
+    entry["launches"] = rec.launches
+    entry["torch_ops"] = rec.torch_ops
+    entry["guard_violations"] = [v for g in rec.allocations if (v := g.violations())]
+    entry["inputs_modified"] = []
+    for label, _view, g, snapshot in tools.inputs:
+        if not torch.equal(guards._as_bits(g.buffer), guards._as_bits(snapshot)):
+            violation = g.violations()
+            if violation:
+                violation["label"] = label
+                entry["guard_violations"].append(violation)
+            interior_now = guards._as_bits(g.interior)
+            interior_then = guards._as_bits(snapshot[g.guard : g.guard + g.numel])
+            if not torch.equal(interior_now, interior_then):
+                entry["inputs_modified"].append(label)
+    if isinstance(value, dict) and "json" in value:  # custom contracts return plain data
+        entry["data"] = value["json"]
+        value = value.get("tensors")
+    tensors = value if isinstance(value, (tuple, list)) else [value]
+    entry["outputs"] = []
+    entry["returned"] = type(value).__name__
+    for k, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            continue
+        name = f"c{index}_o{k}.npy"
+        np.save(run_dir / name, guards.to_bits_numpy(t), allow_pickle=False)
+        entry["outputs"].append(
+            {
+                "file": name,
+                "dtype": guards.dtype_name(t.dtype),
+                "shape": list(t.shape),
+                "stride": list(t.stride()),
+                "device_type": t.device.type,
+                "contiguous": t.is_contiguous(),
+                "guarded": rec.owner_of(t) is not None,
+            }
+        )
+
+
+def run_program(job: dict, run_dir: Path) -> int:
+    """`tritonlab run FILE`: execute the learner's file as __main__, learner-first errors."""
+    import runpy
+
+    learner_file = os.path.realpath(job["file"])
+    directory = os.path.dirname(learner_file)
+    sys.path.insert(0, directory)
+    sys.argv = [learner_file, *job.get("argv", [])]
+    try:
+        runpy.run_path(learner_file, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except BaseException as exc:  # noqa: BLE001
+        info = describe_exception(exc, learner_file)
+        Path("error.json").write_text(json.dumps(info))
+        return 1
+    return 0

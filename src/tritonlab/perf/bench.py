@@ -1,0 +1,464 @@
+"""The benchmarking protocol of lesson 6, shared by ``tritonlab bench`` and ``scripts/bench_gpu.py``.
+
+Protocol: fresh non-zero random inputs; ``triton.testing.do_bench`` (CUDA events around each call, an L2
+flush before each, warm-up and repetitions given in milliseconds) asked for the median and the 20th/80th
+percentiles (its default would be the mean) — for kernels of a few microseconds (the decode GEMM), the same
+protocol with the host's launch latency kept out of the timed interval (:func:`time_hidden_launch`); bytes and FLOPs *counted* from each kernel's cost model, so
+GB/s and TFLOP/s mean the same thing for every implementation; ratios against torch eager, ``torch.compile``
+and, for GEMMs, cuBLAS via ``torch.matmul``, measured side by side in the same process; and percentages of
+this GPU's *measured* ceilings (:mod:`tritonlab.perf.peaks`).
+
+On the Triton interpreter, or without a CUDA GPU, :func:`require_gpu` refuses: interpreter timings measure
+NumPy on the CPU and say nothing about GPU speed. ``force=True`` lets such a run proceed, timed with the wall
+clock and labelled as meaningless.
+
+Importing this module imports neither torch nor triton; the plot functions need only matplotlib and the
+stored JSON, so they run in CPU-only CI.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REFUSAL = (
+    "tritonlab bench needs an NVIDIA GPU (CUDA) and real compilation: {why}. Interpreter timings measure "
+    "NumPy on the CPU and say nothing about GPU speed. Run on a GPU machine, or pass --force-interpreter to "
+    "exercise the benchmark code path anyway (its numbers are meaningless)."
+)
+QUANTILES = (0.5, 0.2, 0.8)
+
+
+class NoGPUError(RuntimeError):
+    """Raised when a benchmark is asked for where no GPU timing is possible."""
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def gpu_status() -> tuple[bool, str]:
+    """(True, gpu name) when real GPU timing is possible, else (False, why not)."""
+    if interpreting():
+        return False, "TRITON_INTERPRET is set, so kernels run on the CPU interpreter"
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False, "torch is not installed"
+    if not torch.cuda.is_available():
+        return False, "no CUDA GPU is visible to torch"
+    return True, torch.cuda.get_device_name()
+
+
+def require_gpu(force: bool = False) -> bool:
+    """Return True when GPU timing is possible; False when ``force`` lets a non-GPU run through; else raise."""
+    ok, why = gpu_status()
+    if ok:
+        return True
+    if force:
+        return False
+    raise NoGPUError(REFUSAL.format(why=why))
+
+
+# ---------------------------------------------------------------- units
+
+
+def gbps(nbytes: float, ms: float) -> float:
+    """Gigabytes (1e9) per second for ``nbytes`` moved in ``ms`` milliseconds."""
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def tflops(nflops: float, ms: float) -> float:
+    """Tera-FLOP (1e12) per second for ``nflops`` done in ``ms`` milliseconds."""
+    return nflops / (ms * 1e-3) / 1e12
+
+
+def intensity(nflops: float, nbytes: float) -> float:
+    """Arithmetic intensity in FLOP/byte."""
+    return nflops / nbytes if nbytes else math.inf
+
+
+def geomean(values: Iterable[float]) -> float:
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else math.nan
+
+
+def roofline(peak_tflops: float, peak_gbps: float, ai: float) -> float:
+    """Attainable TFLOP/s at intensity ``ai``: min(compute peak, bandwidth × intensity)."""
+    return min(peak_tflops, peak_gbps * ai / 1e3)
+
+
+# ---------------------------------------------------------------- timing
+
+
+def time_ms(
+    fn: Callable[[], Any],
+    *,
+    warmup: float = 25,
+    rep: float = 100,
+    gpu: bool = True,
+    hide_launch: bool = False,
+) -> dict[str, float]:
+    """Median and 20th/80th percentile of ``fn``'s run time in ms (do_bench on GPU; wall clock otherwise).
+
+    ``hide_launch=True`` (for kernels of a few microseconds) times with :func:`time_hidden_launch` instead.
+    """
+    if gpu and hide_launch:
+        import torch
+
+        if hasattr(torch.cuda, "_sleep"):
+            return time_hidden_launch(fn, warmup=warmup, rep=rep)
+    if gpu:
+        from triton.testing import do_bench
+
+        med, p20, p80 = do_bench(fn, warmup=warmup, rep=rep, quantiles=list(QUANTILES))
+        return {"ms": float(med), "p20": float(p20), "p80": float(p80)}
+    fn()
+    samples = []
+    deadline = time.perf_counter() + rep / 1e3
+    while len(samples) < 3 or (time.perf_counter() < deadline and len(samples) < 50):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    qs = statistics.quantiles(samples, n=10) if len(samples) >= 2 else samples * 9
+    return {"ms": statistics.median(samples), "p20": qs[1], "p80": qs[7]}
+
+
+#: GPU clock cycles the device spins before each timed call in :func:`time_hidden_launch` (~100 µs at 2 GHz).
+SLEEP_CYCLES = 200_000
+
+
+def time_hidden_launch(fn: Callable[[], Any], *, warmup: float = 25, rep: float = 100) -> dict[str, float]:
+    """do_bench's protocol (L2 flush, CUDA events around each call, median and quantiles) plus a GPU-side spin
+    of about 100 µs queued before each call's start event.
+
+    do_bench times from an event recorded after the L2 flush to one after the call. When the host needs
+    longer to launch the call (Python wrapper plus Triton's launcher, tens of µs) than the GPU needs for the
+    flush (~60 µs for 256 MB), the GPU sits idle inside the timed interval and a 10 µs kernel reads as 40 µs.
+    The spin keeps the GPU busy until the launch is queued, so the interval holds the kernel alone. Host launch
+    overhead is real and is reported separately (lesson 2's launch-bound example); this measures kernels.
+    """
+    import torch
+
+    cache = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record()
+    for _ in range(5):
+        cache.zero_()
+        fn()
+    t1.record()
+    torch.cuda.synchronize()
+    est = max(t0.elapsed_time(t1) / 5, 1e-3)
+    n_warmup, n_rep = max(1, int(warmup / est)), max(5, min(int(rep / est), 5000))
+    for _ in range(n_warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    for i in range(n_rep):
+        cache.zero_()
+        torch.cuda._sleep(SLEEP_CYCLES)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = torch.tensor([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], dtype=torch.float64)
+    q = torch.quantile(times, torch.tensor(QUANTILES, dtype=torch.float64)).tolist()
+    return {"ms": q[0], "p20": q[1], "p80": q[2], "timer": "hidden-launch"}
+
+
+def measure_case(
+    case: Any,
+    peaks: dict[str, Any] | None,
+    *,
+    gpu: bool = True,
+    peers: bool = True,
+    warmup: float = 25,
+    rep: float = 100,
+) -> dict[str, Any]:
+    """Time our kernel and its peers on the same fresh inputs; return one result row (JSON-ready)."""
+    args = case.make()
+    impls: dict[str, Callable[..., Any]] = {"triton": case.ours}
+    if peers:
+        impls.update(case.peers)
+    row: dict[str, Any] = {
+        "kernel": case.kernel,
+        "dtype": case.dtype,
+        "shape": list(case.shape),
+        "bytes": case.nbytes,
+        "flops": case.nflops,
+        "bound": case.bound,
+        "impls": {},
+    }
+    row.update(case.extra)
+    for name, fn in impls.items():
+        if not gpu and name == "torch.compile":
+            continue  # needs a GPU or a C++ toolchain; meaningless next to the interpreter anyway
+        try:
+            t = time_ms(
+                lambda fn=fn: fn(*args),
+                warmup=warmup,
+                rep=rep,
+                gpu=gpu,
+                hide_launch=bool(case.extra.get("hide_launch")),
+            )
+        except Exception as exc:  # a peer failing must not hide the others
+            row["impls"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        t["gbps"] = gbps(case.nbytes, t["ms"])
+        t["tflops"] = tflops(case.nflops, t["ms"]) if case.nflops else 0.0
+        if peaks:
+            t["pct_copy"] = 100 * t["gbps"] / peaks["copy_gbps"]
+            if case.nflops:
+                t["pct_matmul"] = 100 * t["tflops"] / peaks["matmul_bf16_tflops"]
+        row["impls"][name] = t
+    ours = row["impls"].get("triton", {}).get("ms")
+    row["speedup"] = {
+        name: v["ms"] / ours for name, v in row["impls"].items() if name != "triton" and ours and "ms" in v
+    }
+    return row
+
+
+# ---------------------------------------------------------------- environment
+
+
+def environment() -> dict[str, Any]:
+    """Date, GPU, driver, CUDA, Triton, torch and Python versions of this run."""
+    env: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        import torch
+        import triton
+
+        env.update(torch=torch.__version__, triton=triton.__version__, cuda=torch.version.cuda)
+        if torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(0)
+            env.update(
+                gpu=p.name,
+                sms=p.multi_processor_count,
+                memory_gib=round(p.total_memory / 2**30, 1),
+                capability=f"{p.major}.{p.minor}",
+            )
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,power.limit", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if smi.returncode == 0 and smi.stdout.strip():
+            driver, max_sm, power = (s.strip() for s in smi.stdout.splitlines()[0].split(","))
+            env.update(driver=driver, max_sm_clock=max_sm, power_limit=power)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+    return env
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H200' → 'h200' (file-name prefix for a GPU's records)."""
+    words = [w for w in name.lower().replace("-", " ").split() if w not in ("nvidia", "geforce", "tesla")]
+    return "-".join(words) or "gpu"
+
+
+# ---------------------------------------------------------------- text tables
+
+
+def format_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """A plain-text table of measured rows: time, rate, % of peak and speed-up over each peer."""
+    lines = [
+        f"{'case':38s} {'impl':16s} {'ms':>9s} {'GB/s':>8s} {'TFLOP/s':>8s} {'%copy':>6s} {'%mm':>6s} "
+        f"{'ours x':>7s}"
+    ]
+    for row in rows:
+        label = f"{row['kernel']} {row['dtype']} {'x'.join(map(str, row['shape']))}"
+        for name, t in row["impls"].items():
+            if "error" in t:
+                lines.append(f"{label:38s} {name:16s} error: {t['error'][:60]}")
+                continue
+            sp = row["speedup"].get(name)
+            lines.append(
+                f"{label:38s} {name:16s} {t['ms']:9.4f} {t['gbps']:8.0f} {t.get('tflops', 0):8.1f} "
+                f"{t.get('pct_copy', math.nan):6.1f} {t.get('pct_matmul', math.nan):6.1f} "
+                f"{'' if sp is None else f'{sp:6.2f}x':>7s}"
+            )
+            label = ""
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- plots (stored JSON only)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+IMPL_STYLE = {
+    "triton": ("tab:red", "o"),
+    "torch": ("tab:blue", "s"),
+    "torch.compile": ("tab:green", "^"),
+    "cuBLAS": ("tab:purple", "D"),
+}
+
+
+def plot_roofline(
+    rows: Sequence[dict[str, Any]], peaks: dict[str, Any], path: str | Path, title: str = "Roofline"
+) -> Path:
+    """Log-log roofline from the measured peaks, with one point per (case, implementation)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    bw, pk = float(peaks["copy_gbps"]), float(peaks["matmul_bf16_tflops"])
+    xs = [10 ** (i / 20) for i in range(-50, 81)]
+    ax.plot(
+        xs,
+        [roofline(pk, bw, x) for x in xs],
+        color="black",
+        lw=1.5,
+        label=f"measured roof: {bw / 1e3:.2f} TB/s, {pk:.0f} TFLOP/s",
+    )
+    seen: set[str] = set()
+    for row in rows:
+        if not row.get("flops"):
+            continue
+        ai = intensity(row["flops"], row["bytes"])
+        for name, t in row["impls"].items():
+            if "tflops" not in t:
+                continue
+            color, marker = IMPL_STYLE.get(name, ("gray", "x"))
+            ax.scatter(
+                [ai],
+                [t["tflops"]],
+                color=color,
+                marker=marker,
+                s=28,
+                zorder=3,
+                label=None if name in seen else name,
+            )
+            seen.add(name)
+            if name == "triton":
+                ax.annotate(
+                    f"{row['kernel']} {row['dtype']}",
+                    (ai, t["tflops"]),
+                    fontsize=6,
+                    xytext=(3, -8),
+                    textcoords="offset points",
+                )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic, counted)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def plot_sweep(
+    series: dict[str, Sequence[tuple[float, float]]],
+    path: str | Path,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    logx: bool = True,
+    hline: tuple[float, str] | None = None,
+) -> Path:
+    """Line plot of named series of (x, y) points, e.g. GB/s against problem size."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name, pts in series.items():
+        pts = sorted(pts)
+        color, marker = IMPL_STYLE.get(name, (None, "o"))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=name, ms=4)
+    if hline:
+        ax.axhline(hline[0], color="black", ls="--", lw=1, label=hline[1])
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_heatmap(grid: dict[str, Any], path: str | Path, *, title: str, unit: str = "GB/s") -> Path:
+    """Heat map of ``grid = {"x": [...], "y": [...], "values": [[...]], "xlabel", "ylabel"}`` (None = failed)."""
+    plt = _plt()
+    xs, ys, vals = grid["x"], grid["y"], grid["values"]
+    fig, ax = plt.subplots(figsize=(1.1 * len(xs) + 2.5, 0.6 * len(ys) + 2))
+    data = [[math.nan if v is None else v for v in row] for row in vals]
+    im = ax.imshow(data, cmap="viridis", aspect="auto", origin="lower")
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+    ax.set_xlabel(grid.get("xlabel", "x"))
+    ax.set_ylabel(grid.get("ylabel", "y"))
+    finite = [v for row in data for v in row if math.isfinite(v)]
+    top = max(finite) if finite else 0
+    for i, row in enumerate(data):
+        for j, v in enumerate(row):
+            txt = "—" if not math.isfinite(v) else f"{v:.0f}"
+            ax.text(
+                j,
+                i,
+                txt,
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if math.isfinite(v) and v > 0.6 * top else "white",
+            )
+    fig.colorbar(im, ax=ax, label=unit)
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def plot_bars(groups: dict[str, dict[str, float]], path: str | Path, *, ylabel: str, title: str) -> Path:
+    """Grouped bars: ``{group: {impl: value}}`` (e.g. TFLOP/s per shape and implementation)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(groups)), 4.5))
+    impls = sorted(
+        {i for g in groups.values() for i in g},
+        key=lambda s: list(IMPL_STYLE).index(s) if s in IMPL_STYLE else 99,
+    )
+    width = 0.8 / max(1, len(impls))
+    # Implementations without a fixed style each get their own colour (never one shared gray).
+    spare = iter(("tab:gray", "tab:olive", "tab:brown", "tab:cyan", "tab:pink", "black"))
+    colours = {impl: IMPL_STYLE[impl][0] if impl in IMPL_STYLE else next(spare, None) for impl in impls}
+    for k, impl in enumerate(impls):
+        xs = [i + k * width for i in range(len(groups))]
+        ys = [g.get(impl, 0.0) for g in groups.values()]
+        ax.bar(xs, ys, width, label=impl, color=colours[impl])
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], list(groups), fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path

@@ -1,0 +1,344 @@
+"""PARENT side of a run: start the warm zygote, hand it jobs, enforce time and output limits, collect.
+
+Learner code never runs in the CLI or server process: an out-of-bounds store on the interpreter corrupts
+the heap of the process that ran it, and on a GPU it poisons the CUDA context. Each run is a fresh child
+forked from a zygote that already imported torch and triton (sandbox layer 1):
+
+- a new session and process group; the whole tree (setsid'd grandchildren too) killed on timeout or Stop
+- wall-clock timeout (here) and CPU-time limit (soft < hard, in the child)
+- address-space limit on the interpreter (never on a GPU: CUDA reserves a large address space at start)
+- output cap (here, on the live log) and a file-size limit (in the child)
+- a private temporary working directory, removed afterwards
+- an environment built from an allowlist: no tokens or secrets reach learner code
+- the parent never follows what a run planted: it reads the log through its own descriptor, and removes
+  symlinks, FIFOs and hard links from the run directory before anything there is read
+
+Layer 2 (hardening.py, `Zygote(..., hardened=True)`): the zygote itself runs inside bubblewrap as an
+unprivileged user, so every run inherits it; each run sees and writes only its own directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tritonlab import config
+from tritonlab.runs import hardening, rundir
+
+ENV_ALLOW = {
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TZ",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "NVIDIA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OPENBLAS_NUM_THREADS",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+}
+ENV_ALLOW_PREFIXES = ("TRITON_",)
+ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of learner output kept and shown
+INTERPRETER_MEMORY = 2 << 30  # address space a run may add on top of the zygote's own
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the learner's code): says what to do."""
+
+
+def child_environment(backend: str) -> dict[str, str]:
+    env = {}
+    for key, value in os.environ.items():
+        allowed = key in ENV_ALLOW or key.startswith(ENV_ALLOW_PREFIXES)
+        if allowed and not any(marker in key for marker in ENV_DENY_MARKERS):
+            env[key] = value
+    env.pop("TRITON_INTERPRET", None)
+    home = config.home() / "sandbox-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(
+        {
+            "HOME": str(home),
+            "TRITON_CACHE_DIR": str(config.triton_cache_dir()),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg",
+            "TMPDIR": tempfile.gettempdir(),
+        }
+    )
+    src = str(Path(__file__).resolve().parents[2])  # make tritonlab importable from a source checkout
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+@dataclass
+class Limits:
+    wall_seconds: float = 60.0
+    cpu_seconds: int = 120
+    output_bytes: int = DEFAULT_OUTPUT_CAP
+    file_bytes: int = 512 << 20
+    address_space_bytes: int | None = INTERPRETER_MEMORY
+    processes: int | None = None  # RLIMIT_NPROC of a hardened run (default: jail.default_processes())
+
+    def for_child(self) -> dict:
+        return {
+            "cpu_seconds": self.cpu_seconds,
+            "file_bytes": self.file_bytes,
+            "address_space_bytes": self.address_space_bytes,
+            "processes": self.processes,
+        }
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    stopped: bool
+    output_truncated: bool
+    output: str
+    seconds: float
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def crashed(self) -> bool:
+        return self.signal is not None and not self.timed_out and not self.stopped
+
+
+class Run:
+    """One job in flight. `wait()` streams its output; `stop()` kills its whole process tree."""
+
+    def __init__(
+        self,
+        zygote: Zygote,
+        job_id: str,
+        run_dir: Path,
+        limits: Limits,
+        log_fd: int,
+        renamed: dict[str, str] | None = None,
+    ) -> None:
+        self.zygote, self.id, self.run_dir, self.limits = zygote, job_id, run_dir, limits
+        self.log_fd, self.renamed = log_fd, renamed or {}
+        self.pid: int | None = None
+        self.status: dict | None = None
+        self.started = time.monotonic()
+        self._done = threading.Event()
+        self._stop = threading.Event()
+
+    def _finish(self, status: dict) -> None:
+        self.status = status
+        self._done.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.zygote.send({"op": "kill", "id": self.id})
+
+    def wait(self, on_output: Callable[[str], None] | None = None) -> RunResult:
+        try:
+            return self._wait(on_output)
+        finally:
+            os.close(self.log_fd)
+            rundir.sanitize(self.run_dir)
+            rundir.restore_names(self.run_dir, self.renamed)
+
+    def _wait(self, on_output: Callable[[str], None] | None) -> RunResult:
+        position, pieces, size, truncated, timed_out = 0, [], 0, False, False
+        deadline = self.started + self.limits.wall_seconds
+
+        def drain() -> None:
+            nonlocal position, size, truncated
+            if truncated:
+                return
+            room = self.limits.output_bytes - size
+            # Our own descriptor of the log the zygote created: a run that replaces output.log with a
+            # symlink or a FIFO changes nothing here, and a flood is read at most `room + 1` bytes at a time.
+            data = os.pread(self.log_fd, room + 1, position)
+            position += len(data)
+            if not data:
+                return
+            for copy, original in self.renamed.items():
+                data = data.replace(copy.encode(), original.encode())
+            if len(data) > room:
+                data, truncated = data[:room], True
+                self.stop()
+            size += len(data)
+            text = data.decode("utf-8", errors="replace")
+            pieces.append(text)
+            if on_output:
+                on_output(text)
+
+        while not self._done.wait(0.03):
+            drain()
+            if time.monotonic() > deadline and not timed_out:
+                timed_out = True
+                self.stop()
+            if self.zygote.dead and not self._done.is_set():
+                self._finish({"signal": 9, "zygote_died": True})
+        drain()
+        status = self.status or {}
+        return RunResult(
+            run_dir=self.run_dir,
+            exit_code=status.get("exit"),
+            signal=status.get("signal"),
+            timed_out=timed_out,
+            stopped=self._stop.is_set() and not timed_out and not truncated,
+            output_truncated=truncated,
+            output="".join(pieces),
+            seconds=time.monotonic() - self.started,
+        )
+
+
+class Zygote:
+    """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
+
+    def __init__(self, backend: str, hardened: bool = False, read_only: tuple[Path, ...] = ()) -> None:
+        """`hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
+        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place."""
+        self.backend = backend
+        self.hardened = hardened
+        self.info: dict = {}
+        self.dead = False
+        self._runs: dict[str, Run] = {}
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        argv = [sys.executable, "-m", "tritonlab.runs.zygote", backend]
+        self.visible: list[Path] = []
+        if hardened:
+            argv = [*hardening.zygote_argv(backend, read_only), "--isolate", str(hardening.runs_folder())]
+            self.visible = hardening.visible_roots(read_only)
+        env = child_environment(backend)
+        if hardened:
+            env["TMPDIR"] = hardening.ZYGOTE_TMP
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                msg = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            if msg.get("ready"):
+                self.info = msg
+                self._ready.set()
+                continue
+            with self._lock:
+                run = self._runs.get(msg.get("id", ""))
+            if run is None:
+                continue
+            if "pid" in msg:
+                run.pid = msg["pid"]
+            else:
+                with self._lock:
+                    self._runs.pop(run.id, None)
+                run._finish(msg)
+        self.dead = True
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = 120.0) -> dict:
+        if not self._ready.wait(timeout) or self.dead:
+            err = b""
+            if self.proc.stderr is not None and self.proc.poll() is not None:
+                err = self.proc.stderr.read() or b""
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-5:]
+            raise SandboxError(
+                f"the {self.backend} worker did not start: "
+                + (" | ".join(tail) or "no message")
+                + " — run `tritonlab doctor` to check torch and triton"
+            )
+        return self.info
+
+    def send(self, msg: dict) -> None:
+        if self.proc.stdin is None or self.dead:
+            return
+        try:
+            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            self.dead = True
+
+    def start(self, run_dir: Path, limits: Limits) -> Run:
+        self.wait_ready()
+        renamed = {}
+        if self.hardened:
+            hardening.prepare_run_dir(run_dir)
+            renamed = rundir.expose_learner_file(run_dir, self.visible, hardening.prepare_run_dir)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        log_fd = os.open(run_dir / "output.log", flags, 0o600)
+        if self.hardened:
+            hardening.prepare_run_dir(run_dir / "output.log")
+        run = Run(self, uuid.uuid4().hex, run_dir, limits, log_fd, renamed)
+        with self._lock:
+            self._runs[run.id] = run
+        self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": limits.for_child()})
+        return run
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (subprocess.TimeoutExpired, OSError):
+                self.proc.kill()
+        self.dead = True
+
+
+def new_run_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="run-", dir=config.runs_dir()))
+
+
+def remove_run_dir(path: Path) -> None:
+    """Remove a run directory without following any symlink the learner planted in it."""
+    shutil.rmtree(path, ignore_errors=True)  # fd-based: unlinks symlinks, never follows them
+    if path.exists() and not path.is_symlink():  # a run made folders unwritable (chmod 000): open them up
+        for folder, dirs, _files in os.walk(path, followlinks=False):
+            for name in dirs:
+                target = os.path.join(folder, name)
+                if not os.path.islink(target):
+                    os.chmod(target, 0o700)
+        os.chmod(path, 0o700)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def default_limits(backend: str, wall_seconds: float = 60.0) -> Limits:
+    return Limits(
+        wall_seconds=wall_seconds,
+        cpu_seconds=int(wall_seconds * 2) + 5,
+        address_space_bytes=INTERPRETER_MEMORY if backend == "interpreter" else None,
+    )

@@ -1,0 +1,248 @@
+"""The warm parent that learner runs are forked from: `python -m tritonlab.runs.zygote BACKEND`.
+
+Started by sandbox.py with an allowlisted environment. It imports torch and triton once (2–3 s on a small
+machine) and then forks a fresh child per job, so each run starts in milliseconds. It never initialises
+CUDA itself: each child does, after the fork.
+
+Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"} or {"op": "kill", "id"};
+the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or {"id", "signal"} when it ends.
+EOF on stdin (the parent died) kills every child and ends the zygote.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from tritonlab.runs import jail
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+# The child-side entry point of each job mode, and the modules every child uses. They are named, not
+# imported: the sandbox stays below the code it runs (docs/architecture.md).
+ENTRIES = {
+    "check": "tritonlab.grading.harness:run_check",
+    "run": "tritonlab.grading.harness:run_program",
+    "viz": "tritonlab.viz.child:run_viz",
+    "bench": "tritonlab.perf.bench_learner:child_main",
+}
+WARM = ("tritonlab.grading.harness", "tritonlab.grading.contracts", "tritonlab.grading.guards")
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def parent_links() -> dict[int, int]:
+    """pid -> parent pid for every live process, read from /proc."""
+    links = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            links[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return links
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root`, by parent links."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent_links().items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a run and everything it started, including grandchildren that called setsid()."""
+    for _ in range(3):
+        targets = descendants(pid)
+        for p in [pid, *targets]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if not targets:
+            break
+
+
+def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
+    """In the forked child: new session, limits, private cwd, output to a file, then the harness."""
+    os.setsid()
+    os.umask(0o077)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+    log = os.open(os.path.join(run_dir, "output.log"), flags, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.close(devnull)
+    jail.not_dumpable()  # other runs cannot ptrace this one or read its /proc entries
+    if runs_folder:  # hardened: this run sees and writes only its own directory, with no capabilities
+        jail.isolate_run(run_dir, runs_folder)
+        for name in ("tmp", ".cache/triton", ".config/matplotlib"):
+            os.makedirs(os.path.join(run_dir, name), exist_ok=True)
+        os.environ.update(
+            {
+                "HOME": run_dir,
+                "TMPDIR": os.path.join(run_dir, "tmp"),
+                "TRITON_CACHE_DIR": os.path.join(run_dir, ".cache/triton"),
+                "MPLCONFIGDIR": os.path.join(run_dir, ".config/matplotlib"),
+            }
+        )
+        # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
+        processes = int(limits.get("processes") or jail.default_processes())
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    os.chdir(run_dir)
+    cpu = int(limits.get("cpu_seconds", 60))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    fsize = int(limits.get("file_bytes", 512 << 20))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    extra_as = limits.get("address_space_bytes")
+    if extra_as:
+        # The zygote's own mappings (torch, triton) count too: allow them plus the learner's budget.
+        with open("/proc/self/statm") as f:
+            current = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (current + int(extra_as), current + int(extra_as)))
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    code = run_job(Path(run_dir))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def run_job(run_dir: Path) -> int:
+    """Call the child-side entry point of the job's mode with (job, run_dir)."""
+    job = json.loads((run_dir / "job.json").read_text())
+    target = ENTRIES.get(job.get("mode"))
+    if target is None:
+        raise ValueError(f"unknown mode {job.get('mode')!r}")
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)(job, run_dir)
+
+
+def parse_args(argv: list[str]) -> tuple[str, str | None, str | None]:
+    """BACKEND [--drop UID:GID] [--isolate RUNS_FOLDER]"""
+    backend, drop, runs_folder = (argv[0] if argv else "interpreter"), None, None
+    for flag, value in zip(argv[1::2], argv[2::2], strict=False):
+        if flag == "--drop":
+            drop = value
+        elif flag == "--isolate":
+            runs_folder = value
+    return backend, drop, runs_folder
+
+
+def main() -> None:
+    backend, drop, runs_folder = parse_args(sys.argv[1:])
+    if drop:  # started by root inside bubblewrap: become the sandbox user before importing anything
+        jail.drop_privileges(drop)
+    if backend == "interpreter":
+        os.environ["TRITON_INTERPRET"] = "1"
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    out = sys.stdout
+    started = time.perf_counter()
+    import numpy  # noqa: F401
+    import torch
+    import triton
+
+    for module in WARM:  # warm the imports children use
+        importlib.import_module(module)
+
+    ready = {
+        "ready": True,
+        "backend": backend,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": sys.version.split()[0],
+        "import_seconds": round(time.perf_counter() - started, 3),
+        "subreaper": subreaper,
+        "pid": os.getpid(),
+        "uid": os.getuid(),
+        "isolated_runs": bool(runs_folder),
+    }
+    out.write(json.dumps(ready) + "\n")
+    out.flush()
+    jobs: dict[int, str] = {}
+    stdin = sys.stdin.buffer
+    buffer = b""
+    while True:
+        readable, _, _ = select.select([stdin], [], [], 0.02)
+        if readable:
+            chunk = os.read(stdin.fileno(), 65536)
+            if not chunk:  # parent is gone: take every run with us
+                for pid in list(jobs):
+                    kill_tree(pid)
+                os._exit(0)
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                msg = json.loads(line)
+                if msg["op"] == "run":
+                    pid = os.fork()
+                    if pid == 0:
+                        try:
+                            child_main(msg["run_dir"], msg.get("limits", {}), runs_folder)
+                        except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
+                            traceback.print_exc()
+                            os._exit(70)
+                    jobs[pid] = msg["id"]
+                    out.write(json.dumps({"id": msg["id"], "pid": pid}) + "\n")
+                    out.flush()
+                elif msg["op"] == "kill":
+                    for pid, job_id in jobs.items():
+                        if job_id == msg["id"]:
+                            kill_tree(pid)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            job_id = jobs.pop(pid, None)
+            if job_id is None:
+                continue  # an orphan of some run, re-parented to us (we are a subreaper): reaped
+            # Anything the run left behind was re-parented to us (subreaper): end it now.
+            me = os.getpid()
+            for orphan, parent in parent_links().items():
+                if parent == me and orphan not in jobs:
+                    kill_tree(orphan)
+            if os.WIFSIGNALED(status):
+                reply = {"id": job_id, "signal": os.WTERMSIG(status)}
+            else:
+                reply = {"id": job_id, "exit": os.WEXITSTATUS(status)}
+            out.write(json.dumps(reply) + "\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main()
