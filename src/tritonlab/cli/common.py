@@ -12,7 +12,7 @@ from tritonlab.i18n import kind_label, t
 
 if TYPE_CHECKING:
     from tritonlab.models import Exercise, Verdict
-    from tritonlab.service import BackendError, Service
+    from tritonlab.service import Service
 
 
 class State:
@@ -49,7 +49,7 @@ def console():  # noqa: ANN201 - rich is imported lazily
 
 def make_service(backend: str | None = None, workspace: Path | None = None) -> Service:
     from tritonlab.content.course import CourseError
-    from tritonlab.service import Service
+    from tritonlab.service import BackendError, Service
 
     try:
         service = Service(workspace_dir=workspace, backend=backend, lang=State.lang)
