@@ -8,7 +8,7 @@ GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
 CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
 STAMP := $(VENV)/.installed-$(GPU)
 
-.PHONY: install run test test-gpu gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
+.PHONY: install run test test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
 
 $(STAMP): pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -78,3 +78,7 @@ docs: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# The GPU machine's CI substitute (docs/gpu-runs/): doctor, GPU tests, check latency, dev check on the GPU.
+gpu-verify: install
+	$(PY) scripts/gpu_verify.py --out docs/gpu-runs/latest

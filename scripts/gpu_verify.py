@@ -1,0 +1,197 @@
+"""`make gpu-verify`: the GPU machine's substitute for CI, in one call of at most ~10 minutes.
+
+Runs, each step timed and bounded: the environment (GPU, driver, Triton, torch), `tritonlab doctor --json` on the
+GPU backend, the GPU-marked tests, repeated checks of correct files through the real CLI (the latency figures of
+docs/performance.md), a breakdown of where a GPU check's time goes, and `tritonlab dev check --backend gpu`.
+Writes `gpu-verify.json` (everything) and `gpu-verify.md` (a summary) into --out.
+
+Works from an installed tritonlab or a source checkout (PYTHONPATH=src): the CLI is `python -m tritonlab`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "tritonlab"]
+
+
+def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run a command; its exit code, wall seconds and the tail of its output (never raises)."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+        code, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+    return {
+        "argv": " ".join(argv[2:] if argv[:2] == [sys.executable, "-m"] else argv),
+        "code": code,
+        "seconds": round(time.perf_counter() - start, 2),
+        "stdout": out[-6000:],
+        "stderr": err[-3000:],
+    }
+
+
+def environment() -> dict:
+    info: dict = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+    }
+    smi = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], 30)
+    info["gpu"] = smi["stdout"].strip()
+    probe = sh(
+        [sys.executable, "-c", "import torch, triton; print(torch.__version__, triton.__version__)"],
+        120,
+    )
+    parts = probe["stdout"].split()
+    info["torch"], info["triton"] = (parts + [None, None])[:2]
+    return info
+
+
+def timed_checks(exercise: str, repeats: int, env: dict) -> dict:
+    """`check EXERCISE --solution --json` through the CLI, `repeats` times: wall seconds per call."""
+    runs = []
+    for _ in range(repeats):
+        r = sh([*CLI, "check", exercise, "--solution", "--backend", "gpu", "--json"], 300, env)
+        try:
+            verdict = json.loads(r["stdout"])
+        except ValueError:
+            verdict = {}
+        runs.append(
+            {
+                "wall_s": r["seconds"],
+                "passed": verdict.get("passed"),
+                "inside_s": verdict.get("duration_s"),
+                "code": r["code"],
+            }
+        )
+    walls = [r["wall_s"] for r in runs]
+    return {
+        "exercise": exercise,
+        "runs": runs,
+        "median_wall_s": statistics.median(walls),
+        "first_wall_s": walls[0],
+    }
+
+
+BREAKDOWN = r"""
+import json, os, time, sys
+t = {}
+s = time.perf_counter(); import tritonlab.cli.app; t["cli_import_s"] = time.perf_counter() - s
+s = time.perf_counter(); import numpy, torch; t["torch_import_s"] = time.perf_counter() - s
+s = time.perf_counter(); import triton, triton.language as tl; t["triton_import_s"] = time.perf_counter() - s
+s = time.perf_counter(); torch.zeros(1, device="cuda"); torch.cuda.synchronize(); t["cuda_init_s"] = time.perf_counter() - s
+
+@triton.jit
+def _copy(x, y, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + o, tl.load(x + o, mask=o < n), mask=o < n)
+
+x = torch.randn(1 << 20, device="cuda"); y = torch.empty_like(x)
+s = time.perf_counter(); _copy[(x.numel() // 1024,)](x, y, x.numel(), BLOCK=1024); torch.cuda.synchronize()
+t["first_launch_s"] = time.perf_counter() - s
+s = time.perf_counter(); _copy[(x.numel() // 1024,)](x, y, x.numel(), BLOCK=1024); torch.cuda.synchronize()
+t["warm_launch_s"] = time.perf_counter() - s
+s = time.perf_counter(); h = torch.randn(4096, 4096, dtype=torch.float64); h.to("cuda"); torch.cuda.synchronize()
+t["upload_128MiB_s"] = time.perf_counter() - s
+print(json.dumps({k: round(v, 4) for k, v in t.items()}))
+"""
+
+
+def breakdown(env: dict) -> dict:
+    """Where a GPU check's time goes, piece by piece, in a fresh process (a cold and a warm Triton cache)."""
+    out = {}
+    for label in ("cold_cache", "warm_cache"):
+        r = sh([sys.executable, "-c", BREAKDOWN], 300, env)
+        try:
+            out[label] = json.loads(r["stdout"].strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            out[label] = {"error": r["stderr"][-800:]}
+    return out
+
+
+def summary_md(report: dict) -> str:
+    e = report["environment"]
+    lines = [
+        "# GPU verification run",
+        "",
+        f"- date: {e['date']}; GPU: {e['gpu']}; torch {e['torch']}; triton {e['triton']}; python {e['python']}",
+        f"- git commit: {report.get('commit')}",
+        "",
+        "| step | result | seconds |",
+        "|---|---|---|",
+    ]
+    for name, step in report["steps"].items():
+        lines.append(
+            f"| {name} | {'ok' if step['code'] == 0 else 'exit ' + str(step['code'])} | {step['seconds']} |"
+        )
+    lines += ["", "## Check latency through the CLI (correct file, `--backend gpu`)", ""]
+    lines += ["| exercise | first (s) | median (s) | runs (wall s) | all passed |", "|---|---|---|---|---|"]
+    for c in report["latency"]:
+        walls = ", ".join(str(r["wall_s"]) for r in c["runs"])
+        ok = all(r["passed"] for r in c["runs"])
+        lines.append(f"| {c['exercise']} | {c['first_wall_s']} | {c['median_wall_s']} | {walls} | {ok} |")
+    lines += ["", "## Breakdown of a GPU run's fixed costs (fresh process)", ""]
+    for label, parts in report["breakdown"].items():
+        lines.append(f"- {label}: " + ", ".join(f"{k} {v}" for k, v in parts.items()))
+    sandbox = report.get("doctor", {}).get("sandbox", {})
+    lines += ["", f"## Sandbox on the GPU (doctor): hardened={sandbox.get('hardened')}", ""]
+    lines.append(f"- reason: {sandbox.get('reason')}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--skip-devcheck", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, TRITONLAB_HOME=str(args.out / "home"), PYTHONUNBUFFERED="1")
+    report: dict = {"environment": environment(), "steps": {}}
+    commit = sh(["git", "rev-parse", "--short", "HEAD"], 10)
+    report["commit"] = commit["stdout"].strip() or os.environ.get("TRITONLAB_COMMIT")
+
+    doctor = sh([*CLI, "doctor", "--json", "--backend", "gpu"], 300, env)
+    report["steps"]["doctor"] = doctor
+    try:
+        report["doctor"] = json.loads(doctor["stdout"])
+    except ValueError:
+        report["doctor"] = {}
+    print("doctor", doctor["code"], doctor["seconds"], flush=True)
+
+    def save() -> None:  # after every step, so a run cut short still leaves what it measured
+        (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1))
+
+    save()
+    report["latency"] = []
+    for exercise, n in (("vector-copy", args.repeats), ("softmax", args.repeats), ("matmul", 3)):
+        report["latency"].append(timed_checks(exercise, n, env))
+        print(
+            "latency", report["latency"][-1]["exercise"], report["latency"][-1]["median_wall_s"], flush=True
+        )
+    report["breakdown"] = breakdown(env)
+    report["steps"]["gpu-tests"] = sh(
+        [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"], 300, env
+    )
+    print("gpu tests", report["steps"]["gpu-tests"]["code"], flush=True)
+    if not args.skip_devcheck:
+        report["steps"]["dev-check-gpu"] = sh([*CLI, "dev", "check", "--backend", "gpu"], 400, env)
+        print("dev check", report["steps"]["dev-check-gpu"]["code"], flush=True)
+    (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1))
+    (args.out / "gpu-verify.md").write_text(summary_md(report))
+    print(summary_md(report))
+    return 0 if all(s["code"] == 0 for s in report["steps"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
