@@ -110,8 +110,11 @@ print(json.dumps({k: round(v, 4) for k, v in t.items()}))
 def breakdown(env: dict) -> dict:
     """Where a GPU check's time goes, piece by piece, in a fresh process (a cold and a warm Triton cache)."""
     out = {}
+    script = Path(env["TRITONLAB_HOME"]) / "breakdown_probe.py"  # @triton.jit needs its source in a file
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(BREAKDOWN)
     for label in ("cold_cache", "warm_cache"):
-        r = sh([sys.executable, "-c", BREAKDOWN], 300, env)
+        r = sh([sys.executable, str(script)], 300, env)
         try:
             out[label] = json.loads(r["stdout"].strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -158,8 +161,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, TRITONLAB_HOME=str(args.out / "home"), PYTHONUNBUFFERED="1")
     report: dict = {"environment": environment(), "steps": {}}
-    commit = sh(["git", "rev-parse", "--short", "HEAD"], 10)
-    report["commit"] = commit["stdout"].strip() or os.environ.get("TRITONLAB_COMMIT")
+    # A copy of the tree sent to a GPU machine may carry no (or a stale) .git: the caller can name the commit.
+    report["commit"] = (
+        os.environ.get("TRITONLAB_COMMIT")
+        or sh(["git", "rev-parse", "--short", "HEAD"], 10)["stdout"].strip()
+    )
 
     doctor = sh([*CLI, "doctor", "--json", "--backend", "gpu"], 300, env)
     report["steps"]["doctor"] = doctor
