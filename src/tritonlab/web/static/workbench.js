@@ -199,6 +199,7 @@
     keyboardModes(host) {
       const content = this.editor.view.contentDOM;
       if (this.modeNode) content.setAttribute("aria-describedby", this.modeNode.id);
+      content.tabIndex = 0; // focusable content for the scrolling editor (it is a tab stop either way)
       host.addEventListener("keydown", (e) => {
         if (e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
         if (e.key === "Tab" && !this.editMode) {
