@@ -467,6 +467,7 @@ def test_text_inserted_over_a_selection_breaks_no_csp_rule(page: object, server:
     page.on("console", lambda m: messages.append(m.text))
     page.goto(f"{server}lessons/5")
     replace_code(page, SOLUTION)  # Ctrl+A, then insert_text as an IME or a dictation tool would
+    replace_code(page, SOLUTION)  # again, now over a selection of many lines
     page.keyboard.press("Control+a")
     page.keyboard.type("z")
     cdp = page.context.new_cdp_session(page)
