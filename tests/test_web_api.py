@@ -470,3 +470,115 @@ def test_serve_refuses_open_hosts_without_a_token() -> None:
         assert sock.getsockname()[1] > 0
     finally:
         sock.close()
+
+
+# ---- issue 15: rough edges found by a browser walk -------------------------------------------------------
+
+
+def test_host_header_is_parsed_strictly(env: dict) -> None:
+    from tritonlab.web.security import host_name
+
+    client = env["client"]
+    for bad in (
+        "127.0.0.1:8801@evil.com",
+        "127.0.0.1@evil.com",
+        "127.0.0.1:80:80",
+        "127.0.0.1:abc",
+        "127.0.0.1:",
+        "127.0.0.1 evil.com",
+        "127.0.0.1/evil",
+        "evil.com#127.0.0.1",
+        "localhost:99999",
+        "[::1]evil",
+        "[::1]:80@evil.com",
+        "[127.0.0.1]",
+    ):
+        assert host_name(bad) is None, bad
+        r = client.get("/api/status", headers={"Host": bad})
+        assert r.status_code == 403 and r.json()["reason"] == "host not allowed", bad
+    for good, name in (
+        ("127.0.0.1:8000", "127.0.0.1"),
+        ("LOCALHOST:8000", "localhost"),
+        ("localhost", "localhost"),
+        ("[::1]:8000", "::1"),
+    ):
+        assert host_name(good) == name
+        assert client.get("/api/status", headers={"Host": good}).status_code == 200, good
+
+
+def test_chunked_and_deeply_nested_bodies_get_clear_json_errors(env: dict) -> None:
+    client = env["client"]
+
+    def fifty_mib() -> Iterator[bytes]:  # a generator body: sent chunked, without Content-Length
+        chunk = b"x" * (1 << 16)
+        for _ in range(50 * 16):
+            yield chunk
+
+    r = client.put(
+        "/api/exercises/vector-copy/code",
+        content=fifty_mib(),
+        headers=ORIGIN | {"Content-Type": "application/json"},
+    )
+    assert r.status_code == 413, r.text
+    error = r.json()["error"]
+    assert "2048 KiB" in error and "512 KiB" in error and "split" in error
+
+    nested = b"[" * 100_000 + b"]" * 100_000
+    r = client.put(
+        "/api/exercises/vector-copy/code",
+        content=nested,
+        headers=ORIGIN | {"Content-Type": "application/json"},
+    )
+    assert r.status_code == 422, r.text
+    assert "64 levels" in r.json()["error"]
+    # brackets inside strings are not nesting: a file full of them saves as usual
+    code = client.get("/api/exercises/vector-copy/code").json()
+    text = code["text"] + "\n# " + "[" * 500 + "\n"
+    assert put(client, text, code["version"]).status_code == 200
+
+
+def test_stop_on_a_queued_run_leaves_the_queue_at_once(env: dict) -> None:
+    client, app, service = env["client"], env["app"], env["service"]
+    code = client.get("/api/exercises/vector-copy/code").json()
+    put(client, "while True:\n    pass\n", code["version"])
+    busy = [client.post("/api/exercises/vector-copy/run", headers=ORIGIN).json() for _ in range(2)]
+    handles = [app.state.jobs.get(j["job"]) for j in busy]
+    try:
+        wait_for(lambda: all(h.run is not None for h in handles))  # the pool of 2 is taken
+        for kind in ("run", "check"):
+            queued = client.post(f"/api/exercises/vector-copy/{kind}", headers=ORIGIN).json()
+            handle = app.state.jobs.get(queued["job"])
+            wait_for(lambda handle=handle: any(name == "queue" for name, _ in handle.events))
+            started = time.monotonic()
+            assert client.post(queued["stop"], headers=ORIGIN).json()["stopping"] is True
+            got = events(client, queued, timeout=10)
+            assert time.monotonic() - started < 3, "the stream waited for the runs ahead"
+            assert got[-2] == ("cancelled", {"kind": kind, "reason": "stopped before it started"})
+            assert "start" not in [name for name, _ in got]
+            wait_for(lambda: service.gate().waiting == 0, 3)  # it left the service's queue too
+            assert not any(h.done for h in handles)  # the runs ahead go on
+    finally:
+        for job in busy:
+            client.post(job["stop"], headers=ORIGIN)
+        for job in busy:
+            events(client, job)
+
+
+def test_a_fresh_start_begins_at_lesson_1(env: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
+    service = Service(course_dir=env["root"] / "course", workspace_dir=tmp_path / "ws", lang="en")
+    with TestClient(create_app(service, TOKEN), base_url=BASE) as client:
+        page = client.get(f"/?token={TOKEN}").text
+        link = re.search(r'<a class="continue[^"]*" href="([^"]*)"', page)
+        assert link and link.group(1) == "/lessons/01-intro", link and link.group(1)
+        assert "Start the course" in page
+    service.close()
+
+
+def test_visualize_is_not_offered_without_a_kernel(env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonlab.web import pages
+
+    monkeypatch.setattr(pages, "has_kernel", lambda exercise_id: False)  # as for bench-protocol
+    page = env["client"].get("/lessons/02-copy").text
+    assert 'data-action="viz"' not in page and 'data-viz-for="vector-copy"' not in page
+    assert 'data-action="check"' in page

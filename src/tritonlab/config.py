@@ -13,6 +13,8 @@ from pathlib import Path
 
 LANGUAGES = ("en", "pt", "es")
 BACKENDS = ("auto", "interpreter", "gpu")
+# The largest learner file accepted (a save, a check's text): the workspace enforces it, the web sizes bodies by it.
+MAX_SOURCE_BYTES = 512 * 1024
 
 
 def home() -> Path:

@@ -75,13 +75,20 @@ class FairGate:
             return len(self._queue)
 
     def acquire(self, on_wait: Callable[[int], None] | None = None) -> None:
+        """Wait for a free slot. `on_wait(position)` is called while waiting; it may raise to give up the
+        place in the queue (a run stopped before it started): the ticket leaves the queue at once."""
         ticket = object()
         with self._cond:
             self._queue.append(ticket)
-            while self._queue[0] is not ticket or self._active >= self.size:
-                if on_wait:
-                    on_wait(self._queue.index(ticket) + 1)
-                self._cond.wait(0.5)
+            try:
+                while self._queue[0] is not ticket or self._active >= self.size:
+                    if on_wait:
+                        on_wait(self._queue.index(ticket) + 1)
+                    self._cond.wait(0.5)
+            except BaseException:
+                self._queue.remove(ticket)
+                self._cond.notify_all()
+                raise
             self._queue.pop(0)
             self._active += 1
             self._cond.notify_all()

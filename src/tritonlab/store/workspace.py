@@ -20,7 +20,7 @@ from tritonlab import config
 from tritonlab.models import Course, Exercise
 
 MARKER = ".tritonlab-workspace"
-MAX_SOURCE_BYTES = 512 * 1024
+MAX_SOURCE_BYTES = config.MAX_SOURCE_BYTES
 _THREADS = threading.Lock()  # flock is per open file description: threads of one process need this too
 
 

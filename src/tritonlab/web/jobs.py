@@ -1,8 +1,10 @@
 """Runs and checks in flight: each is a Job on its own thread, whose events the browser reads over SSE.
 
 A job's events are kept in order (so a reconnecting EventSource resumes with Last-Event-ID), and its
-sandbox run can be stopped at any time: before it starts (it is stopped the moment it does) or while it runs
-(the whole process tree is killed). Finished jobs are forgotten after a while.
+sandbox run can be stopped at any time: while it runs (the whole process tree is killed), or before it starts,
+while it waits for a free worker: then it leaves the queue at once and its stream ends with a `cancelled`
+event (a run that gets its worker in that same instant is killed the moment it starts). Finished jobs are
+forgotten after a while.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ class Busy(Exception):
     """Too many runs are already waiting."""
 
 
+class Cancelled(Exception):
+    """Raised from the queue's wait callback: the job was stopped before it started."""
+
+
 class Job:
     def __init__(self, kind: str, label: str) -> None:
         self.id = uuid.uuid4().hex
@@ -35,12 +41,14 @@ class Job:
         self.finished_at = 0.0
         self.run: Run | None = None
         self.stop_requested = False
+        self.cancelled = False  # stopped while still waiting for a worker
         self._position = -1
         self._lock = threading.Lock()
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         with self._lock:
-            self.events.append((event, json.dumps(data)))
+            if not self.done:  # a job cancelled in the queue has ended; its thread may still say things
+                self.events.append((event, json.dumps(data)))
 
     def since(self, index: int) -> tuple[list[tuple[str, str]], bool]:
         with self._lock:
@@ -48,6 +56,8 @@ class Job:
 
     def finish(self) -> None:
         with self._lock:
+            if self.done:
+                return
             self.events.append(("end", "{}"))
             self.done = True
             self.finished_at = time.monotonic()
@@ -58,23 +68,48 @@ class Job:
         self.emit("output", {"text": text})
 
     def on_wait(self, position: int) -> None:
+        if self.cancelled:  # leave the service's queue now (FairGate.acquire drops the ticket)
+            raise Cancelled()
         if position != self._position:  # the gate calls back twice a second; report changes only
             self._position = position
             self.emit("queue", {"position": position})
 
     def on_start(self, run: Run) -> None:
-        self.run = run
+        with self._lock:
+            self.run = run
+            stop = self.stop_requested
         self.emit("start", {"at": time.time()})
-        if self.stop_requested:
+        if stop:
             run.stop()
 
     def stop(self) -> bool:
-        if self.done:
-            return False
-        self.stop_requested = True
+        """Stop the run: kill it if it started; if it is still waiting, end the job now."""
+        with self._lock:
+            if self.done:
+                return False
+            self.stop_requested = True
+            run = self.run
         self.emit("stopping", {})
-        if self.run is not None:
-            self.run.stop()
+        if run is not None:
+            run.stop()
+            return True
+        self.cancelled = True
+        if self.kind == "run":  # a run's stream always has its exit (here: stopped, never started)
+            self.emit(
+                "exit",
+                {
+                    "exit_code": None,
+                    "signal": None,
+                    "timed_out": False,
+                    "stopped": True,
+                    "started": False,
+                    "seconds": 0.0,
+                    "truncated": False,
+                    "error": None,
+                },
+            )
+        self.emit("cancelled", {"kind": self.kind, "reason": "stopped before it started"})
+        self.finish()
         return True
 
 
@@ -104,6 +139,8 @@ class Jobs:
         def main() -> None:
             try:
                 work(job)
+            except Cancelled:  # stopped while queued: stop() already ended the job
+                pass
             except Exception as exc:  # shown to the learner in the terminal, never swallowed
                 job.emit("error", {"message": f"{type(exc).__name__}: {exc}"})
             finally:

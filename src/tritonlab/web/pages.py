@@ -94,7 +94,9 @@ def find_lesson(service: Service, key: str, lang: str = "en") -> Lesson:
 
 
 def continue_target(service: Service, progress: dict, lang: str) -> dict:
-    """The lesson last opened, else the lesson of the first exercise not yet passed, else lesson 1."""
+    """The lesson last opened, else (once something was done, e.g. from the CLI) the lesson of the first
+    exercise not yet passed, else lesson 1: a fresh start begins at the beginning, not at the first exercise
+    (lesson 1 may be reading only)."""
     lesson = None
     last = service.store.get_state("last_lesson")
     if last:
@@ -103,7 +105,10 @@ def continue_target(service: Service, progress: dict, lang: str) -> dict:
         except KeyError:
             lesson = None
     current = progress.get("current_exercise")
-    if lesson is None and current:
+    begun = bool(
+        progress.get("exercises_passed") or progress.get("attempts") or progress.get("quizzes_passed")
+    ) or any(item.get("quiz") for item in progress.get("lessons", ()))
+    if lesson is None and current and begun:
         lesson = service.lesson(service.exercise(current).lesson_id)
     lesson = lesson or service.course.lessons[0]
     pending = [e for e in lesson.exercises if e.id not in service.store.passed_exercises()]

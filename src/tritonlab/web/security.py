@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
@@ -21,10 +22,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tritonlab.config import MAX_SOURCE_BYTES
 from tritonlab.i18n import t
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_BODY_BYTES = 2 * 1024 * 1024
+MAX_JSON_DEPTH = 64  # the API's bodies nest two levels; Python's json parser fails past ~1000
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -41,12 +44,34 @@ def cookie_value(token: str) -> str:
     return hmac.new(token.encode(), b"tritonlab-session", hashlib.sha256).hexdigest()
 
 
-def host_name(host_header: str) -> str:
-    """'127.0.0.1:8000' -> '127.0.0.1', '[::1]:80' -> '::1'."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+_PORT = r"(?::(?P<port>[0-9]{1,5}))?"
+_HOST_NAME = re.compile(
+    r"(?P<name>(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*)" + _PORT
+)
+_HOST_IPV6 = re.compile(r"\[(?P<name>[0-9a-f:.]+)\]" + _PORT)
+
+
+def host_name(host_header: str) -> str | None:
+    """The host named by a Host header, strictly: '127.0.0.1:8000' -> '127.0.0.1', '[::1]:80' -> '::1',
+    'localhost' -> 'localhost'. None for anything that is not a hostname or an IP literal with an optional
+    numeric port ('127.0.0.1:8801@evil.com', 'a b', '::1' without brackets, a port over 65535, ...)."""
+    import ipaddress
+
+    host = host_header.lower()
+    match = _HOST_IPV6.fullmatch(host)
+    if match:
+        try:
+            ipaddress.IPv6Address(match["name"])
+        except ValueError:
+            return None
+    else:
+        match = _HOST_NAME.fullmatch(host)
+        if match is None or len(match["name"]) > 253:
+            return None
+    port = match["port"]
+    if port is not None and not 0 < int(port) <= 65535:
+        return None
+    return match["name"]
 
 
 def csp(nonce: str) -> str:
@@ -89,7 +114,8 @@ class Guard:
         is_api = path.startswith("/api/")
 
         lang = self._lang(headers)
-        if self.allowed is not None and host_name(host) not in self.allowed:
+        name = host_name(host)
+        if (host and name is None) or (self.allowed is not None and name not in self.allowed):
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
 
@@ -113,9 +139,26 @@ class Guard:
             return
 
         length = headers.get("content-length")
+        too_large = {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
         if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, kib=self.max_body // 1024)
+            await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
             return
+
+        if method in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0"):
+            # Read the body here, so that one sent without Content-Length (chunked) and past the cap gets
+            # the same 413 as one that announced its size, and JSON nested too deep a clear refusal
+            # (FastAPI would answer a bare 400 "There was an error parsing the body" to both).
+            body = await self._read_body(receive)
+            if body is None:
+                await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
+                return
+            ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
+                body, MAX_JSON_DEPTH
+            ):
+                await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
+                return
+            receive = self._replay(body, receive)
 
         await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
 
@@ -143,6 +186,36 @@ class Guard:
             return False
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole request body, or None once it grows past the cap (the rest is never read)."""
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: nothing to answer
+                return b"".join(chunks)
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    @staticmethod
+    def _replay(body: bytes, receive: Receive) -> Receive:
+        """Hand the body already read to the app in one message; then the real channel (disconnects)."""
+        sent = False
+
+        async def replayed() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replayed
 
     def _capped(self, receive: Receive) -> Receive:
         seen = 0
@@ -203,6 +276,26 @@ class Guard:
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+_JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+
+
+def json_too_deep(body: bytes, limit: int) -> bool:
+    """Whether JSON text nests arrays/objects more than `limit` deep (brackets inside strings do not count).
+    Python's json parser gives up on deep nesting with a RecursionError; this refuses it first, clearly."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKENS.finditer(body):
+        char = match.group()[:1]
+        if char in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return False
 
 
 class BodyTooLarge(Exception):

@@ -89,8 +89,30 @@ window.TL = (function () {
     });
   }
 
+  // A code block that scrolls sideways must be reachable from the keyboard (to scroll it): such blocks
+  // become tab stops, the others stay out of the tab order. Re-checked on resize and when <details> open.
+  function focusableScrollers() {
+    document.querySelectorAll("pre.hl").forEach(function (pre) {
+      const scrolls = pre.scrollWidth > pre.clientWidth + 1 || pre.scrollHeight > pre.clientHeight + 1;
+      if (scrolls && !pre.hasAttribute("tabindex")) {
+        pre.tabIndex = 0;
+        pre.dataset.scrollFocus = "true";
+      } else if (!scrolls && pre.dataset.scrollFocus) {
+        pre.removeAttribute("tabindex");
+        delete pre.dataset.scrollFocus;
+      }
+    });
+  }
+  let resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(focusableScrollers, 150);
+  });
+  document.addEventListener("toggle", focusableScrollers, true);
+
   document.addEventListener("DOMContentLoaded", function () {
     document.documentElement.classList.add("js");
+    focusableScrollers();
     applyTheme(currentTheme());
     const toggle = document.getElementById("theme-toggle");
     if (toggle) {

@@ -62,6 +62,7 @@
         setBusy(false);
         if (r.status === 409 && source && source.showConflict) source.showConflict(r.data);
         else term.writeln(t("js.run.could_not_start", { error: r.data.error }), "ansi-fg-1");
+        if (source && source.notStarted) source.notStarted(r.status, r.data);
         return false;
       }
       follow(r.data, source);
@@ -93,6 +94,7 @@
     on("output", (d) => term.write(d.text));
     on("stopping", () => term.writeln(t("js.run.stopping"), "ansi-fg-3"));
     on("exit", (d) => {
+      if (d.started === false) return; // stopped while queued: the `cancelled` event says so
       term.stopTimer(d.seconds);
       if (d.error) showError(d.error);
       const [text, cls] = describeExit(d);
@@ -116,6 +118,11 @@
           "ansi-fg-1 ansi-bold");
       }
       if (source && source.showVerdict) source.showVerdict(d);
+    });
+    // Stopped while waiting for a worker: the run left the queue at once and never started.
+    on("cancelled", (d) => {
+      term.writeln(t(d.kind === "check" ? "js.run.cancelled_check" : "js.run.cancelled"), "ansi-fg-3 ansi-bold");
+      if (source && source.showCancelled) source.showCancelled(d);
     });
     on("error", (d) => term.writeln(t("js.run.error", { message: d.message }), "ansi-fg-1 ansi-bold"));
     es.addEventListener("end", () => finish());
@@ -170,10 +177,13 @@
         onCheck: () => this.start("check"),
         onSave: () => this.save(),
       });
+      this.modeNode = q("editor-mode");
+      this.editMode = false;
+      this.keyboardModes(q("editor"));
       const act = (name, fn) => section.querySelector("[data-action=" + name + "]").addEventListener("click", fn);
       act("run", () => this.start("run"));
       act("check", () => this.start("check"));
-      act("viz", () => this.visualize());
+      if (section.querySelector("[data-action=viz]")) act("viz", () => this.visualize());
       act("hint", () => this.hint());
       act("reset", () => this.confirmReset());
       act("solution", () => this.solution());
@@ -182,6 +192,58 @@
     }
 
     url(tail) { return "/api/exercises/" + encodeURIComponent(this.id) + tail; }
+
+    // Tab in the editor is an explicit mode, shown under it. Navigating (the default, and whenever focus
+    // arrives from outside): Tab and Shift+Tab move focus past the editor like any other control. Editing
+    // (after a click in the editor, or Enter on it): Tab indents; Esc goes back to navigating.
+    keyboardModes(host) {
+      const content = this.editor.view.contentDOM;
+      if (this.modeNode) content.setAttribute("aria-describedby", this.modeNode.id);
+      content.tabIndex = 0; // focusable content for the scrolling editor (it is a tab stop either way)
+      host.addEventListener("keydown", (e) => {
+        if (e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+        if (e.key === "Tab" && !this.editMode) {
+          e.stopPropagation(); // capture phase: CodeMirror never sees it, and the browser moves focus
+        } else if (e.key === "Enter" && !e.shiftKey && !this.editMode && e.target === content) {
+          e.preventDefault();
+          e.stopPropagation();
+          this.setEditMode(true);
+        } else if (e.key === "Escape" && this.editMode && e.target === content) {
+          this.setEditMode(false); // CodeMirror still gets Escape (it closes its own popups)
+        }
+      }, true);
+      // Text typed or inserted over a selection: Chromium's own contenteditable editing would merge the
+      // selected lines and write a style="" attribute (blocked by the page's CSP: a style-src-attr
+      // violation) before CodeMirror redraws. Replace the selection through CodeMirror instead.
+      host.addEventListener("beforeinput", (e) => {
+        const view = this.editor.view;
+        if (e.isComposing || e.target !== content || typeof e.data !== "string") return;
+        if (e.inputType !== "insertText" && e.inputType !== "insertReplacementText") return;
+        if (view.state.selection.ranges.every((r) => r.empty)) return; // plain typing: CodeMirror's way
+        e.preventDefault();
+        e.stopPropagation();
+        const { from, to } = view.state.selection.main;
+        const insert = () => view.state.update(view.state.replaceSelection(e.data),
+          { userEvent: "input.type", scrollIntoView: true });
+        const handlers = view.state.facet(view.constructor.inputHandler); // e.g. closing brackets
+        if (!handlers.some((h) => h(view, from, to, e.data, insert))) view.dispatch(insert());
+      }, true);
+      host.addEventListener("mousedown", () => this.setEditMode(true));
+      host.addEventListener("focusout", (e) => {
+        if (!e.relatedTarget && !document.hasFocus()) return; // the window lost focus: keep the mode
+        if (!host.contains(e.relatedTarget)) this.setEditMode(false);
+      });
+    }
+
+    setEditMode(on) {
+      if (this.editMode === on) return;
+      this.editMode = on;
+      this.section.dataset.editMode = on ? "edit" : "navigate";
+      if (this.modeNode) {
+        this.modeNode.dataset.mode = on ? "edit" : "navigate";
+        this.modeNode.textContent = t(on ? "js.editor.mode_edit" : "js.editor.mode_navigate");
+      }
+    }
 
     setState(text, kind) {
       this.stateNode.textContent = text;
@@ -263,13 +325,29 @@
       if (job) return;
       if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
       if (!(await this.save())) return;
+      this.pending = kind;
       if (kind === "check") this.results.replaceChildren(el("p", { class: "muted", text: t("js.editor.checking") }));
       await startJob(this.url("/" + kind), undefined, this);
     }
 
+    // The server refused to start the run or check (429: too many in flight; 409: a conflict; …).
+    notStarted(status, data) {
+      if (this.pending !== "check") return;
+      if (status === 409) { this.results.replaceChildren(); return; }
+      this.results.replaceChildren(el("p", { class: "notice run-error", role: "alert",
+        text: t("js.editor.could_not_check", { error: data.error }) }));
+    }
+
+    showCancelled(d) {
+      if (d.kind === "check") {
+        this.results.replaceChildren(el("p", { class: "muted", text: t("js.editor.check_cancelled") }));
+      }
+    }
+
     setVizBusy(busy) {
       this.vizBusy = busy;
-      this.section.querySelector("[data-action=viz]").disabled = busy;
+      const button = this.section.querySelector("[data-action=viz]");
+      if (button) button.disabled = busy;
       this.results.querySelectorAll("[data-viz-case]").forEach((b) => { b.disabled = busy; });
       if (busy) this.vizPanel.setAttribute("aria-busy", "true");
       else this.vizPanel.removeAttribute("aria-busy");
@@ -277,7 +355,7 @@
 
     // Draw the launch of the learner's file (saved first); `which` = {case, seed} redraws one case of a check.
     async visualize(which) {
-      if (this.vizBusy) return;
+      if (this.vizBusy || !this.vizPanel) return;
       if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
       if (!(await this.save())) return;
       this.setVizBusy(true);
@@ -427,7 +505,8 @@
         el("td", {}, c.passed ? [] : [...explain(byCase.get(c.name) || []), vizButton(c.name)]),
       ]));
     }
-    const meta = t("js.verdict.meta", { backend: d.backend, seed: d.seed, seconds: Number(d.duration_s).toFixed(1) });
+    const backend = t(d.backend === "gpu" ? "web.backend.gpu" : "web.backend.interpreter");
+    const meta = t("js.verdict.meta", { backend: backend, seed: d.seed, seconds: Number(d.duration_s).toFixed(1) });
     const english = window.TL.lang !== "en" && d.failures.length
       ? el("p", { class: "small muted", text: t("js.verdict.english_details") }) : null;
     return el("div", { class: "verdict " + (d.passed ? "pass" : "fail") }, [
