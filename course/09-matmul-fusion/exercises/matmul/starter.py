@@ -38,7 +38,7 @@ def matmul(a, b):
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
-    BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 64  # tl.dot needs every block dimension >= 16
+    BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 64  # on a GPU tl.dot needs BLOCK_K >= 16 for fp16/bf16
     precision = "ieee" if a.dtype == torch.float32 else "tf32"  # GPUs round fp32 dots to TF32 by default
     upcast = a.dtype == torch.bfloat16 and not a.is_cuda
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))

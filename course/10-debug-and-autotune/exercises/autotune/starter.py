@@ -32,8 +32,8 @@ def cpu_do_bench(fn, quantiles=None):
     return [times[min(len(times) - 1, int(q * len(times)))] for q in quantiles]
 
 
-# TODO: at least four triton.Config objects, each setting BLOCK_M, BLOCK_N and BLOCK_K (all >= 16,
-#       powers of two) and choosing num_warps / num_stages.
+# TODO: at least four triton.Config objects, each setting BLOCK_M, BLOCK_N and BLOCK_K (powers of two,
+#       BLOCK_K >= 16 for tl.dot on fp16/bf16) and choosing num_warps / num_stages.
 CONFIGS = [
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=2),
 ]
