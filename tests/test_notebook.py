@@ -199,12 +199,15 @@ def test_notebooks_execute_in_a_real_kernel(nb_env: Path, tmp_path: Path) -> Non
     smoke = tmp_path / "check-smoke.ipynb"
     nbformat.write(smoke_notebook(course, "vector-add"), str(smoke))
     nb = execute(smoke, timeout=300)
-    _, _, passing, failing, plain = nb.cells
+    _, _, passing, viz, failing, plain, hint, bench = nb.cells
     assert 'data-exercise="vector-add"' in _outputs(passing) and 'data-passed="true"' in _outputs(passing)
     assert "passed" in _outputs(passing)
     text = _outputs(failing)
     assert 'data-passed="false"' in text and "cell line" in text and "Traceback" not in text
     assert "plain python: vector-add failed" in _outputs(plain)
+    assert any("image/png" in o.get("data", {}) for o in viz.outputs) and "programs" in _outputs(viz)
+    assert "Hint 1/" in _outputs(hint)
+    assert "needs an NVIDIA GPU" in _outputs(bench)  # on the interpreter: a message, no timing
 
     lesson_nb = execute(write_lesson(course, course.lesson(5), tmp_path / "nb"), timeout=300)
     every = "\n".join(_outputs(c) for c in lesson_nb.cells)

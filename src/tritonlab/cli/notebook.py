@@ -11,8 +11,10 @@ from typing import Annotated
 
 import typer
 
-HELP = """Write a lesson as a Jupyter notebook: its text as Markdown cells, its examples as code cells, the exercise
-starter in a `%%check` cell, and the quiz. Open it in Jupyter or upload it to Colab (see docs/notebooks.md).
+HELP = """Write lessons as Jupyter notebooks, to open in Jupyter or Colab (see docs/notebooks.md).
+
+Each notebook holds the lesson text as Markdown cells, its examples as code cells, the exercise starter in a
+`%%check` cell and the quiz.
 
 Use the global --lang for the language: `tritonlab --lang pt notebook 5`. --lang after the command works too."""
 

@@ -123,8 +123,8 @@ def lesson_notebook(course: Course, lesson: Lesson, lang: str = "en") -> Noteboo
         cells.append(v4.new_code_cell(f"tritonlab.notebook.quiz({lesson.number})"))
         cells.append(
             v4.new_code_cell(
-                "# Answer one question at a time (letters as printed above), for example:\n"
-                f'# tritonlab.notebook.answer({lesson.number}, "question-id", "b")'
+                "# Answer one question at a time, with the letter(s) printed above, for example:\n"
+                f'# tritonlab.notebook.answer({lesson.number}, "QUESTION-ID", "LETTER")'
             )
         )
     nb = v4.new_notebook(cells=cells)
@@ -163,8 +163,8 @@ def write_lesson(course: Course, lesson: Lesson, out: Path, lang: str = "en") ->
 
 
 def smoke_notebook(course: Course, exercise_id: str = "vector-add") -> NotebookNode:
-    """`%%check` end to end: the course's solution (a pass), the starter (a failing verdict, shown, not
-    raised), and `tritonlab.check` from plain Python."""
+    """The magics end to end: `%%check` with the course's solution (a pass), `%viz` of it, `%%check` with the
+    starter (a failing verdict, shown, not raised), `tritonlab.check` from plain Python, `%hint`, `%bench`."""
     from nbformat import v4
 
     exercise = course.exercise(exercise_id)
@@ -175,11 +175,14 @@ def smoke_notebook(course: Course, exercise_id: str = "vector-add") -> NotebookN
             v4.new_markdown_cell(f"# `%%check` smoke test: {exercise.id}"),
             v4.new_code_cell("%load_ext tritonlab\nimport tritonlab"),
             v4.new_code_cell(f"%%check {exercise.id}\n{solution}\n"),
+            v4.new_code_cell(f"%viz {exercise.id}"),
             v4.new_code_cell(f"%%check {exercise.id}\n{starter}\n"),
             v4.new_code_cell(
                 f"verdict = tritonlab.check({exercise.id!r}, {starter!r})\n"
                 "print('plain python:', verdict.exercise, 'passed' if verdict.passed else 'failed')"
             ),
+            v4.new_code_cell(f"%hint {exercise.id}"),
+            v4.new_code_cell(f"%bench {exercise.id}"),
         ]
     )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -43,10 +43,13 @@ def show_quiz(lesson_key: int | str) -> None:
         if q.is_choice:
             for k, option in enumerate(q.options):
                 print(f"   {letter(k)}) {option}")
-            how = '"a,c"' if q.type == "multiple" else '"b"'
-            print(f"   answer: tritonlab.notebook.answer({lesson.number}, {q.id!r}, {how})")
+            how = "LETTERS" if q.type == "multiple" else "LETTER"
+            more = (
+                " (several letters: every right option, separated by commas)" if q.type == "multiple" else ""
+            )
+            print(f'   answer with: tritonlab.notebook.answer({lesson.number}, "{q.id}", "{how}"){more}')
         else:
-            print(f"   answer with a number: tritonlab.notebook.answer({lesson.number}, {q.id!r}, 42)")
+            print(f'   answer with: tritonlab.notebook.answer({lesson.number}, "{q.id}", NUMBER)')
 
 
 def answer_question(lesson_key: int | str, question_id: str, choice: str | int | float) -> bool:
