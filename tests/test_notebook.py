@@ -221,3 +221,24 @@ def test_notebooks_execute_in_a_real_kernel(nb_env: Path, tmp_path: Path) -> Non
 
     store = Service().store
     assert "vector-add" in store.passed_exercises() and len(store.attempts("vector-add")) >= 3
+
+
+def test_check_takes_a_file_or_the_code_itself(nb_env: Path, tmp_path: Path) -> None:
+    from tritonlab.notebook.session import Session
+
+    session = Session()
+    exercise = session.exercise("vector-add")
+    mine = tmp_path / "mine.py"
+    mine.write_text("x = 1\n")
+    for given in (mine, str(mine)):
+        source = session.source_for(exercise, given)
+        assert source.path == mine.resolve() and not source.from_cell and source.offset == 0
+    code = session.source_for(exercise, "import torch\nx = 1\n", offset=1)
+    assert code.from_cell and code.path.read_text() == "import torch\nx = 1\n" and code.offset == 1
+    assert code.path.name == "vector_add.py"
+    with pytest.raises(FileNotFoundError):
+        session.source_for(exercise, str(tmp_path / "missing.py"))
+    with pytest.raises(KeyError, match="vector-add"):  # an unknown id lists the known ones
+        session.exercise("vector-ad")
+    session.close()
+    assert not code.path.exists()

@@ -81,10 +81,15 @@ class Session:
         return Source(path, code, offset, True)
 
     def source_for(self, exercise: Exercise, source_or_path: str | Path, offset: int = 0) -> Source:
-        if isinstance(source_or_path, Path) or (
-            "\n" not in source_or_path and source_or_path.endswith(".py") and Path(source_or_path).is_file()
-        ):
-            path = Path(source_or_path).resolve()
+        """A Path, or a one-line string ending in .py, is the learner's file; any other string is code."""
+        text = source_or_path.strip() if isinstance(source_or_path, str) else ""
+        if isinstance(source_or_path, Path) or ("\n" not in text and text.endswith(".py")):
+            path = Path(text) if text else Path(source_or_path)
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"{path} does not exist (pass the code itself as a string to check it)"
+                )
+            path = path.resolve()
             return Source(path, path.read_text(encoding="utf-8", errors="replace"), 0, False)
         return self.write_cell(exercise, source_or_path, offset)
 
