@@ -5,3 +5,17 @@ Importing this package is cheap: torch and triton are imported only by the modul
 """
 
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # noqa: ANN001, ANN201 - IPython's hook; IPython is imported lazily
+    """`%load_ext tritonlab` in Jupyter or Colab: registers %%check, %hint, %viz and %bench."""
+    from tritonlab.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def check(exercise_id, source_or_path, *, seed=None):  # noqa: ANN001, ANN201 - kept import-free
+    """Check code (a file path, or the source as text) for an exercise in the sandbox; returns the Verdict."""
+    from tritonlab.notebook import check as notebook_check
+
+    return notebook_check(exercise_id, source_or_path, seed=seed)

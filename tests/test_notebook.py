@@ -1,0 +1,244 @@
+"""The notebook interface: verdict HTML (escaped, cell lines), lesson notebooks, quizzes, the CLI command, and
+two notebooks executed by nbclient in a real ipykernel kernel on the interpreter (lesson 5, and `%%check`
+with the course's solution and its starter)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tritonlab.models import CaseResult, Failure, Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def nb_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throw-away TRITONLAB_HOME and the interpreter, for this process and the kernels it starts."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("TRITONLAB_HOME", str(home))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("TRITONLAB_BACKEND", "interpreter")
+    monkeypatch.setenv("TRITONLAB_LANG", "en")
+    monkeypatch.delenv("TRITONLAB_WORKSPACE", raising=False)
+    return home
+
+
+# ---- HTML ------------------------------------------------------------------------------------------------
+
+
+def test_verdict_html_escapes_learner_text_and_names_the_cell_line(tmp_path: Path) -> None:
+    from tritonlab.notebook.render import verdict_html
+    from tritonlab.notebook.session import Source
+
+    code = "import triton\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)  # <b>mine</b>\n"
+    path = tmp_path / "vector_add.py"
+    path.write_text(code)
+    source = Source(path, code, offset=1, from_cell=True)
+    failures = [
+        Failure(
+            "n=7 <script>",
+            "out-of-bounds-write",
+            f"wrote <img src=x> past the end in {path}",
+            "no mask?",
+            f"{path}:5",
+        ),
+        Failure("n=9", "out-of-bounds-write", "wrote past the end", "no mask?", f"{path}:5"),
+    ]
+    verdict = Verdict(
+        "vector-add",
+        "interpreter",
+        42,
+        str(path),
+        [CaseResult("n=7", False), CaseResult("n=9", False)],
+        failures,
+        output="<script>alert(1)</script>",
+    )
+    html = verdict_html(verdict, source)
+    assert "<script>" not in html and "<img" not in html and "<b>mine" not in html
+    assert "&lt;script&gt;" in html and "&lt;img src=x&gt;" in html
+    assert "cell line 6" in html  # file line 5 + the %%check line
+    assert "tl.store(x_ptr, 1)" in html  # the code on that line
+    assert str(path) not in html and "&lt;cell&gt;" in html  # the temporary file's path is not shown
+    assert "no mask?" in html and "the same in 1 more case(s): n=9" in html  # grouped like print_verdict
+    assert 'data-passed="false"' in html and "--seed 42" in html
+
+
+def test_passing_verdict_html() -> None:
+    from tritonlab.notebook.render import verdict_html
+
+    verdict = Verdict("vector-add", "interpreter", 1, "f.py", [CaseResult("a", True)])
+    html = verdict_html(verdict, sandbox_note="basic <sandbox>")
+    assert 'data-passed="true"' in html and "passed" in html and "&lt;sandbox&gt;" in html
+
+
+def test_import_is_cheap() -> None:
+    code = (
+        "import sys, tritonlab, tritonlab.notebook, tritonlab.notebook.render, tritonlab.cli.notebook; "
+        "print(sorted(m for m in ('torch', 'triton', 'IPython', 'nbformat') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# ---- building notebooks ----------------------------------------------------------------------------------
+
+
+def test_split_at_headings_ignores_code_fences() -> None:
+    from tritonlab.notebook.build import split_at_headings
+
+    text = "# T\nintro\n## A\n```python\n# not a heading\n```\n## B\nend\n"
+    assert [c.splitlines()[0] for c in split_at_headings(text)] == ["# T", "## A", "## B"]
+
+
+def test_lesson_notebook_has_text_examples_check_and_quiz(nb_env: Path) -> None:
+    import nbformat
+
+    from tritonlab.content.course import load_course
+    from tritonlab.notebook.build import lesson_notebook
+
+    course = load_course()
+    lesson = course.lesson(5)
+    nb = lesson_notebook(course, lesson, "pt")
+    nbformat.validate(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert any(s.startswith("%env TRITONLAB_LANG=pt\n%load_ext tritonlab") for s in code)
+    assert any(s.startswith("%%check vector-add\n") and "def vector_add" in s for s in code)
+    for example in lesson.examples:  # every example, verbatim, as a code cell
+        assert example.file.read_text().rstrip() in code
+    assert "tritonlab.notebook.quiz(5)" in code
+    assert lesson.text_path("pt").read_text().splitlines()[0] in md  # the Portuguese text
+    figure = next(c for c in nb.cells if c.get("attachments"))
+    assert "attachment:protocol.png" in figure.source and "image/png" in figure.attachments["protocol.png"]
+
+
+def test_cli_writes_notebooks(nb_env: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tritonlab.cli.app import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["notebook", "5", "--out", str(tmp_path / "nb")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "nb" / "05-vector-add.ipynb").is_file()
+    assert runner.invoke(app, ["notebook"]).exit_code == 2
+    assert runner.invoke(app, ["notebook", "99"]).exit_code == 2
+
+
+# ---- quizzes -----------------------------------------------------------------------------------------------
+
+
+def test_quiz_prints_questions_and_answer_grades_and_records(
+    nb_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tritonlab.notebook as nbapi
+    from tritonlab.content.quiz import letter, load_bank
+    from tritonlab.notebook import session
+    from tritonlab.service import Service
+
+    session._SESSION = None
+    nbapi.quiz(5)
+    shown = capsys.readouterr().out
+    bank = load_bank(Service().lesson(5).quiz_path("en"))
+    first = bank.questions[0]
+    assert first.prompt in shown and "nbapi" not in shown and "tritonlab.notebook.answer(5," in shown
+    right = letter(next(iter(first.keyed)))
+    wrong = letter((next(iter(first.keyed)) + 1) % len(first.options))
+    assert nbapi.answer(5, first.id, right) is True
+    assert nbapi.answer(5, first.id, wrong) is False
+    assert nbapi.answer(5, first.id, "zz") is False  # unreadable: says why, records nothing
+    assert nbapi.answer(5, "no-such-question", "a") is False
+    out = capsys.readouterr().out
+    assert "✔ right" in out and "✘ not quite" in out and "no-such-question" in out
+    store = session.get_session().service.store
+    assert store.best_quiz() == {}  # not every question answered yet: no quiz score recorded
+    session.get_session().close()
+    session._SESSION = None
+
+
+# ---- executed in a real kernel -----------------------------------------------------------------------------
+
+
+def _kernel_available() -> bool:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec("python3")
+        return True
+    except NoSuchKernel:
+        return False
+
+
+def _outputs(cell) -> str:  # noqa: ANN001
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", ""))
+        data = out.get("data", {})
+        parts.append(data.get("text/html", "") + data.get("text/plain", ""))
+    return "\n".join(parts)
+
+
+@pytest.mark.slow
+def test_notebooks_execute_in_a_real_kernel(nb_env: Path, tmp_path: Path) -> None:
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    if not _kernel_available():
+        subprocess.run(
+            [sys.executable, "-m", "ipykernel", "install", "--sys-prefix"], check=True, capture_output=True
+        )
+    import nbformat
+
+    from tritonlab.content.course import load_course
+    from tritonlab.notebook.build import execute, smoke_notebook, write_lesson
+
+    course = load_course()
+    smoke = tmp_path / "check-smoke.ipynb"
+    nbformat.write(smoke_notebook(course, "vector-add"), str(smoke))
+    nb = execute(smoke, timeout=300)
+    _, _, passing, viz, failing, plain, hint, bench = nb.cells
+    assert 'data-exercise="vector-add"' in _outputs(passing) and 'data-passed="true"' in _outputs(passing)
+    assert "passed" in _outputs(passing)
+    text = _outputs(failing)
+    assert 'data-passed="false"' in text and "cell line" in text and "Traceback" not in text
+    assert "plain python: vector-add failed" in _outputs(plain)
+    assert any("image/png" in o.get("data", {}) for o in viz.outputs) and "programs" in _outputs(viz)
+    assert "Hint 1/" in _outputs(hint)
+    assert "needs an NVIDIA GPU" in _outputs(bench)  # on the interpreter: a message, no timing
+
+    lesson_nb = execute(write_lesson(course, course.lesson(5), tmp_path / "nb"), timeout=300)
+    every = "\n".join(_outputs(c) for c in lesson_nb.cells)
+    assert "Every bug is caught by the full protocol" in every  # an example ran
+    assert 'data-exercise="vector-add"' in every and 'data-passed="false"' in every  # the starter's verdict
+    assert "kernel-offsets-line" in every  # the quiz printed
+    assert not [o for c in lesson_nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+    # progress went to the same store as the CLI's: the passing check and the failing ones
+    from tritonlab.service import Service
+
+    store = Service().store
+    assert "vector-add" in store.passed_exercises() and len(store.attempts("vector-add")) >= 3
+
+
+def test_check_takes_a_file_or_the_code_itself(nb_env: Path, tmp_path: Path) -> None:
+    from tritonlab.notebook.session import Session
+
+    session = Session()
+    exercise = session.exercise("vector-add")
+    mine = tmp_path / "mine.py"
+    mine.write_text("x = 1\n")
+    for given in (mine, str(mine)):
+        source = session.source_for(exercise, given)
+        assert source.path == mine.resolve() and not source.from_cell and source.offset == 0
+    code = session.source_for(exercise, "import torch\nx = 1\n", offset=1)
+    assert code.from_cell and code.path.read_text() == "import torch\nx = 1\n" and code.offset == 1
+    assert code.path.name == "vector_add.py"
+    with pytest.raises(FileNotFoundError):
+        session.source_for(exercise, str(tmp_path / "missing.py"))
+    with pytest.raises(KeyError, match="vector-add"):  # an unknown id lists the known ones
+        session.exercise("vector-ad")
+    session.close()
+    assert not code.path.exists()
