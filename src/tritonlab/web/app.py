@@ -94,7 +94,10 @@ def create_app(
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = t("web.error.nothing_here", request_lang(request), path=request.url.path)
-        return error(request, exc.status_code, message)
+        response = error(request, exc.status_code, message)
+        for name, value in (getattr(exc, "headers", None) or {}).items():  # e.g. Retry-After on a 429
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
