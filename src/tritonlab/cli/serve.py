@@ -110,6 +110,8 @@ def run_server(
     from tritonlab.service import BackendError, Service
     from tritonlab.web.app import create_app
 
+    if public_url is not None and not public_url.startswith(("http://", "https://")):
+        raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
     room = open_classroom() if classroom else None
     if room is None:
         check_host(host, token)
