@@ -76,3 +76,20 @@ def cli(
         timeout=timeout,
         env=full_env,
     )
+
+
+@pytest.fixture(scope="session")
+def postgres():  # noqa: ANN201
+    """One PostgreSQL server for the whole test session (tests/classroom_pg.py); each test makes its own
+    database with `postgres.new_database()`."""
+    from classroom_pg import start_postgres
+
+    yield from start_postgres()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def classroom_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The classroom database URL, once for SQLite and once for a real PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'classroom.db'}"
+    return request.getfixturevalue("postgres").new_database()

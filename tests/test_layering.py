@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "viz": {"config", "models", "runs", "grading"},
     "perf": {"config", "models", "runs", "grading"},
     "service": {"config", "models", "content", "runs", "store", "grading", "viz", "perf"},
-    "cli": {"config", "models", "i18n", "content", "viz", "service", "web", "notebook"},
-    "web": {"config", "models", "i18n", "content", "viz", "service", "cli"},
+    "classroom": {"config", "models", "runs", "store", "service"},
+    "cli": {"config", "models", "i18n", "content", "viz", "service", "classroom", "web", "notebook"},
+    "web": {"config", "models", "i18n", "content", "viz", "service", "classroom", "cli"},
     "notebook": {"config", "models", "i18n", "content", "viz", "service"},
     "__main__": {"cli"},
 }

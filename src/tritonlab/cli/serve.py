@@ -101,6 +101,8 @@ def run_server(
     token: str | None = None,
     backend: str | None = None,
     allow_unhardened: bool = False,
+    classroom: bool = False,
+    public_url: str | None = None,
 ) -> None:
     import uvicorn
 
@@ -108,7 +110,11 @@ def run_server(
     from tritonlab.service import BackendError, Service
     from tritonlab.web.app import create_app
 
-    check_host(host, token)
+    if public_url is not None and not public_url.startswith(("http://", "https://")):
+        raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
+    room = open_classroom() if classroom else None
+    if room is None:
+        check_host(host, token)
     if token is not None and not token.strip():
         raise typer.BadParameter(t("serve.empty_token", lang()), param_hint="--token")
     secret = token or new_token()
@@ -118,6 +124,8 @@ def run_server(
         _ = service.choice  # a forced but missing GPU is a usage error, reported now
     except (CourseError, BackendError) as exc:
         sock.close()
+        if room is not None:
+            room.close()
         typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
         raise typer.Exit(1 if isinstance(exc, CourseError) else 2) from None
     from tritonlab.service import SandboxUnavailable as Unavailable
@@ -129,6 +137,8 @@ def run_server(
     if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened):
         service.close()
         sock.close()
+        if room is not None:
+            room.close()
         raise typer.Exit(2)
     if host in WILDCARD_HOSTS:
         allowed = None
@@ -136,10 +146,13 @@ def run_server(
         allowed = LOOPBACK_HOSTS
     else:
         allowed = (*LOOPBACK_HOSTS, host.strip("[]"))
-    app = create_app(service, secret, allowed_hosts=allowed)
+    app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
     actual = sock.getsockname()[1]
     shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
     url = f"http://{shown}:{actual}/?token={secret}"
+    if room is not None:
+        url = (public_url.rstrip("/") if public_url else f"http://{shown}:{actual}") + "/login"
+        typer.echo(f"Classroom {room.the_class()['name']!r} ({room.where}); learners log in at:")  # type: ignore[index]
     typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
     typer.echo(t("serve.open_url", service.lang))
     typer.secho(f"    {url}", bold=True)
@@ -157,6 +170,26 @@ def run_server(
     finally:
         service.close()
         sock.close()
+        if room is not None:
+            room.close()
+
+
+def open_classroom():  # type: ignore[no-untyped-def]
+    """The classroom database for `serve --classroom`, or a clear refusal when there is no class yet."""
+    from tritonlab.classroom.room import Classroom
+
+    try:
+        room = Classroom()
+    except Exception as exc:
+        from tritonlab.classroom.room import database_url, redact
+
+        typer.secho(f"cannot open the classroom database {redact(database_url())}: {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    if room.the_class() is None:
+        room.close()
+        typer.secho("no class yet: run `tritonlab classroom init --name NAME` first", fg="red", err=True)
+        raise typer.Exit(2)
+    return room
 
 
 def register(app: typer.Typer) -> None:
@@ -180,6 +213,16 @@ def register(app: typer.Typer) -> None:
             "--allow-unhardened",
             help="Serve a non-loopback address even without the hardened sandbox (trusted users only).",
         ),
+        classroom: bool = typer.Option(
+            False,
+            "--classroom",
+            help="Serve a class: accounts and per-learner state (see docs/classroom.md).",
+        ),
+        public_url: str | None = typer.Option(
+            None,
+            "--public-url",
+            help="The address learners use, e.g. https://class.example.org behind a TLS proxy (cookies get Secure).",
+        ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
         run_server(
@@ -189,4 +232,6 @@ def register(app: typer.Typer) -> None:
             token=token,
             backend=backend,
             allow_unhardened=allow_unhardened,
+            classroom=classroom,
+            public_url=public_url,
         )

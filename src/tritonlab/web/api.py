@@ -52,7 +52,8 @@ class BackupBody(BaseModel):
 
 
 def service_of(request: Request) -> Service:
-    return request.app.state.service
+    # In a classroom (web/classroom.py) the guard put the logged-in learner's own service here.
+    return getattr(request.state, "service", None) or request.app.state.service
 
 
 def jobs_of(request: Request) -> Jobs:

@@ -48,9 +48,15 @@ def describe_validation(exc: RequestValidationError, lang: str = "en") -> str:
 
 
 def create_app(
-    service: Service, token: str, *, allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS
+    service: Service,
+    token: str,
+    *,
+    allowed_hosts: Iterable[str] | None = LOOPBACK_HOSTS,
+    classroom: object | None = None,
+    public_url: str | None = None,
 ) -> FastAPI:
-    """The web app over `service`. `allowed_hosts=None` accepts any Host header (wildcard binds only)."""
+    """The web app over `service`. `allowed_hosts=None` accepts any Host header (wildcard binds only).
+    With `classroom` (a `tritonlab.classroom.room.Classroom`), accounts replace the token (web/classroom.py)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,6 +68,10 @@ def create_app(
     app.state.jobs = Jobs()
     app.state.quiz_attempts = quiz_api.Attempts()
     app.state.static_version = static_version()
+    if classroom is not None:
+        from tritonlab.web import classroom as classroom_web
+
+        app.include_router(classroom_web.router)
     app.include_router(api.router)
     app.include_router(quiz_api.router)
     app.include_router(pages.router)
@@ -84,7 +94,10 @@ def create_app(
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = t("web.error.nothing_here", request_lang(request), path=request.url.path)
-        return error(request, exc.status_code, message)
+        response = error(request, exc.status_code, message)
+        for name, value in (getattr(exc, "headers", None) or {}).items():  # e.g. Retry-After on a 429
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -94,5 +107,8 @@ def create_app(
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:
         return error(request, 413, t("web.error.too_large", request_lang(request)))
 
-    app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts, lang=service.lang)
+    if classroom is not None:
+        classroom_web.install(app, classroom, service, allowed_hosts, public_url)  # type: ignore[arg-type]
+    else:
+        app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts, lang=service.lang)
     return app

@@ -117,6 +117,7 @@ class Jobs:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self.max_active = MAX_ACTIVE  # a classroom raises it (web/classroom.py limits each learner instead)
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:
@@ -130,8 +131,8 @@ class Jobs:
     def start(self, kind: str, label: str, work: Callable[[Job], None]) -> Job:
         """Start `work(job)` on a thread; any exception becomes an `error` event. Then `end`."""
         self._prune()
-        if self.active >= MAX_ACTIVE:
-            raise Busy(f"{MAX_ACTIVE} runs are already in flight or waiting; wait for one to finish")
+        if self.active >= self.max_active:
+            raise Busy(f"{self.max_active} runs are already in flight or waiting; wait for one to finish")
         job = Job(kind, label)
         with self._lock:
             self._jobs[job.id] = job

@@ -61,7 +61,8 @@ def has_kernel(exercise_id: str) -> bool:
 
 
 def service_of(request: Request) -> Service:
-    return request.app.state.service
+    # In a classroom (web/classroom.py) the guard put the logged-in learner's own service here.
+    return getattr(request.state, "service", None) or request.app.state.service
 
 
 def base_context(request: Request, service: Service, title: str) -> dict:

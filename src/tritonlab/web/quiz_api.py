@@ -115,7 +115,7 @@ def to_response(
 
 @router.post("/quiz/{attempt_id}/answer")
 def answer(attempt_id: str, body: AnswerBody, request: Request) -> dict:
-    service: Service = request.app.state.service
+    service: Service = getattr(request.state, "service", None) or request.app.state.service
     lang = request_lang(request)
     attempt = request.app.state.quiz_attempts.get(attempt_id)
     if attempt is None:

@@ -1,0 +1,63 @@
+// The teacher's page: add learners, reset passwords, unlock, disable, open or close the join link.
+// (classroom.js already adds the CSRF header to every POST.)
+(function () {
+  "use strict";
+  const message = document.getElementById("roster-message");
+  function say(text, ok) { message.textContent = text; message.classList.toggle("ok", !!ok); }
+  async function post(url, body) {
+    const res = await fetch(url, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+      credentials: "same-origin",
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { data = {}; }
+    if (!res.ok) throw new Error(data.error || ("failed (" + res.status + ")"));
+    return data;
+  }
+  const form = document.getElementById("add-user-form");
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      const u = await post("/api/classroom/users", {
+        username: form.elements.username.value, display_name: form.elements.display_name.value,
+        role: form.elements.role.value,
+      });
+      say("Added " + u.username + " — password: " + u.password + " (shown once; reload to see the roster)", true);
+      const out = document.createElement("output");
+      out.className = "new-password";
+      out.dataset.username = u.username;
+      out.textContent = u.password;
+      out.hidden = true;
+      message.appendChild(out);
+      form.reset();
+    } catch (e) { say(e.message); }
+  });
+  document.getElementById("roster").addEventListener("click", async (ev) => {
+    const button = ev.target.closest("button[data-action]");
+    if (!button) return;
+    const row = button.closest("tr");
+    const id = row.dataset.userId, name = row.dataset.username;
+    try {
+      const action = button.dataset.action;
+      if (action === "password") {
+        const r = await post("/api/classroom/users/" + id + "/password");
+        say("New password for " + name + ": " + r.password + " (shown once)", true);
+      } else if (action === "unlock") {
+        await post("/api/classroom/users/" + id + "/unlock");
+        say(name + " may try to log in again at once", true);
+      } else {
+        await post("/api/classroom/users/" + id + "/disabled", { value: action === "disable" });
+        window.location.reload();
+      }
+    } catch (e) { say(e.message); }
+  });
+  const toggle = document.getElementById("join-toggle");
+  if (toggle) {
+    toggle.addEventListener("click", async () => {
+      try {
+        await post("/api/classroom/join", { value: toggle.dataset.open !== "true" });
+        window.location.reload();
+      } catch (e) { say(e.message); }
+    });
+  }
+})();

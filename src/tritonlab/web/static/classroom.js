@@ -1,0 +1,99 @@
+// serve --classroom: send the CSRF token with every state-changing request, show who is logged in, and
+// drive the log-in and join forms. Loaded in <head>, before the page's own scripts make any request.
+(function () {
+  "use strict";
+  function csrf() {
+    const m = document.cookie.match(/(?:^|;\s*)tritonlab_csrf=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+  const plainFetch = window.fetch.bind(window);
+  window.fetch = function (input, init) {
+    const opts = Object.assign({}, init || {});
+    const method = (opts.method || (input && input.method) || "GET").toUpperCase();
+    const url = new URL(typeof input === "string" ? input : input.url, window.location.href);
+    if (method !== "GET" && method !== "HEAD" && url.origin === window.location.origin) {
+      const headers = new Headers(opts.headers || (input && input.headers) || {});
+      headers.set("X-CSRF-Token", csrf());
+      opts.headers = headers;
+    }
+    return plainFetch(input, opts);
+  };
+  window.TritonClassroom = { csrf: csrf };
+
+  function say(text, ok) {
+    const box = document.getElementById("form-message");
+    if (box) { box.textContent = text; box.classList.toggle("ok", !!ok); }
+  }
+  async function postJSON(url, body) {
+    const res = await fetch(url, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { data = {}; }
+    return { ok: res.ok, status: res.status, data: data };
+  }
+  function safeNext(target) {
+    return target && target.startsWith("/") && !target.startsWith("//") ? target : "/";
+  }
+
+  function userBar() {
+    const bar = document.querySelector(".topbar");
+    if (!bar) return;
+    plainFetch("/api/me", { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : null)).then((me) => {
+      if (!me) return;
+      const pill = document.createElement("span");
+      pill.className = "pill user-pill";
+      pill.id = "user-pill";
+      pill.textContent = me.display_name + " (" + me.role + ")";
+      bar.appendChild(pill);
+      if (me.role === "teacher") {
+        const link = document.createElement("a");
+        link.className = "pill";
+        link.href = "/teacher";
+        link.id = "teacher-link";
+        link.textContent = "Teacher";
+        bar.appendChild(link);
+      }
+      const out = document.createElement("button");
+      out.type = "button";
+      out.id = "logout";
+      out.textContent = "Log out";
+      out.addEventListener("click", async () => {
+        await postJSON("/api/logout", {});
+        window.location.href = "/login";
+      });
+      bar.appendChild(out);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const login = document.getElementById("login-form");
+    if (login) {
+      login.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        say("");
+        const r = await postJSON("/api/login", {
+          username: login.elements.username.value, password: login.elements.password.value,
+        });
+        if (r.ok) { window.location.href = safeNext(login.dataset.next); }
+        else { say(r.data.error || ("log-in failed (" + r.status + ")")); }
+      });
+      return;
+    }
+    const join = document.getElementById("join-form");
+    if (join) {
+      join.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        say("");
+        const r = await postJSON("/api/join/" + encodeURIComponent(join.dataset.code), {
+          username: join.elements.username.value, display_name: join.elements.display_name.value,
+          password: join.elements.password.value,
+        });
+        if (r.ok) { window.location.href = "/"; } else { say(r.data.error || ("could not join (" + r.status + ")")); }
+      });
+      return;
+    }
+    userBar();
+  });
+})();

@@ -1,0 +1,228 @@
+"""The classroom database on SQLite and on a real PostgreSQL: migrations, adoption of a single-user
+progress file, accounts and the log-in back-off, sessions, per-learner isolation, code with conflicts, the
+teacher's matrix and its CSV, and durability on SQLite (WAL, synchronous=FULL, kill -9 after the ack)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tritonlab.classroom.auth import FREE_TRIES, LoginRefused, delay_for
+from tritonlab.classroom.room import Classroom, csv_safe
+from tritonlab.content.course import load_course
+from tritonlab.store.classroom import AccountError, ClassroomDB, schema_revision
+from tritonlab.store.progress import Store
+from tritonlab.store.workspace import ConflictError
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "tests" / "fixtures" / "course"
+NO_LEGACY = Path("/nonexistent/progress.db")
+
+
+@pytest.fixture
+def room(classroom_url: str, home: Path) -> Classroom:
+    made = Classroom(classroom_url, adopt=NO_LEGACY)
+    yield made
+    made.close()
+
+
+def test_migrations_reach_head_and_are_idempotent(classroom_url: str) -> None:
+    db = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)
+    assert schema_revision(db.engine) == "0001"
+    names = set(sa.inspect(db.engine).get_table_names())
+    assert {"users", "sessions", "classes", "learner_attempts", "learner_code", "alembic_version"} <= names
+    db.close()
+    again = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)  # a second upgrade changes nothing
+    assert schema_revision(again.engine) == "0001"
+    again.close()
+
+
+def test_a_single_user_progress_file_is_adopted_not_lost(classroom_url: str, tmp_path: Path) -> None:
+    legacy = tmp_path / "progress.db"
+    old = Store(legacy)
+    old.record_attempt(
+        {
+            "exercise": "vector-copy",
+            "passed": False,
+            "backend": "interpreter",
+            "seed": 3,
+            "failures": [{"kind": "wrong_values"}],
+        }
+    )
+    old.record_attempt({"exercise": "vector-copy", "passed": True, "backend": "interpreter", "seed": 4})
+    old.record_hint("vector-copy", 0)
+    old.record_quiz_result("01-intro", 1.0, True)
+    old.set_state("last_lesson", "01-intro")
+    before = legacy.read_bytes()
+    room = Classroom(classroom_url, adopt=legacy)
+    local = room.user("local")
+    mine = room.db.learner(local.id)
+    assert [a["passed"] for a in mine.attempts()] == [False, True]
+    assert mine.passed_exercises() == {"vector-copy"} and mine.hints_shown("vector-copy") == 1
+    assert mine.best_quiz()["01-intro"]["passed"] and mine.get_state("last_lesson") == "01-intro"
+    assert not local.has_password  # nobody can log in as `local` until a teacher sets a password
+    assert Store(legacy).attempts()[-1]["passed"] and legacy.read_bytes()[:100] == before[:100]
+    room.close()
+    # the migration runs once: opening again does not adopt twice
+    room = Classroom(classroom_url, adopt=legacy)
+    assert len(room.db.learner(local.id).attempts()) == 2
+    room.close()
+
+
+def test_init_add_roster_and_formula_safe_export(room: Classroom) -> None:
+    made = room.init("GPU 101")
+    assert made["teacher"]["username"] == "teacher" and len(made["teacher"]["password"]) >= 12
+    assert made["join_path"].startswith("/join/")
+    with pytest.raises(AccountError, match="already holds a class"):
+        room.init("again")
+    user, password = room.add("alice")
+    assert room.auth.authenticate("alice", password, "1.2.3.4").id == user.id
+    with pytest.raises(AccountError, match="taken"):
+        room.add("Alice")
+    with pytest.raises(AccountError, match="not a valid username"):
+        room.add("../x")
+    with pytest.raises(AccountError, match="row 2"):  # checked before anything is made
+        room.import_csv("username,display_name\nbob,Bob\nbob,Bob again\n")
+    assert room.db.user_by_name("bob") is None
+    rows = room.import_csv('username,display_name,role\nbob,=HYPERLINK("http://x")\ncarol,@SUM(A1),teacher\n')
+    assert [r["role"] for r in rows] == ["learner", "teacher"]
+    table = list(csv.reader(io.StringIO(room.progress_csv(load_course(COURSE)))))
+    names = {r[0]: r[1] for r in table[1:]}
+    assert names["bob"] == '\'=HYPERLINK("http://x")' and "carol" not in names  # teachers are not learners
+    assert [csv_safe(v) for v in ("+1", "-2", "@x", "=y", "ok", 3)] == ["'+1", "'-2", "'@x", "'=y", "ok", 3]
+
+
+def test_login_back_off_is_per_account_and_address_and_unlockable(room: Classroom) -> None:
+    user, password = room.add("dave")
+    for _ in range(FREE_TRIES):
+        with pytest.raises(LoginRefused) as refused:
+            room.auth.authenticate("dave", "wrong-password", "10.0.0.1")
+        assert refused.value.retry_after == 0
+    with pytest.raises(LoginRefused) as refused:  # now even the right password waits
+        room.auth.authenticate("dave", password, "10.0.0.1")
+    assert refused.value.retry_after > 0
+    assert room.auth.authenticate("dave", password, "10.0.0.2").id == user.id  # no lockout from elsewhere
+    room.unlock(user)
+    assert room.auth.authenticate("dave", password, "10.0.0.1").id == user.id
+    assert delay_for(FREE_TRIES + 20) == 900.0
+    room.set_disabled(user, True)
+    with pytest.raises(LoginRefused, match="disabled"):
+        room.auth.authenticate("dave", password, "10.0.0.3")
+    with pytest.raises(LoginRefused, match="wrong"):
+        room.auth.authenticate("nobody-here", password, "10.0.0.3")
+
+
+def test_sessions_expire_end_with_disable_and_store_only_hashes(room: Classroom) -> None:
+    user, _ = room.add("erin")
+    sid, csrf = room.db.create_session(user.id, 3600)
+    assert room.db.session(sid, 600) == (room.user("erin"), csrf)
+    with room.db.engine.begin() as db:
+        stored = [r[0] for r in db.execute(sa.text("SELECT id_hash FROM sessions"))]
+    assert sid not in stored and len(stored) == 1
+    assert room.db.session(sid, idle_s=-1) is None  # idle too long: gone
+    assert room.db.session(sid, 600) is None
+    sid, _ = room.db.create_session(user.id, -1)  # past its lifetime
+    assert room.db.session(sid, 600) is None
+    sid, _ = room.db.create_session(user.id, 3600)
+    room.set_disabled(user, True)
+    assert room.db.session(sid, 600) is None
+
+
+def test_learner_data_is_isolated_and_code_conflicts(room: Classroom) -> None:
+    course = load_course(COURSE)
+    exercise = course.exercise("vector-copy")
+    a, _ = room.add("anna")
+    b, _ = room.add("ben")
+    sa_, sb = room.db.learner(a.id), room.db.learner(b.id)
+    sa_.record_attempt({"exercise": "vector-copy", "passed": True, "backend": "interpreter", "seed": 1})
+    sa_.record_hint("vector-copy", 0)
+    sa_.set_state("last_lesson", "01-x")
+    sa_.record_quiz_result("01-x", 1.0, True)
+    assert sb.attempts() == [] and sb.passed_exercises() == set() and sb.hints_shown("vector-copy") == 0
+    assert sb.get_state("last_lesson") is None and sb.best_quiz() == {}
+    ca, cb = room.db.code(a.id, course), room.db.code(b.id, course)
+    starter, v0 = cb.read(exercise)
+    v1 = ca.save(exercise, "# anna's code\n", v0)
+    assert cb.read(exercise) == (starter, v0) and ca.read(exercise)[1] == v1
+    with pytest.raises(ConflictError):
+        ca.save(exercise, "# stale editor\n", v0)
+    ca.save(exercise, "# forced\n", v0, force=True)
+    assert [b["why"] for b in ca.backups(exercise)] == ["overwritten"]
+    assert ca.reset(exercise) and ca.read(exercise)[0] == starter
+    assert cb.backups(exercise) == []
+    matrix = room.matrix(course)
+    cells = {row["username"]: row["cells"]["vector-copy"] for row in matrix["learners"]}
+    assert cells["anna"]["passed"] and cells["ben"] is None
+
+
+def test_matrix_lists_stuck_learners_with_their_last_failure(room: Classroom) -> None:
+    course = load_course(COURSE)
+    user, _ = room.add("fay")
+    store = room.db.learner(user.id)
+    for kind in ("out_of_bounds", "wrong_values", "wrong_values"):
+        store.record_attempt(
+            {
+                "exercise": "vector-copy",
+                "passed": False,
+                "backend": "interpreter",
+                "seed": 1,
+                "failures": [{"kind": kind, "message": "m"}],
+            }
+        )
+    stuck = room.matrix(course)["stuck"]
+    assert [(s["username"], s["attempts"], s["last_failure"]) for s in stuck] == [("fay", 3, "wrong_values")]
+
+
+def test_sqlite_connections_are_wal_and_synchronous_full(tmp_path: Path) -> None:
+    db = ClassroomDB(f"sqlite:///{tmp_path / 'c.db'}", legacy_progress=NO_LEGACY)
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    db.close()
+
+
+WRITER = """
+import os, sys, time
+from tritonlab.store.classroom import ClassroomDB
+db = ClassroomDB(sys.argv[1], legacy_progress=None)
+user = db.add_user("w", "w", "learner", None)
+store = db.learner(user.id)
+n = 0
+while True:
+    store.record_attempt({"exercise": "vector-copy", "passed": n % 2 == 0, "backend": "interpreter", "seed": n})
+    n += 1
+    print(n, flush=True)  # acknowledged: record_attempt returned, so the row is committed
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_acknowledged_attempts_survive_kill_9(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path / 'k.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres").new_database()
+    )
+    child = subprocess.Popen([sys.executable, "-c", WRITER, url], stdout=subprocess.PIPE, text=True)
+    acked = 0
+    deadline = time.monotonic() + 60
+    while acked < 20 and time.monotonic() < deadline:
+        acked = int(child.stdout.readline() or acked)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert acked >= 20
+    db = ClassroomDB(url, legacy_progress=NO_LEGACY)
+    user = db.user_by_name("w")
+    assert len(db.learner(user.id).attempts()) >= acked
+    db.close()
