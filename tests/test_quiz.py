@@ -243,7 +243,9 @@ def test_shuffle_does_not_depend_on_hash_randomisation(tmp_path: Path) -> None:
     import subprocess
 
     path = write(tmp_path, GOOD)
-    code = f"from tritonlab.content import quiz; print(quiz.shuffled(quiz.load_bank({str(path)!r}), 3).orders)"
+    code = (
+        f"from tritonlab.content import quiz; print(quiz.shuffled(quiz.load_bank({str(path)!r}), 3).orders)"
+    )
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],
