@@ -53,7 +53,7 @@ test:
 	@$(PHASE) install $(MAKE) --no-print-directory install
 	@$(PHASE) system-deps $(MAKE) --no-print-directory system-deps
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
-	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not gpu and not browser"
+	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not browser"
 	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"
 	@$(PHASE) content $(BIN)/tritonlab dev check
 	@$(PHASE) wheel scripts/wheel_smoke.sh
