@@ -108,7 +108,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "runs/sandbox.py",
         "if time.monotonic() > deadline and not timed_out:",
         "if False:",
-        ("--timeout=60", *k(G, "wall_clock")),
+        ("--timeout=25", *k(G, "wall_clock")),
         ci=True,
         what="the wall-clock limit never kills a run",
     ),
@@ -295,7 +295,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/api.py",
         "if not slots.acquire(blocking=False):",
         "if not slots.acquire(blocking=True):",
-        ("--timeout=60", *k(G, "four_pictures")),
+        ("--timeout=25", *k(G, "four_pictures")),
         what="more than four pictures are drawn at once",
     ),
     Mutation(

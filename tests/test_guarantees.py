@@ -365,9 +365,20 @@ def run_text(zygote: sandbox.Zygote, tmp_path: Path, code: str, limits: sandbox.
 def test_the_wall_clock_kills_a_sleeping_run(zygote: sandbox.Zygote, tmp_path: Path) -> None:
     """A sleeping program uses no CPU, so only the wall clock can end it (the CPU limit is far away)."""
     limits = sandbox.Limits(wall_seconds=1.5, cpu_seconds=600)
-    result = run_text(
-        zygote, tmp_path, "import time\nprint('asleep', flush=True)\ntime.sleep(1000)\n", limits
-    )
+    file = tmp_path / "sleeper.py"
+    file.write_text("import time\nprint('asleep', flush=True)\ntime.sleep(1000)\n")
+    run_dir = sandbox.new_run_dir()
+    (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
+    run = zygote.start(run_dir, limits)
+    done: list[sandbox.RunResult] = []
+    waiter = threading.Thread(target=lambda: done.append(run.wait()), daemon=True)
+    waiter.start()
+    waiter.join(10)
+    if not done:  # fail fast instead of sleeping for 1000 s
+        run.stop()
+        waiter.join(10)
+        pytest.fail("the wall clock did not end a sleeping run within 10 s (limit: 1.5 s)")
+    result = done[0]
     assert result.timed_out and "asleep" in result.output
     assert 1.4 < result.seconds < 8, result.seconds
 
