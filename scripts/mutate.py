@@ -253,6 +253,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ci=True,
         what="runs can be ptraced and dump core",
     ),
+    Mutation(
+        "dumpable-hardened",
+        "runs/jail.py",
+        "    no_new_privileges()\n    not_dumpable()\n",
+        "    no_new_privileges()\n",
+        k(G, "hardened_runs"),
+        what="a hardened run stays dumpable after writing its uid map",
+    ),
     # ---- grading: guards and judging ----
     Mutation(
         "guard-front-off-by-one",

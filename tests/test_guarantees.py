@@ -508,3 +508,34 @@ def test_bench_protocol_is_graded_on_a_fake_clock(tmp_path: Path) -> None:
     case = bp.cases(np.random.default_rng(1), "interpreter")[3]  # the outlier case, synchronous
     data = bp.run_case(load_function(real_clock, "median_time_ms"), {"extra": case.extra}, None)["json"]
     assert data["fake_clock"] is False and bp.check(case, {"data": data}) == [], data
+
+
+def test_hardened_runs_are_not_dumpable(tmp_path: Path) -> None:
+    """The hardened layer sets dumpable back to 1 to write its uid map, so it must clear it again."""
+    from tritonlab.runs import hardening
+
+    saved = os.environ.get("TRITONLAB_SANDBOX")
+    os.environ["TRITONLAB_SANDBOX"] = "auto"
+    try:
+        works, why = hardening.decide("interpreter")
+    finally:
+        if saved is None:
+            os.environ.pop("TRITONLAB_SANDBOX", None)
+        else:
+            os.environ["TRITONLAB_SANDBOX"] = saved
+    if not works:
+        pytest.skip(f"no hardened layer on this machine: {why}")
+    code = f"import ctypes\nprint('dumpable', ctypes.CDLL(None).prctl({PR_GET_DUMPABLE}, 0, 0, 0, 0))\n"
+    file = tmp_path / "program.py"
+    file.write_text(code)
+    file.chmod(0o644)
+    tmp_path.chmod(0o755)
+    z = sandbox.Zygote("interpreter", hardened=True, read_only=(tmp_path,))
+    try:
+        z.wait_ready()
+        run_dir = sandbox.new_run_dir()
+        (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
+        result = z.start(run_dir, sandbox.Limits(wall_seconds=30)).wait()
+    finally:
+        z.close()
+    assert "dumpable 0" in result.output, result.output
