@@ -303,7 +303,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/api.py",
         "if not slots.acquire(blocking=False):",
         "if not slots.acquire(blocking=True):",
-        ("--timeout=25", *k(G, "four_pictures")),
+        k(G, "four_pictures"),
         what="more than four pictures are drawn at once",
     ),
     Mutation(
