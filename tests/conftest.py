@@ -52,9 +52,9 @@ _GPU_SKIPPED = pytest.StashKey[int]()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
-    count = config.stash.get(_GPU_SKIPPED, 0)
     deselected = [i for i in terminalreporter.stats.get("deselected", []) if "gpu" in i.keywords]
-    if count:
+    count = config.stash.get(_GPU_SKIPPED, 0) - len(deselected)  # collection hooks run before -m deselects
+    if count > 0:
         terminalreporter.write_line(f"{count} GPU tests not run: {GPU_NOT_RUN}", yellow=True)
     if deselected:
         terminalreporter.write_line(
