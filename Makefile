@@ -8,7 +8,7 @@ GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
 CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
 STAMP := $(VENV)/.installed-$(GPU)
 
-.PHONY: install run test test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
+.PHONY: install run test mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
 
 $(STAMP): pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,11 +55,16 @@ test:
 	@$(PHASE) install $(MAKE) --no-print-directory install
 	@$(PHASE) system-deps $(MAKE) --no-print-directory system-deps
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
-	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not gpu and not browser"
+	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not browser"
 	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"
 	@$(PHASE) content $(BIN)/tritonlab dev check
 	@$(PHASE) wheel scripts/wheel_smoke.sh
+	@$(PHASE) mutate $(BIN)/python scripts/mutate.py --ci --min-score 0.85
 	@echo "=== make test: where the time went ==="; cat .phase-times
+
+# Break the product on purpose, one mutation at a time, and check that the tests notice (docs/testing.md).
+mutate: install
+	$(BIN)/python scripts/mutate.py --min-score 0.85
 
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu

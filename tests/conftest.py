@@ -33,13 +33,34 @@ def has_cuda() -> bool:
         return False
 
 
+GPU_NOT_RUN = "no NVIDIA GPU (run make test-gpu on a GPU machine)"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if has_cuda():
+    """GPU tests are skipped with the reason, never silently deselected; the summary counts them."""
+    gpu = [item for item in items if "gpu" in item.keywords]
+    config.stash[_GPU_SKIPPED] = 0
+    if not gpu or has_cuda():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `make test-gpu` on a GPU machine)")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {GPU_NOT_RUN}")
+    for item in gpu:
+        item.add_marker(skip)
+    config.stash[_GPU_SKIPPED] = len(gpu)
+
+
+_GPU_SKIPPED = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ANN001
+    deselected = [i for i in terminalreporter.stats.get("deselected", []) if "gpu" in i.keywords]
+    count = config.stash.get(_GPU_SKIPPED, 0) - len(deselected)  # collection hooks run before -m deselects
+    if count > 0:
+        terminalreporter.write_line(f"{count} GPU tests not run: {GPU_NOT_RUN}", yellow=True)
+    if deselected:
+        terminalreporter.write_line(
+            f"{len(deselected)} GPU tests deselected by -m; run them with make test-gpu on a GPU machine",
+            yellow=True,
+        )
 
 
 @pytest.fixture

@@ -306,7 +306,7 @@ def test_report_renders_from_recorded_json(tmp_path: Path) -> None:
             assert env.get(key), f"{name}.json lacks {key}"
 
 
-def test_committed_report_is_current() -> None:
+def test_committed_report_is_current(tmp_path: Path) -> None:
     """docs/benchmarks.md must be what bench_report.py renders from the committed JSON (if both exist)."""
     prefix = _recorded_prefix()
     md = ROOT / "docs" / "benchmarks.md"
@@ -315,6 +315,20 @@ def test_committed_report_is_current() -> None:
     text = md.read_text()
     results = json.loads((RUNS / f"{prefix}-results.json").read_text())
     assert results["env"]["date"] in text
+    pytest.importorskip("matplotlib")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_report
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    runs = tmp_path / "gpu-runs"
+    runs.mkdir()
+    for f in RUNS.glob(f"{prefix}-*.json"):
+        (runs / f.name).write_text(f.read_text())
+    data = bench_report.load_runs(runs, prefix)
+    made = bench_report.plots(data, runs, prefix)  # drawn here, so the committed plots are not touched
+    rendered = bench_report.render(data, made, "gpu-runs")
+    assert rendered == text, "docs/benchmarks.md is stale: run `make bench-gpu` (or scripts/bench_report.py)"
 
 
 # ------------------------------------------------------------------ kernels on the interpreter

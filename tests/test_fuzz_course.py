@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import tomllib
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -80,5 +81,11 @@ def test_malformed_course_files_raise_course_error(
             load_course(course)
         except CourseError as exc:
             assert str(exc.path).startswith(str(course)) and str(course) in str(exc)
+        else:  # accepted: then the file really was UTF-8 TOML (a loader that swallows parse errors fails here)
+            data = target.read_bytes()
+            try:
+                tomllib.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise AssertionError(f"{which} is not valid TOML ({exc}) yet the course loaded") from None
     finally:
         shutil.rmtree(root)

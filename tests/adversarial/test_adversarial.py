@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +15,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, HARDENED, Bench, Case  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
-    root = tmp_path_factory.mktemp("adversarial")
-    saved = {k: os.environ.get(k) for k in ("TRITONLAB_HOME", "TRITONLAB_BACKEND", "TRITONLAB_WORKSPACE")}
+def bwrap_present() -> bool:
+    return shutil.which("bwrap") is not None
+
+
+# Every case runs under both layers: basic (TRITONLAB_SANDBOX=basic, what a machine without bubblewrap gets)
+# and auto (hardened when the machine allows it), so CI proves containment with and without bubblewrap.
+@pytest.fixture(scope="module", params=["basic", "auto"])
+def bench(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
+    if request.param == "auto" and not bwrap_present():
+        pytest.skip("TRITONLAB_SANDBOX=auto: bubblewrap (bwrap) is not installed; `make system-deps`")
+    root = tmp_path_factory.mktemp(f"adversarial-{request.param}")
+    keys = ("TRITONLAB_HOME", "TRITONLAB_BACKEND", "TRITONLAB_WORKSPACE", "TRITONLAB_SANDBOX")
+    saved = {k: os.environ.get(k) for k in keys}
     os.environ["TRITONLAB_HOME"] = str(root / "home")
     os.environ["TRITONLAB_BACKEND"] = "interpreter"
+    os.environ["TRITONLAB_SANDBOX"] = request.param
     os.environ.pop("TRITONLAB_WORKSPACE", None)
     b = Bench(root)
     yield b
@@ -46,6 +57,37 @@ def test_adversarial_case_is_contained(bench: Bench, case: Case) -> None:
 
 def test_bench_reports_its_layer(bench: Bench) -> None:
     """The suite says which layer it ran under: a skipped hardened case is visible, never silent."""
-    assert isinstance(bench.hardened, bool)
+    from tritonlab.runs import hardening
+
+    assert bench.service.hardened in (True, False), "the layer must be known once the worker started"
+    assert bench.zygote.hardened is bench.service.hardened  # the worker really runs under what is reported
+    if os.environ["TRITONLAB_SANDBOX"] == "basic":
+        assert bench.hardened is False and "TRITONLAB_SANDBOX=basic" in bench.service.hardened_reason
+    else:  # auto: hardened exactly when this machine's probe says the layer works
+        assert bench.hardened is hardening.decide("interpreter")[0]
     if not bench.hardened:
         assert bench.service.hardened_reason, "a basic-only run must say why the hardened layer is missing"
+
+
+def start_time(pid: int) -> str:
+    """A process's start time (field 22 of /proc/PID/stat): tells a survivor from a new process on the PID."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[19]
+
+
+def test_kill_parent_only_hits_the_zygote_the_test_owns(bench: Bench) -> None:
+    """The attack kills its parent. That must be the zygote this test started, and nothing else: PID 1 and
+    this pytest process survive, and a fresh zygote takes over."""
+    case = next(c for c in CASES if c.file == "kill_parent.py")
+    zygote = bench.service.zygote()
+    zygote.wait_ready()
+    init_started, own_started = start_time(1), start_time(os.getpid())
+    record = bench.run(case)
+    assert start_time(1) == init_started and start_time(os.getpid()) == own_started
+    output = record.outcome.output
+    assert "spared 1" not in output, output
+    killed = [int(w) for line in output.splitlines() if line.startswith("killed ") for w in line.split()[1:2]]
+    if not bench.hardened:  # outside a PID namespace the PID it saw is the zygote's real one
+        assert killed == [zygote.proc.pid], output
+        assert zygote.proc.wait(10) == -9
+    assert record.problem is None and record.recovery_s < 30, record.problem

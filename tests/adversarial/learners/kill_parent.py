@@ -1,13 +1,28 @@
-# Kills the process it was forked from: the warm zygote.
+# Kills the process it was forked from: the warm zygote, which the test (or the server) owns.
+# The parent is read once, at import, while it is still the zygote: once the zygote is dead this process is
+# re-parented (to PID 1, or to the test runner when it is a subreaper), and an attack that asked again on the
+# next case would signal that process instead. It never signals PID 1 or the server process.
 import os
 import signal
 
+PARENT = os.getppid()
+SERVER = int("__SERVER_PID__")
+# In a PID namespace of its own (hardened: the server is invisible) PID 1 is the sandbox's init, fair game.
+IN_OWN_PID_NAMESPACE = not os.path.exists(f"/proc/{SERVER}")
+SPARED = {0, SERVER} | (set() if IN_OWN_PID_NAMESPACE else {1})
+done = False
+
 
 def vector_copy(x):
-    for pid in (os.getppid(),):
-        try:
-            os.kill(pid, signal.SIGKILL)
-            print(f"killed {pid}")
-        except OSError as exc:
-            print(f"refused: {pid}: {exc.strerror}")
+    global done
+    if not done:
+        done = True
+        if PARENT in SPARED:
+            print(f"spared {PARENT}")
+        else:
+            try:
+                os.kill(PARENT, signal.SIGKILL)
+                print(f"killed {PARENT}")
+            except OSError as exc:
+                print(f"refused: {PARENT}: {exc.strerror}")
     return x
