@@ -74,7 +74,9 @@ def host_checks(
     compute = sorted({o.split(":", 1)[1] for o in ops if o.startswith("compute:")})
     copies = sorted({o.split(":", 1)[1] for o in ops if o.startswith("copy:")})
     if compute or (copies and not allow_copies):
-        names = ", ".join(compute + ([] if allow_copies else copies))
+        shown = compute + ([] if allow_copies else copies)
+        names = ", ".join(shown)
+        where = result.get("op_where", {})
         failures.append(
             Failure(
                 case.name,
@@ -82,6 +84,7 @@ def host_checks(
                 f"{fn} ran torch operations on tensors ({names})",
                 "the result must come from your Triton kernel; on the host, only allocate "
                 "outputs and pass pointers, sizes and strides",
+                next((where[n] for n in shown if where.get(n)), ""),
             )
         )
     launches = result.get("launches", [])
