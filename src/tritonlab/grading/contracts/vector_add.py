@@ -54,6 +54,7 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     out = [_pair(rng, "n=", (n,)) for n in sizes]
     out += [
         _pair(rng, "2-D", (33, 65)),
+        _pair(rng, "0-d", ()),
         _pair(rng, "3-D", (3, 5, 7)),
         _pair(rng, "both transposed", (45, 37), layouts=("transposed", "transposed")),
         _pair(rng, "x transposed, y contiguous", (37, 45), layouts=("transposed", "contiguous")),
