@@ -52,13 +52,22 @@ def host_checks(
             where.append(f"element(s) before the start, nearest at index {v['before'][-1]}")
         label = v["label"]
         size = v["numel"]
+        reach = max(block_size(result) or 0, 1024)  # the lanes of one last program
+        just_past_end = bool(v["after"]) and not v["before"] and v["after"][-1] < size + reach
+        cause = (
+            "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program "
+            "that fall past the end; store with `mask=offsets < n`"
+            if just_past_end
+            else "the store's offsets point outside the tensor, not just past its end: check the offset "
+            "arithmetic — `row * stride0 + col * stride1` with the OUTPUT's own strides, and the program's "
+            "starting offset"
+        )
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-write",
                 f"the kernel wrote outside {label} ({size} elements): {'; '.join(where)}",
-                "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program "
-                "that fall past the end; store with `mask=offsets < n`",
+                cause,
             )
         )
     for label in result.get("inputs_modified", []):
