@@ -475,7 +475,7 @@ def to_bits_numpy(t: torch.Tensor) -> np.ndarray:
 
 def from_numpy_storage(arr: np.ndarray, dtype: str) -> torch.Tensor:
     """Inverse of the parent's encoding: float16/32/64 and ints travel as themselves, bf16 as uint16 bits."""
-    t = torch.from_numpy(np.ascontiguousarray(arr))
+    t = torch.from_numpy(np.ascontiguousarray(arr).reshape(arr.shape))  # ascontiguousarray makes 0-d 1-d
     if dtype == "bfloat16":
         return t.view(torch.int16).view(torch.bfloat16)
     return t
