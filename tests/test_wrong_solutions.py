@@ -169,6 +169,6 @@ def test_host_copy_names_the_line_that_copied(zygote: sandbox.Zygote) -> None:
     rel = "copy_2d/host_contiguous.py"
     verdict = grader.check(exercise_for("copy_2d"), WRONG / rel, "interpreter", zygote, seed=3, timeout=60)
     lines = (WRONG / rel).read_text().splitlines()
-    line = next(i for i, text in enumerate(lines, 1) if "x.contiguous()" in text)
+    line = next(i for i, text in enumerate(lines, 1) if text.strip() == "x = x.contiguous()")
     copies = [f for f in verdict.failures if f.kind == "host-copy"]
     assert copies and all(f.where == f"{WRONG / rel}:{line}" for f in copies), [f.where for f in copies]
