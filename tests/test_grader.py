@@ -150,8 +150,14 @@ def test_huge_output_is_stopped(tmp_path: Path, zygote: sandbox.Zygote) -> None:
 
 
 def test_torch_fallback_and_no_launch(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    # a copy of an argument is judged by the exercise's host policy: in vector-copy the copy is the work
     verdict = check(learner(tmp_path, "clone", source="def vector_copy(x):\n    return x.clone()\n"), zygote)
+    assert {"host-copy", "no-kernel-launch"} <= kinds(verdict)
+    assert all(f.where.endswith("clone.py:2") for f in verdict.failures if f.kind == "host-copy")
+    # arithmetic on the host is a torch fallback, blamed on the line that ran it
+    verdict = check(learner(tmp_path, "add", source="def vector_copy(x):\n    return x * 1\n"), zygote)
     assert {"torch-fallback", "no-kernel-launch"} <= kinds(verdict)
+    assert all(f.where.endswith("add.py:2") for f in verdict.failures if f.kind == "torch-fallback")
 
 
 def test_seed_replays_the_same_cases(tmp_path: Path, zygote: sandbox.Zygote) -> None:

@@ -67,3 +67,19 @@ def test_right_solution_passes(rel: str, zygote: sandbox.Zygote) -> None:
     )
     assert verdict.passed, f"{rel} failed with seed {seed}:\n{summary}"
     assert all(c.passed for c in verdict.cases) and len(verdict.cases) >= 3
+
+
+def test_host_layout_copy_passes_with_its_cost(zygote: sandbox.Zygote) -> None:
+    """softmax allows `x.contiguous()` on the host (exercise.toml [host]); the verdict names the cost."""
+    verdict = grader.check(
+        exercise_for("softmax"),
+        RIGHT / "softmax/host_contiguous.py",
+        "interpreter",
+        zygote,
+        seed=7,
+        timeout=60,
+    )
+    assert verdict.passed, [f.to_json() for f in verdict.failures[:3]]
+    notes = [n for n in verdict.notes if "copied on the host" in n]
+    assert len(notes) == 1 and "`x`" in notes[0] and "% memory traffic" in notes[0]
+    assert "host_contiguous.py:" in notes[0]  # the learner's line that made the copy

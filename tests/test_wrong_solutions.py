@@ -33,6 +33,11 @@ EXPECTED: dict[str, str] = {
     "vector_add/writes_into_input.py": "input-modified",
     "vector_add/wrong_dtype.py": "wrong-dtype",
     "vector_add/ignored_strides.py": "wrong-result",
+    # the host computes, the kernel does nothing (issue 16): the launches alone do not produce the result
+    "vector_add/host_numpy.py": "host-computed",
+    "vector_add/second_thread.py": "host-computed",
+    "vector_add/grader_paused.py": "host-computed",
+    "vector_add/precomputed.py": "host-computed",
     # lesson 6
     "bench_protocol/mean_not_median.py": "wrong-result",
     "bench_protocol/seconds.py": "wrong-result",
@@ -44,6 +49,7 @@ EXPECTED: dict[str, str] = {
     "copy_2d/swapped_strides.py": "wrong-result",
     "copy_2d/missing_mask.py": "out-of-bounds-write",
     "copy_2d/not_contiguous.py": "wrong-shape",
+    "copy_2d/host_contiguous.py": "host-copy",
     "transpose/ignored_strides.py": "wrong-result",
     "transpose/no_transpose.py": "wrong-result",
     "transpose/floor_grid.py": "unwritten-output",
@@ -79,6 +85,7 @@ EXPECTED: dict[str, str] = {
     "debug_rmsnorm/no_eps.py": "wrong-result",
     "debug_rmsnorm/missing_mask.py": "out-of-bounds-write",
     "debug_rmsnorm/ignored_strides.py": "wrong-result",
+    "debug_rmsnorm/host_contiguous_x.py": "host-copy",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -105,6 +112,9 @@ CAUSE_MENTIONS: dict[str, str] = {
     "debug_rmsnorm/eps_outside.py": "outside the square root",
     "debug_rmsnorm/no_eps.py": "eps has no effect",
     "debug_rmsnorm/ignored_strides.py": "adjacent",
+    "copy_2d/host_contiguous.py": "the copy is the work",
+    "debug_rmsnorm/host_contiguous_x.py": "strides",
+    "vector_add/host_numpy.py": "inside your Triton kernel",
     "bench_protocol/mean_not_median.py": "mean",
     "bench_protocol/seconds.py": "seconds",
     "bench_protocol/no_sync.py": "synchronize",
@@ -152,3 +162,13 @@ def test_wrong_solution_is_rejected(rel: str, zygote: sandbox.Zygote) -> None:
     if rel in CAUSE_MENTIONS:
         causes = " ".join(f.cause for f in verdict.failures if f.kind == EXPECTED[rel])
         assert CAUSE_MENTIONS[rel] in causes, f"{rel}: no cause mentions {CAUSE_MENTIONS[rel]!r}\n{summary}"
+
+
+def test_host_copy_names_the_line_that_copied(zygote: sandbox.Zygote) -> None:
+    """`where` points at the learner's `x = x.contiguous()`, not at the `def` line."""
+    rel = "copy_2d/host_contiguous.py"
+    verdict = grader.check(exercise_for("copy_2d"), WRONG / rel, "interpreter", zygote, seed=3, timeout=60)
+    lines = (WRONG / rel).read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.strip() == "x = x.contiguous()")
+    copies = [f for f in verdict.failures if f.kind == "host-copy"]
+    assert copies and all(f.where == f"{WRONG / rel}:{line}" for f in copies), [f.where for f in copies]

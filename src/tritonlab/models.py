@@ -123,6 +123,8 @@ FAILURE_KINDS = (
     "missing-validation",
     "no-kernel-launch",
     "torch-fallback",
+    "host-copy",
+    "host-computed",
     "too-many-launches",
     "input-modified",
     "exception",

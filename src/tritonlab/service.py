@@ -210,8 +210,12 @@ class Service:
         on_start: Callable[[sandbox.Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 120.0,
+        text: str | None = None,
     ) -> Verdict:
+        """Grade `text` when given (the text a request sent), else the file's text as it is now — read before
+        waiting in the queue, so a later save never changes what this check grades."""
         target = Path(file) if file else self.learner_file(exercise)
+        source = text if text is not None else grader.read_source(target)
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
@@ -225,6 +229,7 @@ class Service:
                 on_output=on_output,
                 on_start=on_start,
                 timeout=timeout,
+                source=source,
             )
         finally:
             gate.release()
@@ -241,11 +246,21 @@ class Service:
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 60.0,
         argv: list[str] | None = None,
+        text: str | None = None,
     ) -> tuple[sandbox.RunResult, dict | None]:
-        """Run a learner program as __main__ in a sandboxed child. Returns the result and its error, if any."""
-        job = {"mode": "run", "file": str(Path(file).resolve()), "argv": argv or []}
+        """Run a learner program as __main__ in a sandboxed child. Returns the result and its error, if any.
+        Runs `text` when given (the text a request sent), else the file's text as read now."""
+        path = Path(file).resolve()
+        source = text if text is not None else grader.read_source(path)
+        job = {"mode": "run", "file": str(path), "argv": argv or []}
         return self.run_job(
-            job, "error.json", on_output=on_output, on_start=on_start, on_wait=on_wait, timeout=timeout
+            job,
+            "error.json",
+            on_output=on_output,
+            on_start=on_start,
+            on_wait=on_wait,
+            timeout=timeout,
+            source=source,
         )
 
     def run_job(
@@ -256,20 +271,33 @@ class Service:
         on_start: Callable[[sandbox.Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 60.0,
+        source: str | None = None,
     ) -> tuple[sandbox.RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
-        child wrote to `result_file` (None when it wrote none, or something that is not a JSON object)."""
+        child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
+        With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`)."""
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
         run_dir = sandbox.new_run_dir()
         try:
+            original = Path(job["file"]) if source is not None and "file" in job else None
+            if original is not None:
+                copy = grader.snapshot(run_dir, original, source or "")
+                job = job | {"file": str(copy), "search_dir": str(original.parent)}
             (run_dir / "job.json").write_text(json.dumps(job))
             run = zygote.start(run_dir, sandbox.default_limits(self.backend, timeout))
             if on_start:
                 on_start(run)
             result = run.wait(on_output)
-            return result, read_json_object(run_dir / result_file)
+            data = read_json_object(run_dir / result_file)
+            if original is not None:
+                result.output = result.output.replace(str(copy), str(original))
+                if data is not None:
+                    data = json.loads(
+                        json.dumps(data).replace(json.dumps(str(copy))[1:-1], json.dumps(str(original))[1:-1])
+                    )
+            return result, data
         finally:
             gate.release()
             sandbox.remove_run_dir(run_dir)

@@ -10,11 +10,13 @@ import json
 import random
 import signal as signals
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
@@ -42,6 +44,43 @@ def encode_arg(arg: object, case_index: int, arg_index: str, run_dir: Path) -> o
     return {"value": arg}
 
 
+SNAPSHOT_DIR = "submitted"
+
+
+def snapshot(run_dir: Path, file: Path, source: str) -> Path:
+    """Write the exact text being graded into the run's own directory, under the learner's file name.
+
+    The child imports this copy, never the workspace file: a save that lands while the check waits in the
+    queue (or while the child starts) cannot change what this check grades."""
+    folder = run_dir / SNAPSHOT_DIR
+    folder.mkdir()
+    copy = folder / file.name
+    copy.write_bytes(source.encode("utf-8"))
+    return copy
+
+
+def read_source(file: Path) -> str | None:
+    """The learner's file as text, or None when it cannot be read (the child then reports the error)."""
+    try:
+        return Path(file).read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+
+
+def rename_in_verdict(verdict: Verdict, copy: Path, original: Path) -> None:
+    """Name the learner's own file, not the run's snapshot of it, in every message of the verdict."""
+    old, new = str(copy), str(original)
+
+    def fix(text: str) -> str:
+        return text.replace(old, new) if text else text
+
+    verdict.failures = [
+        Failure(f.case, f.kind, fix(f.message), fix(f.cause), fix(f.where)) for f in verdict.failures
+    ]
+    verdict.notes = [fix(n) for n in verdict.notes]
+    verdict.output = fix(verdict.output)
+
+
 def write_job(
     exercise: Exercise,
     file: Path,
@@ -49,6 +88,7 @@ def write_job(
     cases: list[Case],
     run_dir: Path,
     arg_names: list[str] | None = None,
+    search_dir: Path | None = None,
 ) -> None:
     job_cases = []
     for i, case in enumerate(cases):
@@ -74,6 +114,8 @@ def write_job(
         "backend": backend,
         "cases": job_cases,
     }
+    if search_dir is not None:  # where the learner's own modules live (the file itself is a snapshot)
+        job["search_dir"] = str(search_dir)
     (run_dir / "job.json").write_text(json.dumps(job))
 
 
@@ -164,30 +206,136 @@ def check(
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[sandbox.Run], None] | None = None,
     keep_run_dir: bool = False,
+    source: str | None = None,
 ) -> Verdict:
+    """Grade `source` (the text a request sent), or else `file`'s text as read now, under `file`'s name."""
     started = time.monotonic()
     file = Path(
         file
     ).resolve()  # the child runs in its own directory: a relative path would not resolve there
+    if source is None:
+        source = read_source(file)
     seed = int(seed if seed is not None else random.SystemRandom().randrange(1, 2**31))
     contract = contracts.get(exercise.id)
     cases = contract.cases(np.random.default_rng(seed), backend)
     verdict = Verdict(exercise=exercise.id, backend=backend, seed=seed, file=str(file))
     run_dir = sandbox.new_run_dir()
+    graded = file
     try:
-        write_job(exercise, file, backend, cases, run_dir, getattr(contract, "ARG_NAMES", None))
+        if source is not None:
+            graded = snapshot(run_dir, file, source)
+        write_job(
+            exercise,
+            graded,
+            backend,
+            cases,
+            run_dir,
+            getattr(contract, "ARG_NAMES", None),
+            search_dir=file.parent if graded != file else None,
+        )
         handle = zygote.start(run_dir, sandbox.default_limits(backend, timeout))
         if on_start:
             on_start(handle)
         run = handle.wait(on_output)
         verdict.output = run.output
         result = read_result(run_dir)
-        judge_all(verdict, contract, cases, result, run, file, exercise.function)
+        judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
+        if graded != file:
+            rename_in_verdict(verdict, graded, file)
     finally:
         if not keep_run_dir:
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
+
+
+ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
+
+
+def host_policy(exercise: Exercise) -> dict:
+    """The exercise's `[host]` table: which arguments the host may copy to a new layout or convert. An
+    exercise folder without an exercise.toml (a test's folder of learner files) takes the course's."""
+    path = exercise.dir / "exercise.toml"
+    if not path.is_file():
+        path = next(iter(sorted(config.course_dir().glob(f"*/exercises/{exercise.id}/exercise.toml"))), path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    host = data.get("host", {})
+    return host if isinstance(host, dict) else {}
+
+
+def case_traffic(case: Case, entry: dict) -> int:
+    """Bytes a kernel must move at least: every input read once, every output written once."""
+    total = sum(a.values.size * ITEMSIZE.get(a.dtype, 1) for a in case.args if isinstance(a, Tensor))
+    for out in entry.get("outputs", []):
+        total += int(np.prod(out.get("shape", []))) * ITEMSIZE.get(out.get("dtype", ""), 1)
+    return max(total, 1)
+
+
+def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[float, str]]) -> list[Failure]:
+    """Copies of the arguments the host code made, judged against the exercise's policy. Allowed layout
+    copies add their cost to `costs` (argument -> (worst % of extra traffic, where)); the rest fail."""
+    failures: list[Failure] = []
+    layout_ok = set(policy.get("layout_copies", []))
+    convert_ok = set(policy.get("conversions", []))
+    seen: set[tuple[str, bool]] = set()
+    for copy in entry.get("host_copies", []):
+        arg, convert, where = copy.get("arg", "?"), bool(copy.get("convert")), copy.get("where", "")
+        if (arg, convert) in seen:
+            continue
+        seen.add((arg, convert))
+        if convert and arg not in convert_ok:
+            failures.append(
+                Failure(
+                    case.name,
+                    "host-copy",
+                    f"`{arg}` was converted to another dtype on the host ({copy.get('op')})",
+                    f"load `{arg}` as it is and convert inside the kernel (`.to(tl.float32)`): a conversion on "
+                    "the host is an extra pass over memory that this exercise does not allow",
+                    where,
+                )
+            )
+        elif not convert and arg in layout_ok:
+            pct = 100.0 * 2 * int(copy.get("bytes", 0)) / case_traffic(case, entry)
+            if pct > costs.get(arg, (-1.0, ""))[0]:
+                costs[arg] = (pct, where)
+        elif not convert:
+            why = policy.get("why") or (
+                f"this exercise does not allow copying `{arg}` on the host: read it through its strides in "
+                "the kernel (`x.stride(0)`, `x.stride(1)`)"
+            )
+            failures.append(
+                Failure(
+                    case.name,
+                    "host-copy",
+                    f"`{arg}` was copied on the host ({copy.get('op')}) before your kernel ran",
+                    why,
+                    where,
+                )
+            )
+    reason = entry.get("host_computed")
+    if reason:
+        failures.append(
+            Failure(
+                case.name,
+                "host-computed",
+                f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
+                "compute the result inside your Triton kernel: the host code may validate, allocate, and "
+                "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
+            )
+        )
+    return failures
+
+
+def cost_notes(costs: dict[str, tuple[float, str]]) -> list[str]:
+    return [
+        f"`{arg}` was copied on the host{f' ({where})' if where else ''}: one extra read and write of "
+        f"`{arg}`, +{pct:.0f}% memory traffic in the costliest case — reading it through its strides in "
+        "the kernel avoids the copy"
+        for arg, (pct, where) in sorted(costs.items())
+    ]
 
 
 def judge_all(
@@ -198,7 +346,10 @@ def judge_all(
     run: sandbox.RunResult,
     file: Path,
     function: str,
+    policy: dict | None = None,
 ) -> None:
+    policy = policy or {}
+    costs: dict[str, tuple[float, str]] = {}
     if result.get("import_error"):
         err = result["import_error"]
         message = f"{err['type']}: {err['message']}"
@@ -222,6 +373,8 @@ def judge_all(
             note = f"skipped {case.name}: {entry.get('reason', '')}"
             verdict.notes.append(note)
             continue
-        failures = [where_to_look(f, file, function) for f in contract.check(case, entry)]
+        judged = contract.check(case, entry) + judge_host(case, entry, policy, costs)
+        failures = [where_to_look(f, file, function) for f in judged]
         verdict.failures.extend(failures)
         verdict.cases.append(CaseResult(case.name, not failures))
+    verdict.notes.extend(cost_notes(costs))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,7 @@ class Guarded:
     guard: int  # elements per side
     numel: int  # interior elements
     guard_pattern: dict[str, int]
+    initial: Any = None  # a copy of the whole buffer as allocated (outputs only): a replay restores it
 
     @property
     def interior(self) -> torch.Tensor:
@@ -161,6 +164,17 @@ class Recorder:
     launches: list[dict] = field(default_factory=list)
     torch_ops: list[str] = field(default_factory=list)
     paused: int = 0
+    inputs: dict[int, str] = field(default_factory=dict)  # storage pointer of each argument -> its name
+    host_copies: list[dict] = field(default_factory=list)  # copies of an argument the host code made
+    op_where: dict[str, str] = field(default_factory=dict)  # first learner line that ran each flagged op
+    # What the grader can redo without the learner's Python: launches (kernel, concrete grid, the same
+    # argument objects), layout copies of arguments and fills, in the order they happened.
+    trace: list[tuple] = field(default_factory=list)
+
+    def input_name(self, t: Any) -> str | None:
+        if not isinstance(t, torch.Tensor):
+            return None
+        return self.inputs.get(t.untyped_storage().data_ptr())
 
     def owner_of(self, t: torch.Tensor) -> Guarded | None:
         ptr = t.untyped_storage().data_ptr()
@@ -194,6 +208,7 @@ def _guard_result(res: Any, poison: bool) -> Any:
         view = g.view(shape, strides)
         if not poison:
             view.copy_(res)
+        g.initial = g.buffer.clone()  # what a replay starts from
         rec.allocations.append(g)
         return view
     finally:
@@ -266,7 +281,9 @@ def _wrap_run(run: Any) -> Any:
         rec = _ACTIVE
         if rec is None or warmup:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
-        rec.launches.append(_launch_record(self, args, kwargs, grid))
+        record = _launch_record(self, args, kwargs, grid)
+        rec.launches.append(record)
+        rec.trace.append(("launch", self, args, dict(kwargs), tuple(record["grid"])))
         rec.paused += 1
         try:
             return run(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -382,16 +399,51 @@ def op_recorder() -> Any:
             return False
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            kwargs = kwargs or {}
             rec = _ACTIVE
-            if rec is not None and not rec.paused:
-                name = str(func.overloadpacket)
-                tags = tuple(str(t).removeprefix("Tag.") for t in func.tags)
-                kind = classify_op(name, tags)
-                if kind != "ok":
-                    rec.torch_ops.append(f"{kind}:{name}")
-            return func(*args, **(kwargs or {}))
+            if rec is None or rec.paused:
+                return func(*args, **kwargs)
+            name = str(func.overloadpacket)
+            tags = tuple(str(t).removeprefix("Tag.") for t in func.tags)
+            kind = classify_op(name, tags)
+            result = func(*args, **kwargs)
+            if kind == "copy":
+                source = args[1] if name == "aten.copy_" else (args[0] if args else None)
+                target = args[0] if name == "aten.copy_" else result
+                arg = rec.input_name(source)
+                if arg is not None and isinstance(target, torch.Tensor):
+                    rec.host_copies.append(
+                        {
+                            "arg": arg,
+                            "op": name,
+                            "convert": target.dtype != source.dtype,
+                            "bytes": int(source.numel() * source.element_size()),
+                            "where": learner_line(),
+                        }
+                    )
+                    rec.trace.append(("copy", target, source))
+                    return result
+            elif name in ("aten.fill_", "aten.zero_") and args and isinstance(args[0], torch.Tensor):
+                rec.trace.append(("fill", args[0], args[1] if len(args) > 1 else 0))
+            if kind != "ok":
+                rec.torch_ops.append(f"{kind}:{name}")
+                rec.op_where.setdefault(name, learner_line())
+            return result
 
     return OpRecorder()
+
+
+LEARNER_FILE = ""  # the file being graded (set by the harness); ops are blamed on its innermost line
+
+
+def learner_line() -> str:
+    """`file:line` of the innermost frame of the learner's file on the current stack ("" if none)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == LEARNER_FILE:
+            return f"{LEARNER_FILE}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 class paused:
@@ -423,7 +475,7 @@ def to_bits_numpy(t: torch.Tensor) -> np.ndarray:
 
 def from_numpy_storage(arr: np.ndarray, dtype: str) -> torch.Tensor:
     """Inverse of the parent's encoding: float16/32/64 and ints travel as themselves, bf16 as uint16 bits."""
-    t = torch.from_numpy(np.ascontiguousarray(arr))
+    t = torch.from_numpy(np.ascontiguousarray(arr).reshape(arr.shape))  # ascontiguousarray makes 0-d 1-d
     if dtype == "bfloat16":
         return t.view(torch.int16).view(torch.bfloat16)
     return t
@@ -431,3 +483,94 @@ def from_numpy_storage(arr: np.ndarray, dtype: str) -> torch.Tensor:
 
 def ceil_log2(n: int) -> int:
     return 0 if n <= 1 else math.ceil(math.log2(n))
+
+
+# ---- replay: do the recorded launches alone produce what the function returned? ---------------------------
+
+
+def _bits_copy(t: torch.Tensor) -> torch.Tensor:
+    return _as_bits(t.detach()).clone()
+
+
+def replay(rec: Recorder, inputs: list[tuple], outputs: list[torch.Tensor], exact: bool) -> str:
+    """Redo the call without the learner's Python: restore every argument and every allocation to its state
+    before the call, poison returned tensors that no allocation owns, then run the recorded trace (launches
+    with their concrete grids, layout copies of arguments, fills) and compare the returned tensors with what
+    the function returned. Returns "" when they match, else what differs."""
+    from triton.runtime.jit import JITFunction
+
+    classes: list[type] = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover
+        pass
+    returned = [_bits_copy(t) for t in outputs]
+    previous = _ACTIVE
+    activate(None)
+    try:
+        for _label, _view, g, snapshot in inputs:
+            g.buffer.copy_(snapshot)
+        for g in rec.allocations:
+            if g.initial is not None:
+                g.buffer.copy_(g.initial)
+        for t in outputs:
+            if rec.owner_of(t) is None and rec.input_name(t) is None and t.numel():
+                fill_pattern(t, POISON)
+        for event in rec.trace:
+            if event[0] == "launch":
+                _kind, fn, args, kwargs, grid = event
+                run = type(fn).run
+                run = getattr(run, "__tritonlab_original__", run)
+                run(fn, *args, grid=grid, warmup=False, **kwargs)
+            elif event[0] == "copy":
+                event[1].copy_(event[2])
+            elif event[0] == "fill":
+                event[1].fill_(event[2])
+        if outputs and outputs[0].device.type == "cuda":
+            torch.cuda.synchronize()
+    finally:
+        activate(previous)
+    found = ""
+    for k, (t, before) in enumerate(zip(outputs, returned, strict=True)):
+        after = _as_bits(t.detach())
+        if exact:
+            same = torch.equal(after, before)
+        else:
+            a, b = t.detach().double(), before.view(t.dtype).double()
+            same = bool(torch.allclose(a, b, rtol=1e-3, atol=1e-6, equal_nan=True))
+        if not same and not found:
+            differ = int((after != before).sum().item())
+            found = f"output {k}: {differ} of {t.numel()} element(s) differ when the launches run alone"
+        after.copy_(before)  # the verdict judges what the function returned, not the replay
+    return found
+
+
+def unknown_launch_tensor(rec: Recorder) -> str:
+    """A replay redoes launches on the same tensors, so each tensor a launch reads must be one whose contents
+    the replay can restore: an argument, an allocation made by a torch factory during the call, or a layout
+    copy of an argument. Anything else (a tensor made from numpy, the result of a torch op) could carry a
+    precomputed answer. Returns a description of the first such tensor, or ""."""
+    known = set(rec.inputs) | {g.buffer.untyped_storage().data_ptr() for g in rec.allocations}
+    known |= {e[1].untyped_storage().data_ptr() for e in rec.trace if e[0] == "copy"}
+    for number, event in enumerate((e for e in rec.trace if e[0] == "launch"), 1):
+        _kind, fn, args, kwargs, _grid = event
+        names = list(getattr(fn, "arg_names", []))
+        for k, arg in enumerate([*args, *kwargs.values()]):
+            if (
+                isinstance(arg, torch.Tensor)
+                and arg.numel()
+                and arg.untyped_storage().data_ptr() not in known
+            ):
+                name = names[k] if k < len(names) else f"#{k}"
+                return (
+                    f"launch {number} got `{name}`, a tensor made on the host outside torch's allocation "
+                    "functions (from numpy, or as the result of a torch operation)"
+                )
+    return ""
+
+
+def stray_threads(before: set[int]) -> list[str]:
+    """Python threads started during the call that are still running."""
+    return [t.name for t in threading.enumerate() if t.is_alive() and t.ident not in before]

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -68,10 +69,10 @@ def describe_exception(exc: BaseException, learner_file: str) -> dict:
     }
 
 
-def load_learner(path: str) -> Any:
-    directory = os.path.dirname(path)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
+def load_learner(path: str, search_dir: str | None = None) -> Any:
+    for directory in (search_dir, os.path.dirname(path)):
+        if directory and directory not in sys.path:
+            sys.path.insert(0, directory)
     spec = importlib.util.spec_from_file_location("learner", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -107,12 +108,20 @@ class Tools:
             label = spec.get("label", "an input")
             view, g = guards.make_input(values, spec.get("layout", "contiguous"), self.device, label)
             self.inputs.append((label, view, g, g.buffer.clone()))
+            if guards._ACTIVE is not None:  # a custom run_case builds inputs while the recorder is active
+                guards._ACTIVE.inputs[g.buffer.untyped_storage().data_ptr()] = arg_name(label)
             return view
         if isinstance(spec, dict) and spec.get("device"):
             return self.device
         if isinstance(spec, dict) and "value" in spec:
             return spec["value"]
         raise ValueError(f"bad argument spec {spec!r}")
+
+
+def arg_name(label: str) -> str:
+    """`x` from the label "input `x`" (the label itself when it names no argument)."""
+    parts = label.split("`")
+    return parts[1] if len(parts) >= 3 else label
 
 
 def bf16_arithmetic_works() -> bool:
@@ -148,7 +157,7 @@ def run_check(job: dict, run_dir: Path) -> int:
         (run_dir / CHECK_RESULT).write_text(json.dumps(out))
 
     try:
-        module = load_learner(learner_file)
+        module = load_learner(learner_file, job.get("search_dir"))
     except BaseException as exc:  # noqa: BLE001 - any import failure is the learner's to see
         out["import_error"] = describe_exception(exc, learner_file)
         flush()
@@ -166,6 +175,7 @@ def run_check(job: dict, run_dir: Path) -> int:
         flush()
         return 0
 
+    guards.LEARNER_FILE = learner_file  # the name the learner module is compiled under
     guards.install_factories()
     guards.install_launch_counter()
     recorder_mode = guards.op_recorder()
@@ -189,17 +199,24 @@ def run_check(job: dict, run_dir: Path) -> int:
         started = time.perf_counter()
         try:
             if hasattr(contract, "run_case"):
+                threads = {t.ident for t in threading.enumerate()}
                 guards.activate(rec)
                 with recorder_mode:
                     value = contract.run_case(fn, case, tools)
                 guards.activate(None)
+                if getattr(contract, "REPLAY", True):  # contracts that call the function once
+                    entry["host_computed"] = host_computed(rec, tools, value, threads, device)
             else:
                 args = [tools.build_arg(a) for a in case["args"]]
                 kwargs = {k: tools.build_arg(v) for k, v in case.get("kwargs", {}).items()}
+                for label, _view, g, _snapshot in tools.inputs:
+                    rec.inputs[g.buffer.untyped_storage().data_ptr()] = arg_name(label)
+                threads = {t.ident for t in threading.enumerate()}
                 guards.activate(rec)
                 with recorder_mode:
                     value = fn(*args, **kwargs)
                 guards.activate(None)
+                entry["host_computed"] = host_computed(rec, tools, value, threads, device)
             entry["status"] = "returned"
         except BaseException as exc:  # noqa: BLE001 - the learner's exception is data
             guards.activate(None)
@@ -220,6 +237,28 @@ def run_check(job: dict, run_dir: Path) -> int:
     return 0
 
 
+def host_computed(rec: Any, tools: Tools, value: Any, threads: set, device: str) -> str:
+    """Why the returned result did not come from the recorded launches alone ("" when it did)."""
+    import torch
+
+    from tritonlab.grading import guards
+
+    stray = guards.stray_threads(threads)
+    if stray:
+        return f"your function returned while {len(stray)} thread(s) it started were still running"
+    if not rec.launches:
+        return ""  # judged as no-kernel-launch (or an empty input, where nothing is to be computed)
+    stranger = guards.unknown_launch_tensor(rec)
+    if stranger:
+        return stranger
+    tensors = value if isinstance(value, (tuple, list)) else [value]
+    outputs = [t for t in tensors if isinstance(t, torch.Tensor)]
+    try:
+        return guards.replay(rec, tools.inputs, outputs, exact=device == "cpu")
+    except Exception as exc:  # noqa: BLE001 - a launch that cannot be redone alone proves nothing
+        return f"the recorded launches could not be run again on their own ({type(exc).__name__}: {exc})"
+
+
 def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Path, index: int) -> None:
     import numpy as np
     import torch
@@ -228,6 +267,8 @@ def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Pat
 
     entry["launches"] = rec.launches
     entry["torch_ops"] = rec.torch_ops
+    entry["host_copies"] = rec.host_copies
+    entry["op_where"] = rec.op_where
     entry["guard_violations"] = [v for g in rec.allocations if (v := g.violations())]
     entry["inputs_modified"] = []
     for label, _view, g, snapshot in tools.inputs:
@@ -269,8 +310,9 @@ def run_program(job: dict, run_dir: Path) -> int:
     import runpy
 
     learner_file = os.path.realpath(job["file"])
-    directory = os.path.dirname(learner_file)
-    sys.path.insert(0, directory)
+    for directory in (job.get("search_dir"), os.path.dirname(learner_file)):
+        if directory:
+            sys.path.insert(0, directory)
     sys.argv = [learner_file, *job.get("argv", [])]
     try:
         runpy.run_path(learner_file, run_name="__main__")

@@ -188,11 +188,11 @@ def start_job(request: Request, kind: str, label: str, work: Work) -> dict:
     return {"job": job.id, "events": f"/api/jobs/{job.id}/events", "stop": f"/api/jobs/{job.id}/stop"}
 
 
-def run_work(service: Service, file: Path, label: str) -> Work:
+def run_work(service: Service, file: Path, label: str, text: str | None = None) -> Work:
     def work(job: Job) -> None:
         job.emit("begin", {"kind": "run", "backend": service.backend, "command": f"python {label}"})
         result, error = service.run_file(
-            file, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait
+            file, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait, text=text
         )
         job.emit(
             "exit",
@@ -230,7 +230,8 @@ def run(exercise_id: str, request: Request, body: RunBody | None = None) -> dict
     if conflict is not None:
         return conflict
     file = service.learner_file(exercise)
-    return start_job(request, "run", exercise.id, run_work(service, file, file.name))
+    text = body.text if body is not None else None  # run exactly the text sent, never a later save
+    return start_job(request, "run", exercise.id, run_work(service, file, file.name, text))
 
 
 @router.post("/exercises/{exercise_id}/check", response_model=None)
@@ -241,13 +242,17 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
     conflict = save_before_run(service, exercise, body, lang)
     if conflict is not None:
         return conflict
+    # Grade exactly the text this request sent (saved above); without a text, the file as it is now.
+    text = body.text if body is not None and body.text is not None else service.read_code(exercise)[0]
 
     def work(job: Job) -> None:
         job.emit(
             "begin",
             {"kind": "check", "backend": service.backend, "command": f"tritonlab check {exercise.id}"},
         )
-        verdict = service.check(exercise, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait)
+        verdict = service.check(
+            exercise, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait, text=text
+        )
         data = verdict.to_json()
         data["stopped"] = job.stop_requested
         data["solution_available"] = verdict.passed or exercise.id in service.store.passed_exercises()

@@ -15,6 +15,7 @@ def row_bias(x, bias, out, N, sx0, sx1, so0, so1, BLOCK_N: tl.constexpr):
 
 
 def add_bias(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    bias = bias.contiguous()  # a strided bias: one small host copy (the exercise allows it)
     out = torch.empty_like(x)  # keeps x's layout; the kernel writes through out's strides
     M, N = x.shape
     row_bias[(M,)](

@@ -18,6 +18,7 @@ def bias_kernel(x_ptr, b_ptr, y_ptr, M, N, sxm, sxn, BLOCK_M: tl.constexpr, BLOC
 
 
 def add_bias(x, bias):
+    bias = bias.contiguous()  # a strided bias: one small host copy (the exercise allows it)
     M, N = x.shape
     y = torch.empty((M, N), dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(M, 16), triton.cdiv(N, 64))

@@ -58,6 +58,7 @@ def fused_kernel(
 
 
 def matmul_bias(a, b, bias, activation=None):
+    bias = bias.contiguous()  # a strided bias: one small host copy (the exercise allows it)
     if activation not in ACTS:
         raise ValueError(f"unknown activation {activation!r}")
     M, K = a.shape

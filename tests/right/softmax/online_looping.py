@@ -7,14 +7,14 @@ import triton.language as tl
 
 
 @triton.jit
-def online_softmax(x_ptr, y_ptr, N, sx, sy, CHUNK: tl.constexpr):
+def online_softmax(x_ptr, y_ptr, N, sx, sxc, sy, CHUNK: tl.constexpr):
     row = tl.program_id(0)
     x_row = x_ptr + row * sx
     m = tl.full((CHUNK,), -float("inf"), tl.float32)
     s = tl.zeros((CHUNK,), tl.float32)
     for start in range(0, N, CHUNK):
         cols = start + tl.arange(0, CHUNK)
-        x = tl.load(x_row + cols, mask=cols < N, other=-float("inf")).to(tl.float32)
+        x = tl.load(x_row + cols * sxc, mask=cols < N, other=-float("inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
         safe = tl.where(m_new == -float("inf"), 0.0, m_new)
         s = s * tl.exp(m - safe) + tl.exp(x - safe)
@@ -24,7 +24,7 @@ def online_softmax(x_ptr, y_ptr, N, sx, sy, CHUNK: tl.constexpr):
     total = tl.sum(s * safe_row, axis=0)
     for start in range(0, N, CHUNK):
         cols = start + tl.arange(0, CHUNK)
-        x = tl.load(x_row + cols, mask=cols < N, other=-float("inf")).to(tl.float32)
+        x = tl.load(x_row + cols * sxc, mask=cols < N, other=-float("inf")).to(tl.float32)
         y = tl.exp(x - m_row) / total
         tl.store(y_ptr + row * sy + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
 
@@ -32,5 +32,5 @@ def online_softmax(x_ptr, y_ptr, N, sx, sy, CHUNK: tl.constexpr):
 def softmax(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-    online_softmax[(M,)](x, y, N, x.stride(0), y.stride(0), CHUNK=256)
+    online_softmax[(M,)](x, y, N, x.stride(0), x.stride(1), y.stride(0), CHUNK=256)
     return y

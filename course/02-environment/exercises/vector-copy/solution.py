@@ -10,7 +10,8 @@ BLOCK = 256  # elements per program instance; a power of two
 @triton.jit
 def copy_kernel(src_ptr, dst_ptr, n, src_stride, BLOCK: tl.constexpr):
     # Cost model: reads n elements, writes n elements -> bytes = 2 * n * element_size.
-    pid = tl.program_id(axis=0)
+    # int64: with 2**31 or more elements, pid * BLOCK overflows int32 and wraps to a negative offset.
+    pid = tl.program_id(axis=0).to(tl.int64)
     offsets = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     # src_stride is 1 for a contiguous tensor; a strided view such as x[::2] is read through its stride.

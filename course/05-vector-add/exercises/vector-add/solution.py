@@ -10,7 +10,8 @@ BLOCK = 1024  # elements per program instance; a power of two
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     # Cost model: reads 2n elements, writes n -> bytes = 3 * n * element_size.
-    pid = tl.program_id(axis=0)
+    # int64: with 2**31 or more elements, pid * BLOCK overflows int32 and wraps to a negative offset.
+    pid = tl.program_id(axis=0).to(tl.int64)
     offsets = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)

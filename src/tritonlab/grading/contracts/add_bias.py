@@ -27,6 +27,11 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
         )
         extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
         out.append(Case(case_name(x), (x, bias), extra=extra))
+    # the bias "may be strided" (hint): every second element of a larger buffer, with x contiguous and not
+    for layout in ("contiguous", "transposed"):
+        x = make_tensor(rng, (19, 45), layout, "float32")
+        bias = Tensor(random_values(rng, (45,), "float32"), "float32", "strided")
+        out.append(Case(f"{case_name(x)}, bias strided (stride 2)", (x, bias)))
     return out
 
 

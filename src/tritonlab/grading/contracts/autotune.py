@@ -21,6 +21,7 @@ from tritonlab.grading.contracts.compare import compare_values, exception_failur
 from tritonlab.models import Failure
 
 FUNCTION = "matmul_autotuned"
+REPLAY = False  # calls the learner's function (or kernel) many times: not replayed yet (docs/grader.md)
 ARG_NAMES = ["a", "b"]
 MIN_CONFIGS = 4
 

@@ -52,13 +52,22 @@ def host_checks(
             where.append(f"element(s) before the start, nearest at index {v['before'][-1]}")
         label = v["label"]
         size = v["numel"]
+        reach = max(block_size(result) or 0, 1024)  # the lanes of one last program
+        just_past_end = bool(v["after"]) and not v["before"] and v["after"][-1] < size + reach
+        cause = (
+            "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program "
+            "that fall past the end; store with `mask=offsets < n`"
+            if just_past_end
+            else "the store's offsets point outside the tensor, not just past its end: check the offset "
+            "arithmetic — `row * stride0 + col * stride1` with the OUTPUT's own strides, and the program's "
+            "starting offset"
+        )
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-write",
                 f"the kernel wrote outside {label} ({size} elements): {'; '.join(where)}",
-                "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program "
-                "that fall past the end; store with `mask=offsets < n`",
+                cause,
             )
         )
     for label in result.get("inputs_modified", []):
@@ -74,7 +83,9 @@ def host_checks(
     compute = sorted({o.split(":", 1)[1] for o in ops if o.startswith("compute:")})
     copies = sorted({o.split(":", 1)[1] for o in ops if o.startswith("copy:")})
     if compute or (copies and not allow_copies):
-        names = ", ".join(compute + ([] if allow_copies else copies))
+        shown = compute + ([] if allow_copies else copies)
+        names = ", ".join(shown)
+        where = result.get("op_where", {})
         failures.append(
             Failure(
                 case.name,
@@ -82,6 +93,7 @@ def host_checks(
                 f"{fn} ran torch operations on tensors ({names})",
                 "the result must come from your Triton kernel; on the host, only allocate "
                 "outputs and pass pointers, sizes and strides",
+                next((where[n] for n in shown if where.get(n)), ""),
             )
         )
     launches = result.get("launches", [])

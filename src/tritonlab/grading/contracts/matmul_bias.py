@@ -66,6 +66,17 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
             extra={"backend": backend},
         )
     )
+    # a strided bias (every second element of a larger buffer): the kernel must use bias.stride(0)
+    shape = (23, 37, 24, "contiguous", "contiguous", "float32", "")
+    a, b = mm.operands(rng, shape)
+    out.append(
+        Case(
+            f"{mm.name_of(shape)}, bias strided (stride 2), activation=None",
+            (a, b, Tensor(random_values(rng, (37,), "float32"), "float32", "strided")),
+            {"activation": None},
+            extra={"backend": backend},
+        )
+    )
     return out
 
 

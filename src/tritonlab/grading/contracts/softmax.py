@@ -43,6 +43,15 @@ def neg_inf_rows(rng: np.random.Generator, cols: int) -> np.ndarray:
     return x
 
 
+def asymmetric_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Rows whose values crowd at one end with a few far outliers at the other, the max at either end:
+    a sum over the wrong entries, a wrong max or an off-by-one in the row changes the result visibly."""
+    x = -6.0 * rng.random((rows, cols)) ** 4
+    x[:, -1] = 4.0  # the max in the last column (a loop that stops one short misses it)
+    x[::2, 0], x[::2, -1] = 5.0, -30.0  # ... or in the first
+    return x
+
+
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     def rnd(shape: tuple[int, int], scale: float = 1.0) -> np.ndarray:
         return random_values(rng, shape, "float64", scale)
@@ -65,6 +74,10 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
         _case("±1e4 magnitudes ", big, "float32"),
         _case("±1e4 magnitudes ", big16, "float16"),
         _case("-inf entries, a fully -inf row ", neg_inf_rows(rng, 2000), "float32"),
+        _case("transposed (column stride ≠ 1): ", rnd((40, 70), 3.0), "float32", "transposed"),
+        _case("column stride 2: ", rnd((6, 129), 3.0), "float32", "strided"),
+        _case("all-negative rows ", -1.0 - 40.0 * rng.random((6, 300)), "float32"),
+        _case("asymmetric spread ", asymmetric_rows(rng, 6, 257), "float32"),
         _case("", rnd((11, 777), 3.0), "float16"),
         _case("", rnd((11, 777), 3.0), "bfloat16"),
     ]

@@ -12,6 +12,7 @@ from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
 
 FUNCTION = "vector_copy"
+ARG_NAMES = ["x"]
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
