@@ -16,7 +16,7 @@ from tritonlab.content.course import load_course
 from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, sandbox
+from tritonlab.runs import hardening, rundir, sandbox
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -48,12 +48,24 @@ INTERPRETER_POOL = 2
 
 def read_json_object(path: Path) -> dict | None:
     """A JSON object the child wrote, or None: a run can leave anything in its folder (the run dir is
-    sanitized by Run.wait, so no links or FIFOs; the content is still the learner's to spoil)."""
+    sanitized by Run.wait, so no links or FIFOs; the content is still the learner's to spoil). Too large,
+    too deep or not JSON: an error object saying the run wrote malformed results."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        data = rundir.read_json(path)
+    except rundir.Malformed as problem:
+        return malformed_error(problem)
     return data if isinstance(data, dict) else None
+
+
+def malformed_error(problem: rundir.Malformed) -> dict:
+    return {
+        "type": "MalformedResult",
+        "message": problem.message,
+        "where": "",
+        "source": "",
+        "hint": "",
+        "traceback": "",
+    }
 
 
 class FairGate:
@@ -136,7 +148,12 @@ class Service:
             if z is None or z.dead:
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                z = sandbox.Zygote(self.backend, hardened=self.hardened, read_only=(self.workspace.root,))
+                z = sandbox.Zygote(
+                    self.backend,
+                    hardened=self.hardened,
+                    read_only=(self.workspace.root,),
+                    hidden=tuple(e.solution for e in self.course.exercises()),
+                )
                 self._zygotes[self.backend] = z
             return z
 
