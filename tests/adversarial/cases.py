@@ -227,6 +227,14 @@ CASES = [
     ),
     Case("monkeypatching torch", "patch_torch.py", "judging happens in the parent", failed_with()),
     Case(
+        "reading the reference solution (open, import by path)",
+        "read_solution.py",
+        "hardened: solution.py covered by an empty bind; basic: audit hook refuses Python opens",
+        no_leak(),
+        "run",
+        20,
+    ),
+    Case(
         "forging the harness telemetry",
         "forge_result.py",
         "none: telemetry comes from the learner's process",
@@ -307,6 +315,8 @@ class Bench:
             "__PORT__": self.listener.getsockname()[1],
             "__SERVER_PID__": os.getpid(),
             "__HOME__": Path.home(),
+            "__SOLUTION__": self.exercise.solution,
+            "__COURSE_SOLUTION__": next(iter(sorted(sandbox.config.course_dir().rglob("solution.py"))), ""),
         }.items():
             text = text.replace(token, str(value))
         target = self.root / "learners" / case.file

@@ -144,14 +144,14 @@ def test_sparse_huge_npy_named_many_times(probe: dict) -> None:
 def test_deeply_nested_result_json(probe: dict) -> None:
     entry = probe["deep_json"]
     _malformed_crash(entry)
-    assert "nests 100000 levels" in entry["failures"][0][1]
+    assert "nests 100001 levels" in entry["failures"][0][1]
     assert entry["growth_kib"] < GROWTH_LIMIT_KIB, entry
 
 
 def test_deeply_nested_error_json_of_a_program_run(probe: dict) -> None:
     entry = probe["deep_json_run"]
     assert entry["error"]["type"] == "MalformedResult"
-    assert "nests 100000 levels" in entry["error"]["message"]
+    assert "nests 100001 levels" in entry["error"]["message"]
     assert entry["growth_kib"] < GROWTH_LIMIT_KIB, entry
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -82,6 +83,28 @@ def drop_capabilities() -> None:
     header = _CapHeader(CAP_VERSION_3, 0)
     data = (_CapData * 2)()
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def deny_files(paths: list[str]) -> None:
+    """Layer 1 (no bubblewrap, same user as the server): an audit hook refuses to open, link or rename the
+    given files (reference solutions) from Python, so `import solution` or open() fail with PermissionError.
+    A speed bump only: ctypes or a subprocess can still read them; only the hardened layer hides them."""
+    if not paths:
+        return
+    denied = {os.path.realpath(p) for p in paths}
+
+    def hook(event: str, args: tuple) -> None:
+        if event in ("open", "os.link", "os.rename", "shutil.copyfile"):
+            target = args[0] if args else None
+            if (
+                isinstance(target, (str, bytes, os.PathLike))
+                and os.path.realpath(os.fsdecode(target)) in denied
+            ):
+                raise PermissionError(
+                    f"{os.fsdecode(target)}: reference solutions are not readable from a run"
+                )
+
+    sys.addaudithook(hook)
 
 
 def isolate_run(run_dir: str, runs_folder: str) -> None:

@@ -213,12 +213,28 @@ class Run:
         )
 
 
+def _job_file(run_dir: Path) -> str:
+    """The file a job runs (resolved), so that the server can still check a reference solution itself."""
+    try:
+        file = json.loads((run_dir / "job.json").read_text()).get("file")
+    except (OSError, ValueError):
+        return ""
+    return str(Path(file).resolve()) if isinstance(file, str) else ""
+
+
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
-    def __init__(self, backend: str, hardened: bool = False, read_only: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        backend: str,
+        hardened: bool = False,
+        read_only: tuple[Path, ...] = (),
+        hidden: tuple[Path, ...] = (),
+    ) -> None:
         """`hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
-        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place."""
+        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
+        adds files (reference solutions) that runs may never read, besides the course's own."""
         self.backend = backend
         self.hardened = hardened
         self.info: dict = {}
@@ -228,8 +244,13 @@ class Zygote:
         self._ready = threading.Event()
         argv = [sys.executable, "-m", "tritonlab.runs.zygote", backend]
         self.visible: list[Path] = []
+        self.hidden: list[Path] = sorted({*hardening.hidden_files(), *(Path(p).resolve() for p in hidden)})
         if hardened:
-            argv = [*hardening.zygote_argv(backend, read_only), "--isolate", str(hardening.runs_folder())]
+            argv = [
+                *hardening.zygote_argv(backend, read_only, tuple(self.hidden)),
+                "--isolate",
+                str(hardening.runs_folder()),
+            ]
             self.visible = hardening.visible_roots(read_only)
         env = child_environment(backend)
         if hardened:
@@ -297,7 +318,9 @@ class Zygote:
         renamed = {}
         if self.hardened:
             hardening.prepare_run_dir(run_dir)
-            renamed = rundir.expose_learner_file(run_dir, self.visible, hardening.prepare_run_dir)
+            renamed = rundir.expose_learner_file(
+                run_dir, self.visible, hardening.prepare_run_dir, self.hidden
+            )
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         log_fd = os.open(run_dir / "output.log", flags, 0o600)
         if self.hardened:
@@ -305,7 +328,10 @@ class Zygote:
         run = Run(self, uuid.uuid4().hex, run_dir, limits, log_fd, renamed)
         with self._lock:
             self._runs[run.id] = run
-        self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": limits.for_child()})
+        child = limits.for_child()
+        if not self.hardened:  # layer 1: the child refuses to open reference solutions (see jail.deny_files)
+            child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
+        self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": child})
         return run
 
     def close(self) -> None:

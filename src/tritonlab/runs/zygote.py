@@ -133,6 +133,7 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (current + int(extra_as), current + int(extra_as)))
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    jail.deny_files(list(limits.get("deny") or ()))  # layer 1: reference solutions (see jail.deny_files)
     code = run_job(Path(run_dir))
     sys.stdout.flush()
     sys.stderr.flush()
