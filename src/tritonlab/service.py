@@ -123,6 +123,7 @@ class Service:
         self._gates: dict[str, FairGate] = {}
         self.hardened: bool | None = None  # known once the worker started: is sandbox layer 2 active?
         self.hardened_reason = ""
+        self.swept_runs = sandbox.sweep_stale_runs()  # run folders of a server that died (kill -9)
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 

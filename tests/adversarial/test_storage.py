@@ -56,3 +56,35 @@ def test_healthy_database_is_left_alone(tmp_path: Path, capsys: pytest.CaptureFi
     assert store.damaged is None and store.set_aside is None
     assert len(store.attempts()) == 60
     assert list(tmp_path.glob("*.damaged-*")) == []
+
+
+def test_run_folders_of_a_dead_server_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server killed with -9 leaves its run folders; the next start removes those whose owner is gone,
+    and keeps those of a live process (a CLI and a server share the runs folder)."""
+    import os
+    import subprocess
+    import time
+
+    from tritonlab.runs import sandbox
+
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    runs = sandbox.config.runs_dir()
+    gone = runs / f"run-{dead.pid}-abc"
+    (gone / "sub").mkdir(parents=True)
+    (gone / "sub" / "big.npy").write_bytes(b"x" * 1000)
+    (gone / "link").symlink_to(tmp_path)  # never followed
+    live = runs / f"run-{os.getppid()}-def"
+    live.mkdir()
+    mine = sandbox.new_run_dir()
+    old = runs / "run-legacy1"
+    old.mkdir()
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    recent = runs / "run-legacy2"
+    recent.mkdir()
+    removed = sandbox.sweep_stale_runs()
+    assert sorted(removed) == sorted([gone.name, old.name])
+    assert not gone.exists() and not old.exists() and tmp_path.is_dir()
+    assert live.is_dir() and mine.is_dir() and recent.is_dir()
+    assert mine.name.startswith(f"run-{os.getpid()}-")

@@ -346,7 +346,44 @@ class Zygote:
 
 
 def new_run_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="run-", dir=config.runs_dir()))
+    """A fresh run directory, named after the process that owns it (run-PID-…), so a sweep can tell whose."""
+    return Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
+
+
+STALE_UNOWNED_SECONDS = 24 * 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_runs(now: float | None = None) -> list[str]:
+    """Remove run directories left by a server or CLI that died (kill -9, power loss): those whose owning
+    process is gone, and unowned ones (older naming) untouched for a day. Returns the names removed."""
+    removed = []
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(config.runs_dir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith("run-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        owner = entry.name.split("-")[1]
+        if owner.isdigit():
+            stale = int(owner) != os.getpid() and not _alive(int(owner))
+        else:
+            stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_UNOWNED_SECONDS
+        if stale:
+            remove_run_dir(Path(entry.path))
+            removed.append(entry.name)
+    return removed
 
 
 def remove_run_dir(path: Path) -> None:
