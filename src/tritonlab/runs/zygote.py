@@ -119,6 +119,8 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
         # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    else:
+        jail.private_ipc()  # the hardened run gets it with its user namespace (isolate_run)
     os.chdir(run_dir)
     cpu = int(limits.get("cpu_seconds", 60))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
