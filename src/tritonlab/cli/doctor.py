@@ -26,7 +26,7 @@ LAYER_ONE = [
 
 def sandbox_report(chosen: str) -> dict:
     """Layer 1 always; layer 2 only as far as a real probe of bubblewrap verified it (hardening.probe)."""
-    from tritonlab.runs import hardening
+    from tritonlab.runs import cgroups, hardening
 
     probe = hardening.probe(chosen)
     report = {
@@ -35,6 +35,7 @@ def sandbox_report(chosen: str) -> dict:
         "reason": probe["reason"],
         "layers": list(LAYER_ONE) + (probe["layers"] if probe["hardened"] else []),
         "evidence": probe["evidence"],
+        "run_limits": cgroups.report(),
     }
     if not probe["hardened"]:
         report["not_active"] = probe["layers"]  # what the probe saw working; NOT used without the rest
