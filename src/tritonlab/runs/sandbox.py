@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import hardening, rundir
+from tritonlab.runs import cgroups, hardening, rundir
 
 ENV_ALLOW = {
     "PATH",
@@ -63,6 +63,12 @@ ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of learner output kept and shown
 INTERPRETER_MEMORY = 2 << 30  # address space a run may add on top of the zygote's own
+RUN_MEMORY = {"interpreter": 3 << 30, "gpu": 16 << 30}  # memory of all a run's processes (per-run cgroup)
+
+
+def default_run_pids() -> int:
+    """pids.max of a run: processes AND threads (torch starts a thread per core)."""
+    return max(512, 8 * (os.cpu_count() or 1))
 
 
 class SandboxError(RuntimeError):
@@ -103,6 +109,8 @@ class Limits:
     file_bytes: int = 512 << 20
     address_space_bytes: int | None = INTERPRETER_MEMORY
     processes: int | None = None  # RLIMIT_NPROC of a hardened run (default: jail.default_processes())
+    memory_bytes: int | None = RUN_MEMORY["interpreter"]  # per-run cgroup: all the run's processes together
+    pids: int | None = None  # per-run cgroup pids.max (default: default_run_pids())
 
     def for_child(self) -> dict:
         return {
@@ -124,6 +132,8 @@ class RunResult:
     output: str
     seconds: float
     files: dict[str, bytes] = field(default_factory=dict)
+    limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
+    sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
 
     @property
     def crashed(self) -> bool:
@@ -145,6 +155,9 @@ class Run:
         self.zygote, self.id, self.run_dir, self.limits = zygote, job_id, run_dir, limits
         self.log_fd, self.renamed = log_fd, renamed or {}
         self.pid: int | None = None
+        self.group: cgroups.RunGroup | None = None
+        self.limits_hold = False
+        self.sandbox_error = ""
         self.status: dict | None = None
         self.started = time.monotonic()
         self._done = threading.Event()
@@ -163,6 +176,8 @@ class Run:
             return self._wait(on_output)
         finally:
             os.close(self.log_fd)
+            if self.group is not None:  # whatever the run left in its cgroup dies with it
+                self.group.remove()
             rundir.sanitize(self.run_dir)
             rundir.restore_names(self.run_dir, self.renamed)
 
@@ -192,8 +207,12 @@ class Run:
             if on_output:
                 on_output(text)
 
+        hit: list[str] = []
         while not self._done.wait(0.03):
             drain()
+            if self.group is not None and not hit and self.group.oom_kills():
+                hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
+                self.stop()
             if time.monotonic() > deadline and not timed_out:
                 timed_out = True
                 self.stop()
@@ -201,6 +220,8 @@ class Run:
                 self._finish({"signal": 9, "zygote_died": True})
         drain()
         status = self.status or {}
+        if self.group is not None:
+            hit = self.group.limits_hit()
         return RunResult(
             run_dir=self.run_dir,
             exit_code=status.get("exit"),
@@ -210,6 +231,8 @@ class Run:
             output_truncated=truncated,
             output="".join(pieces),
             seconds=time.monotonic() - self.started,
+            limits_hit=hit,
+            sandbox_error=self.sandbox_error,
         )
 
 
@@ -231,12 +254,16 @@ class Zygote:
         hardened: bool = False,
         read_only: tuple[Path, ...] = (),
         hidden: tuple[Path, ...] = (),
+        run_cgroups: bool | None = None,
     ) -> None:
-        """`hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
+        """`run_cgroups=True` puts each run in its own cgroup (cgroups.py) before it runs anything (None:
+        when this machine allows it, see cgroups.available);
+        `hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
         cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
         adds files (reference solutions) that runs may never read, besides the course's own."""
         self.backend = backend
         self.hardened = hardened
+        self.run_cgroups = cgroups.available()[0] if run_cgroups is None else run_cgroups
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -284,12 +311,29 @@ class Zygote:
                 continue
             if "pid" in msg:
                 run.pid = msg["pid"]
+                if run.limits_hold:
+                    self._place(run)
             else:
                 with self._lock:
                     self._runs.pop(run.id, None)
                 run._finish(msg)
         self.dead = True
         self._ready.set()
+
+    def _place(self, run: Run) -> None:
+        """Put a held child into its run's cgroup, then release it; a child that cannot be placed dies."""
+        try:
+            host = cgroups.host_pid(int(run.pid or 0), self.proc.pid)
+            if host is None:
+                raise cgroups.CgroupError(3, f"no process with pid {run.pid} below the worker")
+            group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
+            run.group = group
+            group.place(host)
+        except OSError as exc:
+            run.sandbox_error = f"the run could not be placed in its own cgroup: {exc}"
+            self.send({"op": "kill", "id": run.id})
+            return
+        self.send({"op": "go", "id": run.id})
 
     def wait_ready(self, timeout: float = 120.0) -> dict:
         if not self._ready.wait(timeout) or self.dead:
@@ -326,9 +370,12 @@ class Zygote:
         if self.hardened:
             hardening.prepare_run_dir(run_dir / "output.log")
         run = Run(self, uuid.uuid4().hex, run_dir, limits, log_fd, renamed)
+        run.limits_hold = self.run_cgroups
         with self._lock:
             self._runs[run.id] = run
         child = limits.for_child()
+        if self.run_cgroups:
+            child["hold"] = True  # the child waits until _place() put it in the run's cgroup
         if not self.hardened:  # layer 1: the child refuses to open reference solutions (see jail.deny_files)
             child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
         self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": child})
@@ -343,6 +390,8 @@ class Zygote:
             except (subprocess.TimeoutExpired, OSError):
                 self.proc.kill()
         self.dead = True
+        if self.run_cgroups:
+            cgroups.release()
 
 
 def new_run_dir() -> Path:
@@ -404,4 +453,5 @@ def default_limits(backend: str, wall_seconds: float = 60.0) -> Limits:
         wall_seconds=wall_seconds,
         cpu_seconds=int(wall_seconds * 2) + 5,
         address_space_bytes=INTERPRETER_MEMORY if backend == "interpreter" else None,
+        memory_bytes=RUN_MEMORY.get(backend, RUN_MEMORY["interpreter"]),
     )
