@@ -16,7 +16,7 @@ from tritonlab.content.course import load_course
 from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, rundir, sandbox
+from tritonlab.runs import cgroups, hardening, rundir, sandbox
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -157,6 +157,14 @@ class Service:
                 )
                 self._zygotes[self.backend] = z
             return z
+
+    def run_limits(self) -> dict:
+        """Per-run cgroups: whether runs get them, and which limits a probe saw stop something."""
+        report = cgroups.report()
+        zygote = self._zygotes.get(self.backend)
+        if zygote is not None and not zygote.run_cgroups:  # the worker started without them
+            report = report | {"per_run_cgroups": False, "reason": "the worker places runs in no cgroup"}
+        return report
 
     def warm_up(self) -> None:
         """Start the worker now (in the background), so the first run does not wait for imports."""

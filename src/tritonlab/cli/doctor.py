@@ -205,6 +205,12 @@ def print_report(report: dict, out: Any, lang: str = "en") -> None:
         out.print(f"  ✔ {known(layer)}")
     if box.get("warning"):
         out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(box['warning'])}")
+    limits = box.get("run_limits") or {}
+    if limits.get("per_run_cgroups"):
+        for name in limits.get("active", []):
+            out.print(f"  ✔ {known(f'per-run cgroup limit ({name}): a probe exceeded it and was stopped')}")
+    elif limits:
+        out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(limits.get('note') or limits['reason'])}")
     sanity = report.get("sanity")
     if sanity:
         mark = t("doctor.sanity_passed" if sanity.get("passed") else "doctor.sanity_failed", lang)

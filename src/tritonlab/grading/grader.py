@@ -195,6 +195,22 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
             "the program printed more than the output limit; the run was stopped",
             "remove prints from loops (and tl.device_print from kernels) before checking",
         )
+    if run.sandbox_error:
+        return Failure(case_name, "crash", run.sandbox_error, "a problem of the server, not of your code")
+    if "memory" in run.limits_hit:
+        return Failure(
+            case_name,
+            "crash",
+            "the run used more memory than its limit (all its processes together); it was stopped",
+            "a far too large allocation, or processes forked that each allocate",
+        )
+    if "processes" in run.limits_hit and run.signal is not None:
+        return Failure(
+            case_name,
+            "crash",
+            "the run tried to start more processes or threads than its limit allows",
+            "a fork loop, or many threads",
+        )
     sig = run.signal
     name = SIGNAL_NAMES.get(sig, f"signal {sig}") if sig else f"exit status {run.exit_code}"
     if sig == signals.SIGXCPU:

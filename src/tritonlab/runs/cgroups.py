@@ -457,6 +457,11 @@ def report() -> dict:
         "evidence": checked["evidence"],
         "hierarchies": {k: v["version"] for k, v in found.items()},
     }
+    if checked["per_run_cgroups"]:
+        out["cpu"] = (
+            f"runs get a lower CPU weight than the server (v1 cpu.shares {V1_CPU_SHARES} of 1024, v2 "
+            f"cpu.weight {V2_CPU_WEIGHT} of 100); set, not probed"
+        )
     if not checked["per_run_cgroups"]:
         out["note"] = (
             "per-run cgroups are not available: memory, file-size and process limits apply per process "
