@@ -21,7 +21,9 @@ v2 "no internal processes": a v2 cgroup holding processes cannot hand controller
 first time, the server's own processes move into a leaf `<own>/tritonlab-server/` (as a systemd service with
 `Delegate=yes` would arrange), then `+memory +pids +cpu` are enabled below `<own>`.
 
-`probe()` (doctor) reports a limit as active only after a probe exceeded it and was stopped.
+`probe()` (doctor) reports a limit as active only after a probe exceeded it and was stopped; "per-run
+cgroups" are claimed only when both memory and pids are. A server whose own v2 cgroup was given only some
+controllers (seen on a GPU host: `memory` only) gets those, and doctor says which one is missing.
 """
 
 from __future__ import annotations
@@ -159,9 +161,9 @@ def _parents() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
         if v2:
             own = Path(found[v2[0]]["path"])
             available = set(_read(own / "cgroup.controllers").split())
-            usable = [c for c in v2 if c in available]
-            if not {"memory", "pids"} & set(v2) <= set(usable):
-                raise CgroupError(errno.EPERM, f"{own} does not delegate {' '.join(v2)}")
+            usable = [c for c in v2 if c in available]  # what the server's own cgroup was given
+            if not usable:
+                raise CgroupError(errno.EPERM, f"{own} delegates none of {' '.join(v2)}")
             parents.append(("v2", str(_prepare_v2(own, usable)), tuple(usable)))
         for name in CONTROLLERS:
             if found[name]["version"] != "v1":
@@ -419,18 +421,20 @@ def probe() -> dict:
     try:
         memory = RunGroup(PROBE_MEMORY, 64, name=f"probe-memory-{os.getpid()}")
         try:
-            killed, _ = _probe_one("memory", memory, PROBE_MEMORY // 2)  # 3 × 64 MiB under 128 MiB
-            result["evidence"]["memory"] = {"limit": PROBE_MEMORY, "children_killed": killed}
-            if killed > 0 and memory.oom_kills() > 0:
-                result["active"].append("memory")
+            if memory._folder("memory"):
+                killed, _ = _probe_one("memory", memory, PROBE_MEMORY // 2)  # 3 × 64 MiB under 128 MiB
+                result["evidence"]["memory"] = {"limit": PROBE_MEMORY, "children_killed": killed}
+                if killed > 0 and memory.oom_kills() > 0:
+                    result["active"].append("memory")
         finally:
             memory.remove()
         pids = RunGroup(PROBE_MEMORY, PROBE_PIDS, name=f"probe-pids-{os.getpid()}")
         try:
-            forks, _ = _probe_one("pids", pids, PROBE_PIDS * 4)
-            result["evidence"]["pids"] = {"limit": PROBE_PIDS, "forks": forks}
-            if 0 <= forks < PROBE_PIDS and pids.pids_refused() > 0:
-                result["active"].append("pids")
+            if pids._folder("pids"):
+                forks, _ = _probe_one("pids", pids, PROBE_PIDS * 4)
+                result["evidence"]["pids"] = {"limit": PROBE_PIDS, "forks": forks}
+                if 0 <= forks < PROBE_PIDS and pids.pids_refused() > 0:
+                    result["active"].append("pids")
         finally:
             pids.remove()
             release()
