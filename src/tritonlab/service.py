@@ -17,6 +17,7 @@ from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
 from tritonlab.runs import cgroups, hardening, rundir, sandbox
+from tritonlab.store.disk import DiskFull
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
     "ConflictError",
+    "DiskFull",
     "Run",
     "SandboxUnavailable",
     "Service",

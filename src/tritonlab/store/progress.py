@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tritonlab import config
+from tritonlab.store.disk import DiskFull, is_full
 
 # Each entry moves the schema from version i to i+1. Never edit a shipped entry; append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -115,6 +116,10 @@ class Store:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=30000")
             yield db
+        except (sqlite3.OperationalError, OSError) as exc:
+            if is_full(exc):  # the statement failed whole: nothing was recorded
+                raise DiskFull(28, f"the disk is full ({exc}); nothing was recorded") from exc
+            raise
         finally:
             db.close()
 

@@ -7,6 +7,7 @@ sandbox run can be stopped at any time: before it starts (it is stopped the mome
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 import time
@@ -105,7 +106,13 @@ class Jobs:
             try:
                 work(job)
             except Exception as exc:  # shown to the learner in the terminal, never swallowed
-                job.emit("error", {"message": f"{type(exc).__name__}: {exc}"})
+                message = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    message = (
+                        f"the server's disk is full ({exc.strerror}): the {kind} did not finish and nothing "
+                        "was recorded; ask the server's operator to free space"
+                    )
+                job.emit("error", {"message": message, "disk_full": "disk is full" in message})
             finally:
                 job.finish()
 
