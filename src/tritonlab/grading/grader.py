@@ -195,6 +195,13 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
             "the program printed more than the output limit; the run was stopped",
             "remove prints from loops (and tl.device_print from kernels) before checking",
         )
+    if run.folder_full:
+        return Failure(
+            case_name,
+            "crash",
+            f"{run.folder_full} (the run directory's cap); it was stopped",
+            "write only the outputs the check asks for, not thousands of files",
+        )
     if run.sandbox_error:
         return Failure(case_name, "crash", run.sandbox_error, "a problem of the server, not of your code")
     if "memory" in run.limits_hit:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import cgroups, hardening, rundir
+from tritonlab.runs import cgroups, hardening, rundir, runfolder
 
 ENV_ALLOW = {
     "PATH",
@@ -134,6 +134,7 @@ class RunResult:
     files: dict[str, bytes] = field(default_factory=dict)
     limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
     sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
+    folder_full: str = ""  # why the run's directory was full (its capped tmpfs, or too many files)
 
     @property
     def crashed(self) -> bool:
@@ -208,11 +209,16 @@ class Run:
                 on_output(text)
 
         hit: list[str] = []
+        full, checked = "", time.monotonic()
         while not self._done.wait(0.03):
             drain()
             if self.group is not None and not hit and self.group.oom_kills():
                 hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
                 self.stop()
+            if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
+                checked = time.monotonic()
+                if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
+                    self.stop()
             if time.monotonic() > deadline and not timed_out:
                 timed_out = True
                 self.stop()
@@ -222,6 +228,9 @@ class Run:
         status = self.status or {}
         if self.group is not None:
             hit = self.group.limits_hit()
+        full = full or runfolder.over_cap(self.run_dir)
+        if full:
+            hit.append("run folder")
         return RunResult(
             run_dir=self.run_dir,
             exit_code=status.get("exit"),
@@ -233,6 +242,7 @@ class Run:
             seconds=time.monotonic() - self.started,
             limits_hit=hit,
             sandbox_error=self.sandbox_error,
+            folder_full=full,
         )
 
 
@@ -271,6 +281,7 @@ class Zygote:
         self._ready = threading.Event()
         argv = [sys.executable, "-m", "tritonlab.runs.zygote", backend]
         self.visible: list[Path] = []
+        self.shared = False
         self.hidden: list[Path] = sorted({*hardening.hidden_files(), *(Path(p).resolve() for p in hidden)})
         if hardened:
             argv = [
@@ -279,6 +290,7 @@ class Zygote:
                 str(hardening.runs_folder()),
             ]
             self.visible = hardening.visible_roots(read_only)
+            self.shared = runfolder.share(hardening.runs_folder())  # later run mounts reach the sandbox
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP
@@ -392,11 +404,16 @@ class Zygote:
         self.dead = True
         if self.run_cgroups:
             cgroups.release()
+        if self.shared:
+            self.shared = False
+            runfolder.unshare(config.runs_dir().resolve())
 
 
 def new_run_dir() -> Path:
     """A fresh run directory, named after the process that owns it (run-PID-…), so a sweep can tell whose."""
-    return Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
+    path = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
+    runfolder.cap(path)  # its own size- and file-capped tmpfs, when the server runs as root
+    return path
 
 
 STALE_UNOWNED_SECONDS = 24 * 3600
@@ -437,6 +454,7 @@ def sweep_stale_runs(now: float | None = None) -> list[str]:
 
 def remove_run_dir(path: Path) -> None:
     """Remove a run directory without following any symlink the learner planted in it."""
+    runfolder.release(path)  # a capped run folder: its tmpfs goes at once, with everything in it
     shutil.rmtree(path, ignore_errors=True)  # fd-based: unlinks symlinks, never follows them
     if path.exists() and not path.is_symlink():  # a run made folders unwritable (chmod 000): open them up
         for folder, dirs, _files in os.walk(path, followlinks=False):
