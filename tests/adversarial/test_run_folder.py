@@ -61,3 +61,9 @@ def test_a_run_writing_more_bytes_than_the_cap_is_stopped(
         assert int(result.output.split("made ")[1].split(" ")[0]) <= 32, result.output
     assert "run folder" in result.limits_hit and "MiB" in result.folder_full, result
     assert result.seconds < 15
+
+
+def test_doctor_claims_the_cap_only_after_a_probe_folder_refused() -> None:
+    report = runfolder.probe()
+    assert report["capped"] is True, report
+    assert "refused the file after" in report["reason"]

@@ -126,3 +126,41 @@ def over_cap(path: Path, files: int | None = None) -> str:
     except OSError:
         return ""
     return ""
+
+
+def probe() -> dict:
+    """Mount a tiny capped run folder and create files until it refuses: the cap is claimed only then."""
+    import tempfile
+
+    result = {"capped": False, "bytes": RUN_FOLDER_BYTES, "files": RUN_FOLDER_FILES, "reason": ""}
+    if not wanted():
+        result["reason"] = (
+            "TRITONLAB_RUN_FOLDER_CAP=off"
+            if os.geteuid() == 0
+            else "not root: run folders are plain folders (RLIMIT_FSIZE per file, files counted after the run)"
+        )
+        return result
+    folder = Path(tempfile.mkdtemp(prefix="tritonlab-cap-probe-"))
+    try:
+        if not cap(folder, size=1 << 20, files=64):
+            result["reason"] = "mounting a tmpfs on a run folder failed"
+            return result
+        made = 0
+        try:
+            for i in range(1000):
+                (folder / f"f{i}").write_bytes(b"x")
+                made += 1
+        except OSError:
+            pass
+        result["capped"] = made < 64 and bool(over_cap(folder))
+        result["reason"] = (
+            f"a probe folder capped at 64 files refused the file after {made}"
+            if result["capped"]
+            else f"a probe folder capped at 64 files took {made}"
+        )
+    finally:
+        release(folder)
+        for child in folder.iterdir() if folder.is_dir() else ():
+            child.unlink()
+        folder.rmdir()
+    return result
