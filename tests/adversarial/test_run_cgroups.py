@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import Bench, Case  # noqa: E402
+from cases import FORK_LOOP, FORKED_MEMORY, Bench  # noqa: E402
 
 from tritonlab.runs import cgroups  # noqa: E402
 
@@ -20,27 +20,7 @@ pytestmark = pytest.mark.skipif(
     not USABLE, reason=f"per-run cgroups cannot be made here (needs root or a delegated subtree): {WHY}"
 )
 
-MEMORY = 768 << 20
-PIDS = 24
-
-FORKED_MEMORY = Case(
-    "three forked children together past the run's memory limit",
-    "forked_memory.py",
-    "per-run cgroup: memory limit",
-    lambda o, b: None,
-    "run",
-    30,
-    limits={"memory_bytes": MEMORY},
-)
-FORK_LOOP = Case(
-    "fork loop",
-    "fork_loop.py",
-    "per-run cgroup: pids.max",
-    lambda o, b: None,
-    "run",
-    20,
-    limits={"pids": PIDS, "processes": 4096},  # RLIMIT_NPROC far above: only pids.max can stop it
-)
+PIDS = 24  # FORK_LOOP's pids.max
 
 
 def run_folders() -> list[Path]:
