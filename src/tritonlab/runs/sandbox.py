@@ -13,6 +13,10 @@ forked from a zygote that already imported torch and triton (sandbox layer 1):
 - the parent never follows what a run planted: it reads the log through its own descriptor, and removes
   symlinks, FIFOs and hard links from the run directory before anything there is read
 
+Per-run resource units (cgroups.py, runfolder.py; root or a delegated subtree): each run held until the
+parent placed it in its own cgroup (one memory and pids limit for all its processes), and each run directory
+its own capped tmpfs; the parent stops a run that hit either and says which in `RunResult.limits_hit`.
+
 Layer 2 (hardening.py, `Zygote(..., hardened=True)`): the zygote itself runs inside bubblewrap as an
 unprivileged user, so every run inherits it; each run sees and writes only its own directory.
 """
