@@ -149,6 +149,8 @@ class Service:
         with self._lock:
             z = self._zygotes.get(self.backend)
             if z is None or z.dead:
+                if z is not None:
+                    z.close()  # a worker that died: release what it held (its shared runs-folder mount)
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
                 z = sandbox.Zygote(
