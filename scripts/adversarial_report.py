@@ -24,7 +24,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="tritonlab-adversarial-"))
     os.environ["TRITONLAB_HOME"] = str(root / "home")
     os.environ["TRITONLAB_BACKEND"] = "interpreter"
-    from cases import CASES, HARDENED, Bench
+    from cases import CASES, Bench
     from load_test import write_section
 
     bench = Bench(root)
@@ -38,8 +38,8 @@ def main() -> None:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for case in CASES:
-        if case.needs_hardened and not bench.hardened:
-            rows.append(f"| {case.name} | skipped: {HARDENED} | {case.layer} | – | – | skipped |")
+        if why := bench.missing(case):
+            rows.append(f"| {case.name} | skipped: {why} | {case.layer} | – | – | skipped |")
             continue
         record = bench.run(case)
         status = (

@@ -16,7 +16,8 @@ from tritonlab.content.course import load_course
 from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, sandbox
+from tritonlab.runs import cgroups, hardening, rundir, sandbox
+from tritonlab.store.disk import DiskFull
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
     "ConflictError",
+    "DiskFull",
     "Run",
     "SandboxUnavailable",
     "Service",
@@ -48,12 +50,24 @@ INTERPRETER_POOL = 2
 
 def read_json_object(path: Path) -> dict | None:
     """A JSON object the child wrote, or None: a run can leave anything in its folder (the run dir is
-    sanitized by Run.wait, so no links or FIFOs; the content is still the learner's to spoil)."""
+    sanitized by Run.wait, so no links or FIFOs; the content is still the learner's to spoil). Too large,
+    too deep or not JSON: an error object saying the run wrote malformed results."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        data = rundir.read_json(path)
+    except rundir.Malformed as problem:
+        return malformed_error(problem)
     return data if isinstance(data, dict) else None
+
+
+def malformed_error(problem: rundir.Malformed) -> dict:
+    return {
+        "type": "MalformedResult",
+        "message": problem.message,
+        "where": "",
+        "source": "",
+        "hint": "",
+        "traceback": "",
+    }
 
 
 class FairGate:
@@ -118,6 +132,7 @@ class Service:
         self._gates: dict[str, FairGate] = {}
         self.hardened: bool | None = None  # known once the worker started: is sandbox layer 2 active?
         self.hardened_reason = ""
+        self.swept_runs = sandbox.sweep_stale_runs()  # run folders of a server that died (kill -9)
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -141,11 +156,26 @@ class Service:
         with self._lock:
             z = self._zygotes.get(self.backend)
             if z is None or z.dead:
+                if z is not None:
+                    z.close()  # a worker that died: release what it held (its shared runs-folder mount)
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                z = sandbox.Zygote(self.backend, hardened=self.hardened, read_only=(self.workspace.root,))
+                z = sandbox.Zygote(
+                    self.backend,
+                    hardened=self.hardened,
+                    read_only=(self.workspace.root,),
+                    hidden=tuple(e.solution for e in self.course.exercises()),
+                )
                 self._zygotes[self.backend] = z
             return z
+
+    def run_limits(self) -> dict:
+        """Per-run cgroups: whether runs get them, and which limits a probe saw stop something."""
+        report = cgroups.report()
+        zygote = self._zygotes.get(self.backend)
+        if zygote is not None and not zygote.run_cgroups:  # the worker started without them
+            report = report | {"per_run_cgroups": False, "reason": "the worker places runs in no cgroup"}
+        return report
 
     def warm_up(self) -> None:
         """Start the worker now (in the background), so the first run does not wait for imports."""

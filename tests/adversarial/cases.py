@@ -51,6 +51,8 @@ class Outcome:
             return f"fail: {first.kind}" if first else "fail (cases missing)"
         run = self.run
         assert run is not None
+        if run.limits_hit:
+            return f"stopped: {' and '.join(run.limits_hit)} limit ({run.folder_full or 'per-run cgroup'})"
         if run.timed_out:
             return "stopped: wall-clock timeout"
         if run.output_truncated:
@@ -108,7 +110,26 @@ def no_secret(base: Expect) -> Expect:
     return expect
 
 
+def limit_hit(name: str, refused: str = "") -> Expect:
+    """The run was stopped by one of its per-run limits (cgroup memory/pids, or its capped folder)."""
+
+    def expect(o: Outcome, bench: Bench) -> str | None:
+        if o.run is None:
+            return f"expected a run, got {o.summary()}"
+        if name not in o.run.limits_hit:
+            return f"expected the {name} limit to stop it, got {o.summary()}"
+        if refused and refused in o.output:
+            return f"not contained: {refused!r} in its output"
+        return None
+
+    return expect
+
+
 HARDENED = "needs the hardened layer (bubblewrap + unprivileged user), which this machine lacks"
+NEEDS = {
+    "cgroups": "needs per-run cgroups (root, or a delegated cgroup subtree), which this machine lacks",
+    "run folder cap": "needs a per-run tmpfs (root), which this machine lacks",
+}
 
 
 @dataclass(frozen=True)
@@ -122,7 +143,38 @@ class Case:
     needs_hardened: bool = False
     limits: dict = field(default_factory=dict)
     known_limit: str = ""  # the containment holds, but the verdict is not what it should be: why
+    needs: str = ""  # a key of NEEDS: skipped (with the reason) where the machine lacks it
 
+
+FORKED_MEMORY = Case(
+    "three forked children past the run's memory limit (bounded: 3 × 320 MiB, limit 768 MiB)",
+    "forked_memory.py",
+    "per-run cgroup: one memory limit for all the run's processes",
+    limit_hit("memory", refused="ALL HELD"),
+    "run",
+    30,
+    limits={"memory_bytes": 768 << 20},
+    needs="cgroups",
+)
+FORK_LOOP = Case(
+    "fork loop (bounded: 200 processes, pids.max 24)",
+    "fork_loop.py",
+    "per-run cgroup: pids.max",
+    limit_hit("processes", refused="refused: never"),
+    "run",
+    20,
+    limits={"pids": 24, "processes": 4096},  # RLIMIT_NPROC far above: only pids.max can stop it
+    needs="cgroups",
+)
+FILE_FLOOD = Case(
+    "300k files in the run folder (bounded)",
+    "file_flood.py",
+    "capped run folder: its own tmpfs (nr_inodes, size); the parent stops a run whose folder is full",
+    limit_hit("run folder", refused="refused: never"),
+    "run",
+    30,
+    needs="run folder cap",
+)
 
 CASES = [
     Case(
@@ -227,6 +279,17 @@ CASES = [
     ),
     Case("monkeypatching torch", "patch_torch.py", "judging happens in the parent", failed_with()),
     Case(
+        "reading the reference solution (open, import by path)",
+        "read_solution.py",
+        "hardened: solution.py covered by an empty bind; basic: audit hook refuses Python opens",
+        no_leak(),
+        "run",
+        20,
+    ),
+    FORKED_MEMORY,
+    FORK_LOOP,
+    FILE_FLOOD,
+    Case(
         "forging the harness telemetry",
         "forge_result.py",
         "none: telemetry comes from the learner's process",
@@ -307,6 +370,8 @@ class Bench:
             "__PORT__": self.listener.getsockname()[1],
             "__SERVER_PID__": os.getpid(),
             "__HOME__": Path.home(),
+            "__SOLUTION__": self.exercise.solution,
+            "__COURSE_SOLUTION__": next(iter(sorted(sandbox.config.course_dir().rglob("solution.py"))), ""),
         }.items():
             text = text.replace(token, str(value))
         target = self.root / "learners" / case.file
@@ -330,6 +395,18 @@ class Bench:
                 elif path.is_symlink():
                     found[str(path)] = "symlink"
         return found
+
+    def missing(self, case: Case) -> str:
+        """Why this machine cannot run `case` ("" when it can)."""
+        from tritonlab.runs import runfolder
+
+        if case.needs_hardened and not self.hardened:
+            return f"{HARDENED} ({self.service.hardened_reason})"
+        if case.needs == "cgroups" and not self.zygote.run_cgroups:
+            return NEEDS["cgroups"]
+        if case.needs == "run folder cap" and not runfolder.wanted():
+            return NEEDS["run folder cap"]
+        return ""
 
     def processes(self) -> int:
         z = self.service.zygote()

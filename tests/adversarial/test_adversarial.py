@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, HARDENED, Bench, Case  # noqa: E402
+from cases import CASES, Bench, Case  # noqa: E402
 
 
 def bwrap_present() -> bool:
@@ -44,8 +44,8 @@ def bench(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.mark.parametrize("case", CASES, ids=[c.file.removesuffix(".py") for c in CASES])
 def test_adversarial_case_is_contained(bench: Bench, case: Case) -> None:
-    if case.needs_hardened and not bench.hardened:
-        pytest.skip(f"{case.name}: {HARDENED} ({bench.service.hardened_reason})")
+    if why := bench.missing(case):
+        pytest.skip(f"{case.name}: {why}")
     record = bench.run(case)
     containment = [p for p in record.problems() if p != record.problem]
     assert not containment, f"{case.name}: {containment}"

@@ -26,7 +26,7 @@ LAYER_ONE = [
 
 def sandbox_report(chosen: str) -> dict:
     """Layer 1 always; layer 2 only as far as a real probe of bubblewrap verified it (hardening.probe)."""
-    from tritonlab.runs import hardening
+    from tritonlab.runs import cgroups, hardening, runfolder
 
     probe = hardening.probe(chosen)
     report = {
@@ -35,6 +35,7 @@ def sandbox_report(chosen: str) -> dict:
         "reason": probe["reason"],
         "layers": list(LAYER_ONE) + (probe["layers"] if probe["hardened"] else []),
         "evidence": probe["evidence"],
+        "run_limits": cgroups.report() | {"run_folder": runfolder.probe()},
     }
     if not probe["hardened"]:
         report["not_active"] = probe["layers"]  # what the probe saw working; NOT used without the rest
@@ -204,6 +205,20 @@ def print_report(report: dict, out: Any, lang: str = "en") -> None:
         out.print(f"  ✔ {known(layer)}")
     if box.get("warning"):
         out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(box['warning'])}")
+    limits = box.get("run_limits") or {}
+    if limits.get("per_run_cgroups"):
+        for name in limits.get("active", []):
+            out.print(f"  ✔ {known(f'per-run cgroup limit ({name}): a probe exceeded it and was stopped')}")
+    elif limits:
+        out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(limits.get('note') or limits['reason'])}")
+    folder = limits.get("run_folder") or {}
+    if folder.get("capped"):
+        cap = f"{folder['bytes'] >> 20} MiB, {folder['files']} files"
+        out.print(f"  ✔ {known(f'run folder capped ({cap}): a probe folder refused past its cap')}")
+    elif folder:
+        out.print(
+            f"[yellow]{t('doctor.warning', lang)}[/] {known('run folders are not capped: ' + folder['reason'])}"
+        )
     sanity = report.get("sanity")
     if sanity:
         mark = t("doctor.sanity_passed" if sanity.get("passed") else "doctor.sanity_failed", lang)

@@ -75,19 +75,39 @@ def lang() -> str:
     return config.language(global_lang())
 
 
-def check_sandbox(host: str, hardened: bool | None, reason: str, allow_unhardened: bool) -> bool:
-    """Say loudly when learner code runs without sandbox layer 2; refuse a shared server without it."""
+def check_sandbox(
+    host: str,
+    hardened: bool | None,
+    reason: str,
+    allow_unhardened: bool,
+    run_limits: dict | None = None,
+) -> bool:
+    """Say loudly when learner code runs without sandbox layer 2 or without per-run cgroups; refuse a shared
+    server without both. `run_limits` is the cgroup probe's report (Service.run_limits; None: not probed)."""
+    missing = []
     if hardened:
         typer.echo("Sandbox: hardened (bubblewrap, unprivileged user; `tritonlab doctor` lists the layers).")
+    else:
+        typer.secho(
+            f"WARNING: learner code runs WITHOUT the hardened sandbox layer: {reason}", fg="yellow", err=True
+        )
+        missing.append("the hardened sandbox (install bubblewrap)")
+    if run_limits is not None:
+        if run_limits.get("per_run_cgroups"):
+            typer.echo("Runs: one cgroup each (memory and process limits verified by a probe).")
+        else:
+            typer.secho(
+                "WARNING: runs are NOT in per-run cgroups: "
+                + str(run_limits.get("reason") or "not available"),
+                fg="yellow",
+                err=True,
+            )
+            missing.append("per-run cgroups (run as root, or give the service a delegated cgroup subtree)")
+    if not missing or is_loopback(host) or allow_unhardened:
         return True
     typer.secho(
-        f"WARNING: learner code runs WITHOUT the hardened sandbox layer: {reason}", fg="yellow", err=True
-    )
-    if is_loopback(host) or allow_unhardened:
-        return True
-    typer.secho(
-        f"Refusing to serve other people's code on {host!r} without the hardened sandbox (install bubblewrap "
-        "and check `tritonlab doctor`), or pass --allow-unhardened if every user is trusted.",
+        f"Refusing to serve other people's code on {host!r} without {' and '.join(missing)}; check "
+        "`tritonlab doctor`, or pass --allow-unhardened if every user is trusted.",
         fg="red",
         err=True,
     )
@@ -134,7 +154,8 @@ def run_server(
         service.warm_up()
     except Unavailable as exc:
         service.hardened, service.hardened_reason = False, str(exc)
-    if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened):
+    limits = None if is_loopback(host) else service.run_limits()  # the probe takes a few seconds
+    if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened, limits):
         service.close()
         sock.close()
         if room is not None:

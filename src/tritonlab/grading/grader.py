@@ -20,7 +20,7 @@ from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
-from tritonlab.runs import sandbox
+from tritonlab.runs import rundir, sandbox
 
 SIGNAL_NAMES = {
     signals.SIGSEGV: "SIGSEGV",
@@ -119,20 +119,78 @@ def write_job(
     (run_dir / "job.json").write_text(json.dumps(job))
 
 
-def read_result(run_dir: Path) -> dict:
-    path = run_dir / "result.json"
-    if not path.exists():
+MIN_OUTPUT_BYTES = 64 << 20  # what a run may return in arrays, at least (the cases' inputs decide above)
+ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2}
+ITEMSIZE |= {"int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+
+
+def output_budget(cases: list[Case]) -> int:
+    """Bytes of output arrays the parent loads from one check: four times the inputs, at least 64 MiB."""
+    inputs = sum(
+        int(a.values.size) * 8
+        for case in cases
+        for a in (*case.args, *case.kwargs.values())
+        if isinstance(a, Tensor)
+    )
+    return max(MIN_OUTPUT_BYTES, 4 * inputs)
+
+
+def _is_shape(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(d, int) and 0 <= d < 1 << 40 for d in value)
+
+
+def vet_entries(data: object) -> dict:
+    """The parts of result.json the grader relies on have the types it expects; else Malformed."""
+    if not isinstance(data, dict):
+        raise rundir.Malformed("result.json is not a JSON object")
+    err = data.get("import_error")
+    if err is not None and not (
+        isinstance(err, dict) and all(isinstance(err.get(k), str) for k in ("type", "message"))
+    ):
+        raise rundir.Malformed("result.json has an import_error without a type and message")
+    cases = data.get("cases", [])
+    if not isinstance(cases, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) for e in cases
+    ):
+        raise rundir.Malformed("result.json's cases are not named objects")
+    for entry in cases:
+        outputs = entry.get("outputs", [])
+        if not isinstance(outputs, list) or not all(
+            isinstance(o, dict) and _is_shape(o.get("shape")) and isinstance(o.get("dtype"), str)
+            for o in outputs
+        ):
+            raise rundir.Malformed(f"case {entry['name']!r} lists outputs without a shape and dtype")
+    return data
+
+
+def read_result(run_dir: Path, budget_bytes: int = MIN_OUTPUT_BYTES) -> dict:
+    """result.json and its output arrays, validated before use (sizes, depth, shapes, dtypes, a byte budget
+    for the whole run). Raises rundir.Malformed; {} when the run wrote no result."""
+    data = rundir.read_json(run_dir / "result.json")
+    if data is None:
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {}
+    vet_entries(data)
+    budget, seen = rundir.NpyBudget(budget_bytes), set()
     for entry in data.get("cases", []):
         arrays = []
         for out in entry.get("outputs", []):
-            arrays.append(np.load(run_dir / out["file"], allow_pickle=False))
+            name = out["file"]
+            if name in seen:
+                raise rundir.Malformed(f"{name} is named as more than one output")
+            seen.add(name)
+            arrays.append(rundir.read_npy(run_dir / name, budget, out["shape"], ITEMSIZE.get(out["dtype"])))
         entry["arrays"] = arrays
     return data
+
+
+def malformed_failure(problem: rundir.Malformed) -> Failure:
+    return Failure(
+        "result",
+        "crash",
+        problem.message,
+        "the harness writes these files itself: a program that writes result files of its own, or very "
+        "large outputs, is stopped here",
+    )
 
 
 def line_containing(file: Path, needle: str) -> str:
@@ -178,6 +236,29 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
             "crash",
             "the program printed more than the output limit; the run was stopped",
             "remove prints from loops (and tl.device_print from kernels) before checking",
+        )
+    if run.folder_full:
+        return Failure(
+            case_name,
+            "crash",
+            f"{run.folder_full} (the run directory's cap); it was stopped",
+            "write only the outputs the check asks for, not thousands of files",
+        )
+    if run.sandbox_error:
+        return Failure(case_name, "crash", run.sandbox_error, "a problem of the server, not of your code")
+    if "memory" in run.limits_hit:
+        return Failure(
+            case_name,
+            "crash",
+            "the run used more memory than its limit (all its processes together); it was stopped",
+            "a far too large allocation, or processes forked that each allocate",
+        )
+    if "processes" in run.limits_hit and run.signal is not None:
+        return Failure(
+            case_name,
+            "crash",
+            "the run tried to start more processes or threads than its limit allows",
+            "a fork loop, or many threads",
         )
     sig = run.signal
     name = SIGNAL_NAMES.get(sig, f"signal {sig}") if sig else f"exit status {run.exit_code}"
@@ -238,8 +319,12 @@ def check(
             on_start(handle)
         run = handle.wait(on_output)
         verdict.output = run.output
-        result = read_result(run_dir)
-        judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
+        try:
+            result = read_result(run_dir, output_budget(cases))
+            judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
+        except rundir.Malformed as problem:
+            verdict.failures = [malformed_failure(problem)]
+            verdict.cases = [CaseResult(c.name, False) for c in cases]
         if graded != file:
             rename_in_verdict(verdict, graded, file)
     finally:
@@ -338,6 +423,16 @@ def cost_notes(costs: dict[str, tuple[float, str]]) -> list[str]:
     ]
 
 
+def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
+    """The contract's judgement of one case; an entry whose fields have the wrong types is malformed."""
+    try:
+        return contract.check(case, entry)
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise rundir.Malformed(
+            f"case {case.name!r} has fields of the wrong type ({type(exc).__name__})"
+        ) from exc
+
+
 def judge_all(
     verdict: Verdict,
     contract: object,
@@ -373,7 +468,7 @@ def judge_all(
             note = f"skipped {case.name}: {entry.get('reason', '')}"
             verdict.notes.append(note)
             continue
-        judged = contract.check(case, entry) + judge_host(case, entry, policy, costs)
+        judged = judge_case(contract, case, entry) + judge_host(case, entry, policy, costs)
         failures = [where_to_look(f, file, function) for f in judged]
         verdict.failures.extend(failures)
         verdict.cases.append(CaseResult(case.name, not failures))

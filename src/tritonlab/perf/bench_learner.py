@@ -113,4 +113,7 @@ def run(service: Any, exercise: Any, file: Path, peaks: dict | None, timeout: fl
             "problems": [f"the benchmark run ended without a result ({why})"],
             "output": result.output[-2000:],
         }
+    elif data.get("type") == "MalformedResult" or not isinstance(data.get("rows", []), list):
+        why = data.get("message") if data.get("type") == "MalformedResult" else "rows is not a list"
+        data = {"rows": [], "problems": [str(why)], "output": result.output[-2000:]}
     return data

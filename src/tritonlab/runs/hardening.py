@@ -129,6 +129,40 @@ def visible_roots(read_only: tuple[Path, ...] = ()) -> list[Path]:
     return roots
 
 
+HIDDEN_NAMES = ("solution.py",)
+
+
+def course_roots() -> list[Path]:
+    """Where course files live: the configured course and the copy shipped inside the package."""
+    import tritonlab
+
+    return [
+        p for p in (config.course_dir(), Path(tritonlab.__file__).resolve().parent / "course") if p.is_dir()
+    ]
+
+
+def hidden_files() -> list[Path]:
+    """Files a run must never read although their folder is shown: every exercise's reference solution."""
+    found: set[Path] = set()
+    for root in course_roots():
+        for name in HIDDEN_NAMES:
+            found.update(p.resolve() for p in root.rglob(name) if p.is_file())
+    return sorted(found)
+
+
+def hide_argv(files: list[Path]) -> list[str]:
+    """bubblewrap arguments that cover each hidden file with an empty one (/dev/null), after the binds."""
+    argv: list[str] = []
+    for path in files:
+        argv += ["--ro-bind", "/dev/null", str(path)]
+    return argv
+
+
+def gpu_device_nodes() -> list[str]:
+    """The NVIDIA device nodes a GPU run needs bound in (not yet verified on a GPU machine)."""
+    return [*GPU_DEVICES, *sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))]
+
+
 def runs_folder() -> Path:
     """The runs folder, made traversable but not listable by the sandbox user (it cannot find other runs)."""
     path = config.runs_dir().resolve()
@@ -136,7 +170,12 @@ def runs_folder() -> Path:
     return path
 
 
-def bwrap_argv(backend: str, read_only: tuple[Path, ...] = (), who: Identity | None = None) -> list[str]:
+def bwrap_argv(
+    backend: str,
+    read_only: tuple[Path, ...] = (),
+    who: Identity | None = None,
+    hidden: tuple[Path, ...] = (),
+) -> list[str]:
     bwrap = find_bwrap()
     if bwrap is None:
         raise Unavailable("bubblewrap is not installed (Debian/Ubuntu: `apt-get install bubblewrap`)")
@@ -163,8 +202,7 @@ def bwrap_argv(backend: str, read_only: tuple[Path, ...] = (), who: Identity | N
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", ZYGOTE_TMP]
     if backend == "gpu":
-        devices = [*GPU_DEVICES, *sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))]
-        for dev in devices:
+        for dev in gpu_device_nodes():
             argv += ["--dev-bind-try", dev, dev]
         argv += ["--ro-bind-try", "/sys", "/sys"]
     roots = visible_roots(read_only)
@@ -172,6 +210,8 @@ def bwrap_argv(backend: str, read_only: tuple[Path, ...] = (), who: Identity | N
     argv += parent_dirs([*roots, runs])
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
+    secret = sorted({*hidden_files(), *(Path(p).resolve() for p in hidden)})
+    argv += hide_argv([f for f in secret if f.is_file() and any(_inside(f, r) for r in roots)])
     argv += ["--bind", str(runs), str(runs), "--remount-ro", "/", "--chdir", "/"]
     return argv
 
@@ -189,9 +229,15 @@ def parent_dirs(paths: list[Path]) -> list[str]:
     return out
 
 
-def zygote_argv(backend: str, read_only: tuple[Path, ...] = ()) -> list[str]:
+def zygote_argv(backend: str, read_only: tuple[Path, ...] = (), hidden: tuple[Path, ...] = ()) -> list[str]:
     who = identity()
-    argv = [*bwrap_argv(backend, read_only, who), sys.executable, "-m", "tritonlab.runs.zygote", backend]
+    argv = [
+        *bwrap_argv(backend, read_only, who, hidden),
+        sys.executable,
+        "-m",
+        "tritonlab.runs.zygote",
+        backend,
+    ]
     if who.drop:
         argv += ["--drop", f"{who.uid}:{who.gid}"]
     return argv

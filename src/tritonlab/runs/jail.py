@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_DUMPABLE = 38, 24, 4
@@ -84,12 +86,40 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
+def private_ipc() -> bool:
+    """Layer 1: give the run its own SysV IPC namespace (shared memory, semaphores, message queues), gone with
+    it. Needs CAP_SYS_ADMIN (a server started by root); otherwise False and the run shares the host's."""
+    return _libc().unshare(CLONE_NEWIPC) == 0
+
+
+def deny_files(paths: list[str]) -> None:
+    """Layer 1 (no bubblewrap, same user as the server): an audit hook refuses to open, link or rename the
+    given files (reference solutions) from Python, so `import solution` or open() fail with PermissionError.
+    A speed bump only: ctypes or a subprocess can still read them; only the hardened layer hides them."""
+    if not paths:
+        return
+    denied = {os.path.realpath(p) for p in paths}
+
+    def hook(event: str, args: tuple) -> None:
+        if event in ("open", "os.link", "os.rename", "shutil.copyfile"):
+            target = args[0] if args else None
+            if (
+                isinstance(target, (str, bytes, os.PathLike))
+                and os.path.realpath(os.fsdecode(target)) in denied
+            ):
+                raise PermissionError(
+                    f"{os.fsdecode(target)}: reference solutions are not readable from a run"
+                )
+
+    sys.addaudithook(hook)
+
+
 def isolate_run(run_dir: str, runs_folder: str) -> None:
     """Only `run_dir` stays visible (and writable) under `runs_folder`; then no capabilities at all."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a uid change /proc/self/*_map belong to root otherwise
-    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare(user, mount)")
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare(user, mount, ipc)")
     fd = os.open(run_dir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)  # in the new namespace's copy
     try:
         for name, text in (

@@ -13,6 +13,10 @@ forked from a zygote that already imported torch and triton (sandbox layer 1):
 - the parent never follows what a run planted: it reads the log through its own descriptor, and removes
   symlinks, FIFOs and hard links from the run directory before anything there is read
 
+Per-run resource units (cgroups.py, runfolder.py; root or a delegated subtree): each run held until the
+parent placed it in its own cgroup (one memory and pids limit for all its processes), and each run directory
+its own capped tmpfs; the parent stops a run that hit either and says which in `RunResult.limits_hit`.
+
 Layer 2 (hardening.py, `Zygote(..., hardened=True)`): the zygote itself runs inside bubblewrap as an
 unprivileged user, so every run inherits it; each run sees and writes only its own directory.
 """
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import hardening, rundir
+from tritonlab.runs import cgroups, hardening, rundir, runfolder
 
 ENV_ALLOW = {
     "PATH",
@@ -63,6 +67,12 @@ ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of learner output kept and shown
 INTERPRETER_MEMORY = 2 << 30  # address space a run may add on top of the zygote's own
+RUN_MEMORY = {"interpreter": 3 << 30, "gpu": 16 << 30}  # memory of all a run's processes (per-run cgroup)
+
+
+def default_run_pids() -> int:
+    """pids.max of a run: processes AND threads (torch starts a thread per core)."""
+    return max(512, 8 * (os.cpu_count() or 1))
 
 
 class SandboxError(RuntimeError):
@@ -103,6 +113,8 @@ class Limits:
     file_bytes: int = 512 << 20
     address_space_bytes: int | None = INTERPRETER_MEMORY
     processes: int | None = None  # RLIMIT_NPROC of a hardened run (default: jail.default_processes())
+    memory_bytes: int | None = RUN_MEMORY["interpreter"]  # per-run cgroup: all the run's processes together
+    pids: int | None = None  # per-run cgroup pids.max (default: default_run_pids())
 
     def for_child(self) -> dict:
         return {
@@ -124,6 +136,9 @@ class RunResult:
     output: str
     seconds: float
     files: dict[str, bytes] = field(default_factory=dict)
+    limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
+    sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
+    folder_full: str = ""  # why the run's directory was full (its capped tmpfs, or too many files)
 
     @property
     def crashed(self) -> bool:
@@ -145,6 +160,9 @@ class Run:
         self.zygote, self.id, self.run_dir, self.limits = zygote, job_id, run_dir, limits
         self.log_fd, self.renamed = log_fd, renamed or {}
         self.pid: int | None = None
+        self.group: cgroups.RunGroup | None = None
+        self.limits_hold = False
+        self.sandbox_error = ""
         self.status: dict | None = None
         self.started = time.monotonic()
         self._done = threading.Event()
@@ -163,6 +181,8 @@ class Run:
             return self._wait(on_output)
         finally:
             os.close(self.log_fd)
+            if self.group is not None:  # whatever the run left in its cgroup dies with it
+                self.group.remove()
             rundir.sanitize(self.run_dir)
             rundir.restore_names(self.run_dir, self.renamed)
 
@@ -192,8 +212,17 @@ class Run:
             if on_output:
                 on_output(text)
 
+        hit: list[str] = []
+        full, checked = "", time.monotonic()
         while not self._done.wait(0.03):
             drain()
+            if self.group is not None and not hit and self.group.oom_kills():
+                hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
+                self.stop()
+            if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
+                checked = time.monotonic()
+                if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
+                    self.stop()
             if time.monotonic() > deadline and not timed_out:
                 timed_out = True
                 self.stop()
@@ -201,6 +230,11 @@ class Run:
                 self._finish({"signal": 9, "zygote_died": True})
         drain()
         status = self.status or {}
+        if self.group is not None:
+            hit = self.group.limits_hit()
+        full = full or runfolder.over_cap(self.run_dir)
+        if full:
+            hit.append("run folder")
         return RunResult(
             run_dir=self.run_dir,
             exit_code=status.get("exit"),
@@ -210,17 +244,40 @@ class Run:
             output_truncated=truncated,
             output="".join(pieces),
             seconds=time.monotonic() - self.started,
+            limits_hit=hit,
+            sandbox_error=self.sandbox_error,
+            folder_full=full,
         )
+
+
+def _job_file(run_dir: Path) -> str:
+    """The file a job runs (resolved), so that the server can still check a reference solution itself."""
+    try:
+        file = json.loads((run_dir / "job.json").read_text()).get("file")
+    except (OSError, ValueError):
+        return ""
+    return str(Path(file).resolve()) if isinstance(file, str) else ""
 
 
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
-    def __init__(self, backend: str, hardened: bool = False, read_only: tuple[Path, ...] = ()) -> None:
-        """`hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
-        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place."""
+    def __init__(
+        self,
+        backend: str,
+        hardened: bool = False,
+        read_only: tuple[Path, ...] = (),
+        hidden: tuple[Path, ...] = (),
+        run_cgroups: bool | None = None,
+    ) -> None:
+        """`run_cgroups=True` puts each run in its own cgroup (cgroups.py) before it runs anything (None:
+        when this machine allows it, see cgroups.available);
+        `hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
+        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
+        adds files (reference solutions) that runs may never read, besides the course's own."""
         self.backend = backend
         self.hardened = hardened
+        self.run_cgroups = cgroups.available()[0] if run_cgroups is None else run_cgroups
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -228,9 +285,16 @@ class Zygote:
         self._ready = threading.Event()
         argv = [sys.executable, "-m", "tritonlab.runs.zygote", backend]
         self.visible: list[Path] = []
+        self.shared = False
+        self.hidden: list[Path] = sorted({*hardening.hidden_files(), *(Path(p).resolve() for p in hidden)})
         if hardened:
-            argv = [*hardening.zygote_argv(backend, read_only), "--isolate", str(hardening.runs_folder())]
+            argv = [
+                *hardening.zygote_argv(backend, read_only, tuple(self.hidden)),
+                "--isolate",
+                str(hardening.runs_folder()),
+            ]
             self.visible = hardening.visible_roots(read_only)
+            self.shared = runfolder.share(hardening.runs_folder())  # later run mounts reach the sandbox
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP
@@ -263,12 +327,29 @@ class Zygote:
                 continue
             if "pid" in msg:
                 run.pid = msg["pid"]
+                if run.limits_hold:
+                    self._place(run)
             else:
                 with self._lock:
                     self._runs.pop(run.id, None)
                 run._finish(msg)
         self.dead = True
         self._ready.set()
+
+    def _place(self, run: Run) -> None:
+        """Put a held child into its run's cgroup, then release it; a child that cannot be placed dies."""
+        try:
+            host = cgroups.host_pid(int(run.pid or 0), self.proc.pid)
+            if host is None:
+                raise cgroups.CgroupError(3, f"no process with pid {run.pid} below the worker")
+            group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
+            run.group = group
+            group.place(host)
+        except OSError as exc:
+            run.sandbox_error = f"the run could not be placed in its own cgroup: {exc}"
+            self.send({"op": "kill", "id": run.id})
+            return
+        self.send({"op": "go", "id": run.id})
 
     def wait_ready(self, timeout: float = 120.0) -> dict:
         if not self._ready.wait(timeout) or self.dead:
@@ -297,15 +378,23 @@ class Zygote:
         renamed = {}
         if self.hardened:
             hardening.prepare_run_dir(run_dir)
-            renamed = rundir.expose_learner_file(run_dir, self.visible, hardening.prepare_run_dir)
+            renamed = rundir.expose_learner_file(
+                run_dir, self.visible, hardening.prepare_run_dir, self.hidden
+            )
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         log_fd = os.open(run_dir / "output.log", flags, 0o600)
         if self.hardened:
             hardening.prepare_run_dir(run_dir / "output.log")
         run = Run(self, uuid.uuid4().hex, run_dir, limits, log_fd, renamed)
+        run.limits_hold = self.run_cgroups
         with self._lock:
             self._runs[run.id] = run
-        self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": limits.for_child()})
+        child = limits.for_child()
+        if self.run_cgroups:
+            child["hold"] = True  # the child waits until _place() put it in the run's cgroup
+        if not self.hardened:  # layer 1: the child refuses to open reference solutions (see jail.deny_files)
+            child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
+        self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": child})
         return run
 
     def close(self) -> None:
@@ -317,14 +406,59 @@ class Zygote:
             except (subprocess.TimeoutExpired, OSError):
                 self.proc.kill()
         self.dead = True
+        if self.run_cgroups:
+            cgroups.release()
+        if self.shared:
+            self.shared = False
+            runfolder.unshare(config.runs_dir().resolve())
 
 
 def new_run_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="run-", dir=config.runs_dir()))
+    """A fresh run directory, named after the process that owns it (run-PID-…), so a sweep can tell whose."""
+    path = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
+    runfolder.cap(path)  # its own size- and file-capped tmpfs, when the server runs as root
+    return path
+
+
+STALE_UNOWNED_SECONDS = 24 * 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_runs(now: float | None = None) -> list[str]:
+    """Remove run directories left by a server or CLI that died (kill -9, power loss): those whose owning
+    process is gone, and unowned ones (older naming) untouched for a day. Returns the names removed."""
+    removed = []
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(config.runs_dir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith("run-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        owner = entry.name.split("-")[1]
+        if owner.isdigit():
+            stale = int(owner) != os.getpid() and not _alive(int(owner))
+        else:
+            stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_UNOWNED_SECONDS
+        if stale:
+            remove_run_dir(Path(entry.path))
+            removed.append(entry.name)
+    return removed
 
 
 def remove_run_dir(path: Path) -> None:
     """Remove a run directory without following any symlink the learner planted in it."""
+    runfolder.release(path)  # a capped run folder: its tmpfs goes at once, with everything in it
     shutil.rmtree(path, ignore_errors=True)  # fd-based: unlinks symlinks, never follows them
     if path.exists() and not path.is_symlink():  # a run made folders unwritable (chmod 000): open them up
         for folder, dirs, _files in os.walk(path, followlinks=False):
@@ -341,4 +475,5 @@ def default_limits(backend: str, wall_seconds: float = 60.0) -> Limits:
         wall_seconds=wall_seconds,
         cpu_seconds=int(wall_seconds * 2) + 5,
         address_space_bytes=INTERPRETER_MEMORY if backend == "interpreter" else None,
+        memory_bytes=RUN_MEMORY.get(backend, RUN_MEMORY["interpreter"]),
     )

@@ -4,8 +4,11 @@ Started by sandbox.py with an allowlisted environment. It imports torch and trit
 machine) and then forks a fresh child per job, so each run starts in milliseconds. It never initialises
 CUDA itself: each child does, after the fork.
 
-Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"} or {"op": "kill", "id"};
-the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or {"id", "signal"} when it ends.
+Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"}, {"op": "go", "id"} or
+{"op": "kill", "id"}; the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
+{"id", "signal"} when it ends. With `limits["hold"]` the child waits, before anything else, for one byte on
+a pipe that the zygote writes only on "go": the parent first places the child in the run's cgroup
+(cgroups.py; the zygote, an unprivileged user inside bubblewrap, cannot). A released-by-EOF child exits.
 EOF on stdin (the parent died) kills every child and ends the zygote.
 """
 
@@ -91,6 +94,26 @@ def kill_tree(pid: int) -> None:
             break
 
 
+HELD_EXIT = 71  # a held child whose parent never said "go" (killed, or the placement failed)
+
+
+def wait_for_release(hold: int | None, others: list[int]) -> None:
+    """In a forked child: close the other runs' release pipes, then wait for our own byte (see "hold")."""
+    for fd in others:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    if hold is None:
+        return
+    try:
+        byte = os.read(hold, 1)
+    finally:
+        os.close(hold)
+    if byte != b"g":
+        os._exit(HELD_EXIT)
+
+
 def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
     """In the forked child: new session, limits, private cwd, output to a file, then the harness."""
     os.setsid()
@@ -119,6 +142,8 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
         # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    else:
+        jail.private_ipc()  # the hardened run gets it with its user namespace (isolate_run)
     os.chdir(run_dir)
     cpu = int(limits.get("cpu_seconds", 60))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -133,6 +158,7 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (current + int(extra_as), current + int(extra_as)))
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    jail.deny_files(list(limits.get("deny") or ()))  # layer 1: reference solutions (see jail.deny_files)
     code = run_job(Path(run_dir))
     sys.stdout.flush()
     sys.stderr.flush()
@@ -192,6 +218,7 @@ def main() -> None:
     out.write(json.dumps(ready) + "\n")
     out.flush()
     jobs: dict[int, str] = {}
+    holds: dict[str, int] = {}  # job id -> write end of the pipe its child waits on
     stdin = sys.stdin.buffer
     buffer = b""
     while True:
@@ -207,17 +234,35 @@ def main() -> None:
                 line, buffer = buffer.split(b"\n", 1)
                 msg = json.loads(line)
                 if msg["op"] == "run":
+                    limits = msg.get("limits", {})
+                    hold = os.pipe() if limits.get("hold") else None
                     pid = os.fork()
                     if pid == 0:
                         try:
-                            child_main(msg["run_dir"], msg.get("limits", {}), runs_folder)
+                            if hold:
+                                os.close(hold[1])
+                            wait_for_release(hold[0] if hold else None, list(holds.values()))
+                            child_main(msg["run_dir"], limits, runs_folder)
                         except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                             traceback.print_exc()
                             os._exit(70)
                     jobs[pid] = msg["id"]
+                    if hold:
+                        os.close(hold[0])
+                        holds[msg["id"]] = hold[1]
                     out.write(json.dumps({"id": msg["id"], "pid": pid}) + "\n")
                     out.flush()
+                elif msg["op"] == "go":
+                    fd = holds.pop(msg["id"], None)
+                    if fd is not None:
+                        try:
+                            os.write(fd, b"g")
+                        finally:
+                            os.close(fd)
                 elif msg["op"] == "kill":
+                    fd = holds.pop(msg["id"], None)
+                    if fd is not None:
+                        os.close(fd)
                     for pid, job_id in jobs.items():
                         if job_id == msg["id"]:
                             kill_tree(pid)
@@ -231,6 +276,8 @@ def main() -> None:
             job_id = jobs.pop(pid, None)
             if job_id is None:
                 continue  # an orphan of some run, re-parented to us (we are a subreaper): reaped
+            if job_id in holds:  # it died before it was released
+                os.close(holds.pop(job_id))
             # Anything the run left behind was re-parented to us (subreaper): end it now.
             me = os.getpid()
             for orphan, parent in parent_links().items():

@@ -7,13 +7,16 @@ synchronous=FULL, so it survives the process being killed with SIGKILL.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from tritonlab import config
+from tritonlab.store.disk import DiskFull, is_full
 
 # Each entry moves the schema from version i to i+1. Never edit a shipped entry; append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -58,10 +61,50 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+def damage(path: Path) -> str | None:
+    """Why the database at `path` cannot be trusted (0 bytes, not SQLite, quick_check fails), or None."""
+    if not path.exists():
+        return None
+    wal = path.with_name(path.name + "-wal")
+    if path.stat().st_size == 0:
+        if wal.exists() and wal.stat().st_size > 0:
+            return None  # a database being created right now: its pages are still in the WAL
+        return "it is empty (0 bytes)"
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            rows = db.execute("PRAGMA quick_check").fetchall()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        return f"it is not a readable SQLite database ({exc})"
+    problems = [row[0] for row in rows if row[0] != "ok"]
+    return f"quick_check found: {'; '.join(problems[:3])}" if problems else None
+
+
+def set_aside(path: Path, why: str) -> Path:
+    """Rename a damaged database (and its WAL/SHM files) with a timestamp; say so on stderr."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}-{os.getpid()}")
+    os.replace(path, aside)
+    for suffix in ("-wal", "-shm"):
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            os.replace(extra, aside.with_name(aside.name + suffix))
+    print(
+        f"tritonlab: the progress database {path} could not be used: {why}. It was moved aside to {aside} "
+        "(nothing was deleted) and a fresh, empty one was started.",
+        file=sys.stderr,
+    )
+    return aside
+
+
 class Store:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else config.database_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.damaged: str | None = damage(self.path)  # why an earlier database was set aside, if it was
+        self.set_aside: Path | None = set_aside(self.path, self.damaged) if self.damaged else None
         with self._connect() as db:
             self._migrate(db)
 
@@ -73,6 +116,10 @@ class Store:
             db.execute("PRAGMA synchronous=FULL")
             db.execute("PRAGMA busy_timeout=30000")
             yield db
+        except (sqlite3.OperationalError, OSError) as exc:
+            if is_full(exc):  # the statement failed whole: nothing was recorded
+                raise DiskFull(28, f"the disk is full ({exc}); nothing was recorded") from exc
+            raise
         finally:
             db.close()
 

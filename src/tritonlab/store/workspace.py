@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tritonlab import config
 from tritonlab.models import Course, Exercise
+from tritonlab.store.disk import DiskFull, is_full
 
 MARKER = ".tritonlab-workspace"
 MAX_SOURCE_BYTES = config.MAX_SOURCE_BYTES
@@ -163,9 +164,18 @@ class Workspace:
         if path.is_symlink():
             raise WorkspaceError(f"{path} is a symbolic link; tritonlab never writes through links")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            try:  # the old file is untouched; the partial copy goes
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if is_full(exc):
+                raise DiskFull(exc.errno, f"the disk is full ({exc.strerror}); nothing was saved") from exc
+            raise

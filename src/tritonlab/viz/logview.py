@@ -7,10 +7,11 @@ indices of active lanes that fell outside the tensor's elements in `oob`.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+from tritonlab.runs.rundir import Malformed
 
 GEMM_EXERCISES = {"matmul", "matmul-bias", "autotune"}
 STRIP_EXERCISES = {"vector-copy", "pid-map", "vector-add"}
@@ -128,7 +129,6 @@ def index_of(tensor: dict) -> tuple[np.ndarray, np.ndarray]:
     return _index_of(tuple(tensor["shape"]), tuple(tensor["strides"]))
 
 
-@functools.lru_cache(maxsize=32)
 def _index_of(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     offs = np.zeros(1, dtype=np.int64)
     for d, s in zip(shape, strides, strict=True):
@@ -254,3 +254,87 @@ def stats(launch: dict) -> dict:
         "masked_lanes": int(sum(a.masked.sum() for a in accesses)),
         "oob_lanes": int(sum(a.oob.sum() for a in accesses)),
     }
+
+
+# ---- vetting a log the learner's process wrote -----------------------------------------------------------
+
+MIN_TENSOR_ELEMENTS = 1 << 16
+
+
+def tensor_bound(case_numel: int) -> int:
+    """The most elements a tensor of a recorded launch may declare: a case's outputs are of the order of its
+    inputs (a matmul's C is at most their product), so sixteen times the inputs, at least 65536."""
+    return max(MIN_TENSOR_ELEMENTS, 16 * int(case_numel))
+
+
+def _ints(value: object, low: int = -(1 << 40), high: int = 1 << 40) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and low <= v < high for v in value
+    )
+
+
+def _vet_tensor(t: object, bound: int, where: str) -> None:
+    if not isinstance(t, dict) or not _ints(t.get("shape"), 0) or not _ints(t.get("strides")):
+        raise Malformed(f"{where}: a tensor without an integer shape and strides")
+    if len(t["shape"]) != len(t["strides"]) or len(t["shape"]) > 8:
+        raise Malformed(f"{where}: a tensor whose strides do not match its shape")
+    numel = int(np.prod(t["shape"], dtype=object))
+    if numel > bound:
+        raise Malformed(
+            f"{where}: a tensor of shape {t['shape']} ({numel} elements; the case allows {bound})"
+        )
+    for key in ("arg", "role", "label", "dtype"):
+        if key in t and not isinstance(t[key], str):
+            raise Malformed(f"{where}: a tensor's {key} is not text")
+
+
+def _vet_access(a: object, tensors: int, where: str) -> int:
+    if not isinstance(a, dict) or not isinstance(a.get("op"), str) or not isinstance(a.get("active"), str):
+        raise Malformed(f"{where}: an access without an op and active lanes")
+    n = len(a["active"])
+    if a["active"].strip("01"):
+        raise Malformed(f"{where}: active lanes other than 0/1")
+    if a.get("tensor") is not None and not (isinstance(a["tensor"], int) and 0 <= a["tensor"] < tensors):
+        raise Malformed(f"{where}: an access to a tensor that is not listed")
+    if a.get("offsets") is not None and not (_ints(a["offsets"]) and len(a["offsets"]) == n):
+        raise Malformed(f"{where}: offsets that do not match the lanes")
+    if not _ints(a.get("oob", []), 0, n) or not _ints(a.get("shape", []), 0):
+        raise Malformed(f"{where}: out-of-bounds lanes or a shape out of range")
+    return n
+
+
+def vet_log(result: object, case_numels: list[int], max_lanes: int) -> dict:
+    """Check a viz.json against the cases really run: every field the drawing reads has its type, tensors are
+    no larger than the case allows, lanes and programs stay within the recorder's budget. Raises Malformed."""
+    if not isinstance(result, dict) or not isinstance(result.get("cases", []), list):
+        raise Malformed("viz.json is not a log of cases")
+    err = result.get("import_error")
+    if err is not None and not (
+        isinstance(err, dict) and all(isinstance(err.get(k), str) for k in ("type", "message"))
+    ):
+        raise Malformed("viz.json has an import_error without a type and message")
+    if len(result.get("cases", [])) > len(case_numels):
+        raise Malformed("viz.json lists more cases than were run")
+    lanes_seen = 0
+    for index, case in enumerate(result.get("cases", [])):
+        where = f"case {index}"
+        if not isinstance(case, dict) or not isinstance(case.get("launches", []), list):
+            raise Malformed(f"{where} is not a case log")
+        bound = tensor_bound(case_numels[index])
+        for launch in case.get("launches", []):
+            if not isinstance(launch, dict) or not _ints(launch.get("grid"), 0, 1 << 31):
+                raise Malformed(f"{where}: a launch without an integer grid")
+            tensors, programs = launch.get("tensors", []), launch.get("programs", [])
+            if not isinstance(tensors, list) or not isinstance(programs, list):
+                raise Malformed(f"{where}: a launch without tensor and program lists")
+            for t in tensors:
+                _vet_tensor(t, bound, where)
+            for program in programs:
+                if not isinstance(program, dict) or not _ints(program.get("pid"), 0, 1 << 31):
+                    raise Malformed(f"{where}: a program without an integer pid")
+                if len(program["pid"]) != 3 or not isinstance(program.get("accesses"), list):
+                    raise Malformed(f"{where}: a program without a 3-d pid and accesses")
+                lanes_seen += 1 + sum(_vet_access(a, len(tensors), where) for a in program["accesses"])
+                if lanes_seen > 2 * max_lanes + 1024:
+                    raise Malformed(f"more lanes and programs than the recorder keeps ({max_lanes})")
+    return result

@@ -18,11 +18,12 @@ import numpy as np
 from tritonlab.grading import contracts, grader
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.models import Exercise
-from tritonlab.runs import sandbox
+from tritonlab.runs import rundir, sandbox
 from tritonlab.viz import logview as lv
 from tritonlab.viz.child import VIZ_RESULT
 
 MAX_ELEMENTS = 40_000  # input elements of a candidate case
+MAX_VIZ_BYTES = 64 << 20  # the recorder's lane budget fits well inside
 CANDIDATES = 6
 
 
@@ -112,8 +113,12 @@ def record(
         job.update(mode="viz", max_lanes=max_lanes)
         (run_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(run_dir, sandbox.default_limits("interpreter", timeout)).wait()
-        path = run_dir / VIZ_RESULT
-        result = json.loads(path.read_text()) if path.is_file() else {"cases": []}
+        numels = [_size(c) for c in cases]
+        try:
+            found = rundir.read_json(run_dir / VIZ_RESULT, MAX_VIZ_BYTES)
+            result = lv.vet_log(found if found is not None else {"cases": []}, numels, max_lanes)
+        except rundir.Malformed as problem:
+            result = {"cases": [], "malformed": problem.message}
         result["output"] = run.output[-4000:]
         if run.exit_code != 0 or run.timed_out:
             failure = grader.process_failure(
@@ -124,6 +129,8 @@ def record(
                 "message": failure.message,
                 "cause": failure.cause,
             }
+        if result.get("malformed"):
+            result["process_failure"] = {"kind": "crash", "message": result["malformed"], "cause": ""}
         return result
     finally:
         sandbox.remove_run_dir(run_dir)
@@ -235,6 +242,8 @@ def visualize(
     }
     if result.get("process_failure"):
         log["process_failure"] = result["process_failure"]
+    if result.get("malformed"):
+        log["malformed"] = result["malformed"]
     chosen = best_case(result, exercise.id)
     with tempfile.TemporaryDirectory(prefix="tritonlab-viz-") as tmp:
         path = Path(out) if out else Path(tmp) / f"viz.{fmt}"
@@ -248,6 +257,8 @@ def visualize(
                 f"{exercise.id}: your file does not import",
                 f"{err['type']}: {err['message']}\n{err.get('where', '')}",
             )
+        elif result.get("malformed"):
+            path = message_figure(path, f"{exercise.id}: nothing to draw", result["malformed"])
         elif chosen is None:
             why = log.get("process_failure", {}).get("message", "no case was recorded")
             path = message_figure(path, f"{exercise.id}: nothing recorded", why)

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritonlab.i18n import t
-from tritonlab.service import Service
+from tritonlab.service import DiskFull, Service
 from tritonlab.web import api, pages, quiz_api
 from tritonlab.web.jobs import Jobs
 from tritonlab.web.lang import request_lang
@@ -102,6 +102,10 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         return error(request, 422, describe_validation(exc, request_lang(request)))
+
+    @app.exception_handler(DiskFull)
+    async def disk_full(request: Request, exc: DiskFull) -> Response:
+        return error(request, 507, str(exc.strerror or exc))
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:

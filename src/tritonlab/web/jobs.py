@@ -9,6 +9,7 @@ forgotten after a while.
 
 from __future__ import annotations
 
+import errno
 import json
 import threading
 import time
@@ -143,7 +144,13 @@ class Jobs:
             except Cancelled:  # stopped while queued: stop() already ended the job
                 pass
             except Exception as exc:  # shown to the learner in the terminal, never swallowed
-                job.emit("error", {"message": f"{type(exc).__name__}: {exc}"})
+                message = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    message = (
+                        f"the server's disk is full ({exc.strerror}): the {kind} did not finish and nothing "
+                        "was recorded; ask the server's operator to free space"
+                    )
+                job.emit("error", {"message": message, "disk_full": "disk is full" in message})
             finally:
                 job.finish()
 

@@ -1,0 +1,166 @@
+"""A size- and file-count-capped run directory (issue 17): each run directory is its own tmpfs.
+
+When the server runs as root (the same condition as per-run cgroups), `new_run_dir()` mounts a tmpfs with
+`size=` and `nr_inodes=` on the fresh directory before the parent writes the job into it. The run writes only
+there (layer 2 makes the run directory its only writable place), so a flood of files or bytes ends in ENOSPC
+inside its own folder, never on the disk that holds the progress database and the workspaces. Its pages are
+memory: written by the run, they count against the run's cgroup memory limit too. The parent reads the
+results from the mount, then `release()` unmounts it (lazily) and the directory is removed.
+
+Layer 2: the zygote's bubblewrap was started earlier, and mounts made afterwards reach it only through mount
+propagation, so the runs folder is first made a shared mount point (bind-mounted onto itself, MS_SHARED);
+bubblewrap's copy is a slave of it and sees each run's tmpfs appear.
+
+Without root (or with TRITONLAB_RUN_FOLDER_CAP=off) run directories are plain folders: only RLIMIT_FSIZE
+bounds each file, and `over_cap()` counts files after the run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+MS_NOSUID, MS_NODEV, MS_BIND, MS_SHARED = 2, 4, 4096, 1 << 20
+MNT_DETACH = 2
+RUN_FOLDER_BYTES = 1 << 30
+RUN_FOLDER_FILES = 20_000
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def wanted() -> bool:
+    """TRITONLAB_RUN_FOLDER_CAP=auto (default: when running as root) | off."""
+    off = os.environ.get("TRITONLAB_RUN_FOLDER_CAP", "auto").strip().lower() in ("off", "0", "no")
+    return not off and os.geteuid() == 0
+
+
+def _mount(source: bytes | None, target: str, fstype: bytes | None, flags: int, data: bytes | None) -> None:
+    if _libc().mount(source, target.encode(), fstype, flags, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+_shared: dict[str, int] = {}  # runs folders this process bind-mounted onto themselves -> users
+
+
+def mount_points() -> set[str]:
+    """Every mount point of this mount namespace (a bind of a folder onto itself is one too)."""
+    found = set()
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                found.add(line.split()[4].encode().decode("unicode_escape"))
+    except OSError:
+        pass
+    return found
+
+
+def share(runs_folder: Path) -> bool:
+    """Make the runs folder a shared mount point, so run mounts made later reach a running bubblewrap."""
+    if not wanted():
+        return False
+    folder = str(runs_folder)
+    try:
+        if folder in _shared:
+            _shared[folder] += 1
+            return True
+        if folder not in mount_points():
+            _mount(folder.encode(), folder, None, MS_BIND, None)
+            _shared[folder] = 1
+        _mount(None, folder, None, MS_SHARED, None)
+    except OSError:
+        return False
+    return True
+
+
+def unshare(runs_folder: Path) -> None:
+    """Undo share() once its last user (a zygote) is gone; a running bubblewrap keeps its own copy."""
+    folder = str(runs_folder)
+    if folder not in _shared:
+        return
+    _shared[folder] -= 1
+    if _shared[folder] <= 0:
+        del _shared[folder]
+        _libc().umount2(folder.encode(), MNT_DETACH)
+
+
+def cap(path: Path, size: int | None = None, files: int | None = None) -> bool:
+    """Mount a capped tmpfs on the (empty, fresh) run directory. False when this machine cannot."""
+    if not wanted():
+        return False
+    size, files = size or RUN_FOLDER_BYTES, files or RUN_FOLDER_FILES
+    options = f"size={int(size)},nr_inodes={int(files)},mode=0700".encode()
+    try:
+        _mount(b"tmpfs", str(path), b"tmpfs", MS_NOSUID | MS_NODEV, options)
+    except OSError:
+        return False
+    return True
+
+
+def release(path: Path) -> None:
+    """Unmount a run directory's tmpfs (lazily: an open descriptor does not keep it)."""
+    while os.path.ismount(path):
+        if _libc().umount2(str(path).encode(), MNT_DETACH) != 0:
+            return
+
+
+def over_cap(path: Path, files: int | None = None) -> str:
+    """Why a finished run's folder was full ("" when it was not): its tmpfs ran out of inodes or bytes, or
+    (uncapped folder) it holds more than `files` entries."""
+    try:
+        if os.path.ismount(path):
+            st = os.statvfs(path)
+            if st.f_ffree == 0:
+                return f"the run created more than {st.f_files} files and folders in its directory"
+            if st.f_bavail * st.f_frsize < 64 << 10:
+                return f"the run wrote more than {st.f_blocks * st.f_frsize >> 20} MiB to its directory"
+            return ""
+        count, files = 0, files or RUN_FOLDER_FILES
+        for _root, dirs, names in os.walk(path):
+            count += len(dirs) + len(names)
+            if count > files:
+                return f"the run created more than {files} files and folders in its directory"
+    except OSError:
+        return ""
+    return ""
+
+
+def probe() -> dict:
+    """Mount a tiny capped run folder and create files until it refuses: the cap is claimed only then."""
+    import tempfile
+
+    result = {"capped": False, "bytes": RUN_FOLDER_BYTES, "files": RUN_FOLDER_FILES, "reason": ""}
+    if not wanted():
+        result["reason"] = (
+            "TRITONLAB_RUN_FOLDER_CAP=off"
+            if os.geteuid() == 0
+            else "not root: run folders are plain folders (RLIMIT_FSIZE per file, files counted after the run)"
+        )
+        return result
+    folder = Path(tempfile.mkdtemp(prefix="tritonlab-cap-probe-"))
+    try:
+        if not cap(folder, size=1 << 20, files=64):
+            result["reason"] = "mounting a tmpfs on a run folder failed"
+            return result
+        made = 0
+        try:
+            for i in range(1000):
+                (folder / f"f{i}").write_bytes(b"x")
+                made += 1
+        except OSError:
+            pass
+        result["capped"] = made < 64 and bool(over_cap(folder))
+        result["reason"] = (
+            f"a probe folder capped at 64 files refused the file after {made}"
+            if result["capped"]
+            else f"a probe folder capped at 64 files took {made}"
+        )
+    finally:
+        release(folder)
+        for child in folder.iterdir() if folder.is_dir() else ():
+            child.unlink()
+        folder.rmdir()
+    return result
