@@ -48,9 +48,29 @@ def runs_dir() -> Path:
     return path
 
 
-def triton_cache_dir() -> Path:
-    path = home() / "triton-cache"
-    path.mkdir(parents=True, exist_ok=True)
+TRITON_CACHES = {"learner": "triton-cache", "trusted": "triton-cache-trusted"}
+
+
+def triton_cache_dir(kind: str = "learner") -> Path:
+    """Triton's compile cache (TRITON_CACHE_DIR), private to this user (0700).
+
+    `learner`: handed to the learner's runs, and to nothing else (compiled learner kernels are the learner's);
+    `trusted`: tritonlab's own processes that compile the course's reference kernels (`tritonlab bench`,
+    the roof measurement); never handed to a run. Under the hardened layer a run cannot see either folder
+    (it compiles into its own run directory); under layer 1 a run has the user's own rights, so keeping
+    trusted code off the learner's cache is what stops a planted binary from reaching a reference process.
+    """
+    path = home() / TRITON_CACHES[kind]
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
+def use_trusted_triton_cache() -> Path:
+    """Point this (trusted) process's Triton at the trusted cache; call before triton compiles anything."""
+    path = triton_cache_dir("trusted")
+    os.environ["TRITON_CACHE_DIR"] = str(path)
     return path
 
 

@@ -16,7 +16,7 @@ from tritonlab.content.course import load_course
 from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, sandbox
+from tritonlab.runs import hardening, pool, sandbox
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -136,7 +136,12 @@ class Service:
             if z is None or z.dead:
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                z = sandbox.Zygote(self.backend, hardened=self.hardened, read_only=(self.workspace.root,))
+                z = sandbox.Zygote(
+                    self.backend,
+                    hardened=self.hardened,
+                    read_only=(self.workspace.root,),
+                    pool=pool.wanted(self.backend, bool(self.hardened)),
+                )
                 self._zygotes[self.backend] = z
             return z
 

@@ -81,7 +81,7 @@ def child_environment(backend: str) -> dict[str, str]:
     env.update(
         {
             "HOME": str(home),
-            "TRITON_CACHE_DIR": str(config.triton_cache_dir()),
+            "TRITON_CACHE_DIR": str(config.triton_cache_dir("learner")),
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "MPLBACKEND": "Agg",
@@ -216,11 +216,15 @@ class Run:
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
-    def __init__(self, backend: str, hardened: bool = False, read_only: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, backend: str, hardened: bool = False, read_only: tuple[Path, ...] = (), pool: int = 0
+    ) -> None:
         """`hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
-        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place."""
+        cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `pool` keeps
+        that many warm single-use children (runs/pool.py)."""
         self.backend = backend
         self.hardened = hardened
+        self.pool = 0 if hardened else pool  # a hardened zygote forks on demand (pool.py)
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -231,6 +235,8 @@ class Zygote:
         if hardened:
             argv = [*hardening.zygote_argv(backend, read_only), "--isolate", str(hardening.runs_folder())]
             self.visible = hardening.visible_roots(read_only)
+        if pool:
+            argv += ["--pool", str(pool)]
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP

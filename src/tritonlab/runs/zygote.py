@@ -23,7 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
-from tritonlab.runs import jail
+from tritonlab.runs import jail, pool
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -192,6 +192,8 @@ def main() -> None:
     out.write(json.dumps(ready) + "\n")
     out.flush()
     jobs: dict[int, str] = {}
+    # Warm single-use children (runs/pool.py); never under --isolate: a run isolates itself before CUDA starts.
+    warm = pool.WarmPool(0 if runs_folder else pool.size_from_argv(sys.argv[1:]), backend, child_main)
     stdin = sys.stdin.buffer
     buffer = b""
     while True:
@@ -201,15 +203,17 @@ def main() -> None:
             if not chunk:  # parent is gone: take every run with us
                 for pid in list(jobs):
                     kill_tree(pid)
+                warm.close()
                 os._exit(0)
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 msg = json.loads(line)
                 if msg["op"] == "run":
-                    pid = os.fork()
+                    pid = warm.take(msg) or os.fork()
                     if pid == 0:
                         try:
+                            warm.forget()
                             child_main(msg["run_dir"], msg.get("limits", {}), runs_folder)
                         except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                             traceback.print_exc()
@@ -228,13 +232,15 @@ def main() -> None:
                 break
             if pid == 0:
                 break
+            if warm.reaped(pid):
+                continue  # a warm child died unused: replaced
             job_id = jobs.pop(pid, None)
             if job_id is None:
                 continue  # an orphan of some run, re-parented to us (we are a subreaper): reaped
             # Anything the run left behind was re-parented to us (subreaper): end it now.
             me = os.getpid()
             for orphan, parent in parent_links().items():
-                if parent == me and orphan not in jobs:
+                if parent == me and orphan not in jobs and orphan not in warm:
                     kill_tree(orphan)
             if os.WIFSIGNALED(status):
                 reply = {"id": job_id, "signal": os.WTERMSIG(status)}
