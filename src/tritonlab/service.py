@@ -15,6 +15,7 @@ from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
+from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
 from tritonlab.runs import hardening, pool, sandbox
 from tritonlab.store.progress import Store
@@ -25,6 +26,7 @@ from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace
 BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
+speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
 __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
@@ -35,6 +37,7 @@ __all__ = [
     "Store",
     "WorkspaceError",
     "open_store",
+    "speed_line",
 ]
 
 
@@ -208,7 +211,9 @@ class Service:
         on_start: Callable[[sandbox.Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 120.0,
+        speed: bool = True,
     ) -> Verdict:
+        """Grade the file; on a GPU a passing file is then timed once (`verdict.speed`, never graded)."""
         target = Path(file) if file else self.learner_file(exercise)
         zygote = self.zygote()
         gate = self.gate()
@@ -226,10 +231,37 @@ class Service:
             )
         finally:
             gate.release()
+        self._add_speed(verdict, exercise, target, speed, on_wait)
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
         return verdict
+
+    def _add_speed(
+        self, verdict: Verdict, exercise: Exercise, target: Path, wanted: bool, on_wait: Callable | None
+    ) -> None:
+        """Time a passing GPU check on its exercise's representative size, in a sandboxed bench run of its
+        own (never in the process that was graded), and put the result on the verdict."""
+        if self.backend != "gpu":
+            verdict.speed_reason = bench_learner.NO_SPEED_INTERPRETER
+            return
+        if not verdict.passed:
+            verdict.speed_reason = "timed only after the check passes"
+            return
+        if not wanted:
+            verdict.speed_reason = "not asked for"
+            return
+        from tritonlab.perf import peaks
+
+        job = bench_learner.speed_job(exercise, target.resolve(), peaks.load_cache())
+        if job is None:
+            verdict.speed_reason = bench_learner.NO_SPEED_CASE
+            return
+        result, data = self.run_job(job, "bench.json", on_wait=on_wait, timeout=120.0)
+        if data is None:
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+            data = {"problems": [f"the timing run ended without a result ({why})"]}
+        verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
 
     def run_file(
         self,
