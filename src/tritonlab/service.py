@@ -7,13 +7,14 @@ one at a time on a GPU, a small pool on the interpreter. Waiting runs queue in a
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tritonlab import config
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
+from tritonlab.grading import case_cache, contracts, grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
@@ -114,6 +115,10 @@ class Service:
         self._gates: dict[str, FairGate] = {}
         self.hardened: bool | None = None  # known once the worker started: is sandbox layer 2 active?
         self.hardened_reason = ""
+        # Seeds drawn ahead, with their cases made in the background (case_cache.py): on a GPU the next check
+        # of an exercise finds its (large) cases ready. None: only when the backend is gpu.
+        self.prefetch_cases: bool | None = None
+        self._next_seed: dict[str, int] = {}
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -216,6 +221,9 @@ class Service:
         """Grade the file; on a GPU a passing file is then timed once (`verdict.speed`, never graded)."""
         target = Path(file) if file else self.learner_file(exercise)
         zygote = self.zygote()
+        if seed is None:
+            with self._lock:
+                seed = self._next_seed.pop(exercise.id, None)
         gate = self.gate()
         gate.acquire(on_wait)
         try:
@@ -232,10 +240,31 @@ class Service:
         finally:
             gate.release()
         self._add_speed(verdict, exercise, target, speed, on_wait)
+        self.prepare_cases(exercise)
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
         return verdict
+
+    def prepare_cases(self, exercise: Exercise) -> None:
+        """Draw the seed of this exercise's next check now and make its cases in a background thread."""
+        wanted = self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu"
+        if not wanted:
+            return
+        with self._lock:
+            if exercise.id in self._next_seed:
+                return
+            seed = random.SystemRandom().randrange(1, 2**31)
+            self._next_seed[exercise.id] = seed
+        backend = self.backend
+
+        def make() -> None:
+            contract = contracts.get(exercise.id)
+            case_cache.CASES.get(
+                (exercise.id, backend, seed), lambda: grader.make_cases(contract, seed, backend)
+            )
+
+        threading.Thread(target=make, name=f"cases-{exercise.id}", daemon=True).start()
 
     def _add_speed(
         self, verdict: Verdict, exercise: Exercise, target: Path, wanted: bool, on_wait: Callable | None
