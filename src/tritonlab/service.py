@@ -18,7 +18,7 @@ from tritonlab.grading import case_cache, contracts, grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, pool, sandbox
+from tritonlab.runs import daemon, hardening, pool, sandbox
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -119,6 +119,9 @@ class Service:
         # of an exercise finds its (large) cases ready. None: only when the backend is gpu.
         self.prefetch_cases: bool | None = None
         self._next_seed: dict[str, int] = {}
+        # One-shot CLI commands set this: borrow the per-user background worker (runs/daemon.py) when it
+        # applies (a GPU by default), instead of starting a zygote and a CUDA context of their own.
+        self.use_daemon = False
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -144,12 +147,17 @@ class Service:
             if z is None or z.dead:
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                z = sandbox.Zygote(
-                    self.backend,
-                    hardened=self.hardened,
-                    read_only=(self.workspace.root,),
-                    pool=pool.wanted(self.backend, bool(self.hardened)),
-                )
+                size = pool.wanted(self.backend, bool(self.hardened))
+                z = None
+                if self.use_daemon and daemon.wanted(self.backend, bool(self.hardened)):
+                    try:
+                        z = daemon.connect(self.backend, size)
+                    except (OSError, sandbox.SandboxError):
+                        z = None  # no background worker: start one of our own, as before
+                if z is None:
+                    z = sandbox.Zygote(
+                        self.backend, hardened=self.hardened, read_only=(self.workspace.root,), pool=size
+                    )
                 self._zygotes[self.backend] = z
             return z
 
