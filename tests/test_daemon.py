@@ -102,3 +102,12 @@ def test_the_cli_check_uses_the_daemon(forced: Path) -> None:
     second = cli("check", "vector-copy", "--solution", "--json", env=env)
     assert second.returncode == 0 and json.loads(second.stdout)["passed"]
     assert wait_until(lambda: not socks[0].exists(), 20)
+
+
+def test_a_daemon_that_cannot_start_fails_fast(forced: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(daemon, "key", lambda backend, pool: "broken")
+    monkeypatch.setattr(daemon.sys, "executable", "/bin/false")
+    started = time.monotonic()
+    with pytest.raises(sandbox.SandboxError):
+        daemon.connect("interpreter", 1)
+    assert time.monotonic() - started < 5

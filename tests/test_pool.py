@@ -143,3 +143,39 @@ def test_service_forces_the_pool_on_the_interpreter(
         assert service.check(exercise, file=LEARNERS / "good.py", record=False).passed
     finally:
         service.close()
+
+
+@pytest.mark.gpu
+def test_gpu_worker_has_its_cuda_context_before_the_learner_code(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("gpu-home"))
+    z = sandbox.Zygote("gpu", pool=1)
+    try:
+        z.wait_ready()
+        time.sleep(3)  # let the warm child create its context
+        run = run_program(
+            z, LEARNERS / "cuda_state.py", sandbox.Limits(wall_seconds=60, address_space_bytes=None)
+        )
+        result = run.wait()
+        assert json.loads(result.output.strip().splitlines()[-1])["cuda_initialized_before_learner_code"]
+        exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
+        verdict = grader.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
+        assert verdict.passed, verdict.failures
+    finally:
+        z.close()
+
+
+@pytest.mark.gpu
+def test_gpu_pass_has_a_speed_line(home: Path) -> None:
+    from tritonlab.service import Service, speed_line
+
+    service = Service(workspace_dir=home / "ws", backend="gpu")
+    try:
+        exercise = service.exercise("vector-add")
+        verdict = service.check(exercise, file=exercise.solution, record=False)
+    finally:
+        service.close()
+    assert verdict.passed and verdict.speed and "error" not in verdict.speed, verdict.speed
+    assert verdict.speed["achieved"] > 0 and verdict.speed["vs_reference"] > 0
+    assert speed_line(verdict.speed).startswith("speed on vector_add")

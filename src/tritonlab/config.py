@@ -4,6 +4,10 @@ TRITONLAB_HOME    data directory (progress database, caches); default: the platf
 TRITONLAB_COURSE  course folder; default: the repo's course/ (editable install) or the packaged copy
 TRITONLAB_BACKEND auto | interpreter | gpu (default auto)
 TRITONLAB_LANG    en | pt | es (default: from the system locale, else en)
+TRITONLAB_POOL    warm single-use run workers per zygote (default: 1 on a GPU, 0 on the interpreter; runs/pool.py)
+TRITONLAB_DAEMON  1 | 0: one-shot CLI checks reuse a per-user background worker (default: GPU only; runs/daemon.py)
+TRITONLAB_DAEMON_IDLE  seconds the background worker waits idle before it ends (default 600)
+TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from tritonlab.runs import sandbox
 
 DEFAULT_IDLE_S = 600.0
 CONNECT_WAIT_S = 15.0
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
 
 
 def wanted(backend: str, hardened: bool) -> bool:
@@ -129,6 +130,16 @@ class RemoteZygote(sandbox.Zygote):
         self.dead = True
 
 
+def _lock_is_free(k: str) -> bool:
+    with open(folder() / f"{k}.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return True
+
+
 def _connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -143,9 +154,11 @@ def connect(backend: str, pool: int) -> RemoteZygote:
     """The running daemon for this backend and environment, started now if there is none."""
     k = key(backend, pool)
     path = folder() / f"{k}.sock"
+    if len(str(path).encode()) > MAX_SOCKET_PATH:
+        raise sandbox.SandboxError(f"{path} is too long for a unix socket")
     sock = _connect(path)
     if sock is None:
-        subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "tritonlab.runs.daemon", k, backend, str(pool)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -157,6 +170,8 @@ def connect(backend: str, pool: int) -> RemoteZygote:
         while sock is None and time.monotonic() < deadline:
             time.sleep(0.02)
             sock = _connect(path)
+            if sock is None and proc.poll() is not None and _lock_is_free(k):
+                break  # it ended, and no other daemon holds the key: it failed (its log says why)
         if sock is None:
             raise sandbox.SandboxError(f"the background worker did not start (see {folder() / k}.log)")
     return RemoteZygote(backend, pool, sock, path)
