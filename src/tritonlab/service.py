@@ -256,7 +256,10 @@ class Service:
 
     def prepare_cases(self, exercise: Exercise) -> None:
         """Draw the seed of this exercise's next check now and make its cases in a background thread."""
-        wanted = self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu"
+        long_lived = not self.use_daemon  # a one-shot CLI command ends before the next check
+        wanted = (
+            self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu" and long_lived
+        )
         if not wanted:
             return
         with self._lock:
