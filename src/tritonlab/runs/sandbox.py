@@ -235,8 +235,8 @@ class Zygote:
         if hardened:
             argv = [*hardening.zygote_argv(backend, read_only), "--isolate", str(hardening.runs_folder())]
             self.visible = hardening.visible_roots(read_only)
-        if pool:
-            argv += ["--pool", str(pool)]
+        if self.pool:
+            argv += ["--pool", str(self.pool)]
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP

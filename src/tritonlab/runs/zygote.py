@@ -2,7 +2,7 @@
 
 Started by sandbox.py with an allowlisted environment. It imports torch and triton once (2–3 s on a small
 machine) and then forks a fresh child per job, so each run starts in milliseconds. It never initialises
-CUDA itself: each child does, after the fork.
+CUDA itself: each child does, after the fork (with `--pool N`, warm children do it ahead of the job: pool.py).
 
 Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"} or {"op": "kill", "id"};
 the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or {"id", "signal"} when it ends.
