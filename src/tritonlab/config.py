@@ -4,6 +4,10 @@ TRITONLAB_HOME    data directory (progress database, caches); default: the platf
 TRITONLAB_COURSE  course folder; default: the repo's course/ (editable install) or the packaged copy
 TRITONLAB_BACKEND auto | interpreter | gpu (default auto)
 TRITONLAB_LANG    en | pt | es (default: from the system locale, else en)
+TRITONLAB_POOL    warm single-use run workers per zygote (default: 1 on a GPU, 0 on the interpreter; runs/pool.py)
+TRITONLAB_DAEMON  1 | 0: one-shot CLI checks reuse a per-user background worker (default: GPU only; runs/daemon.py)
+TRITONLAB_DAEMON_IDLE  seconds the background worker waits idle before it ends (default 600)
+TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 """
 
 from __future__ import annotations
@@ -50,9 +54,29 @@ def runs_dir() -> Path:
     return path
 
 
-def triton_cache_dir() -> Path:
-    path = home() / "triton-cache"
-    path.mkdir(parents=True, exist_ok=True)
+TRITON_CACHES = {"learner": "triton-cache", "trusted": "triton-cache-trusted"}
+
+
+def triton_cache_dir(kind: str = "learner") -> Path:
+    """Triton's compile cache (TRITON_CACHE_DIR), private to this user (0700).
+
+    `learner`: handed to the learner's runs, and to nothing else (compiled learner kernels are the learner's);
+    `trusted`: tritonlab's own processes that compile the course's reference kernels (`tritonlab bench`,
+    the roof measurement); never handed to a run. Under the hardened layer a run cannot see either folder
+    (it compiles into its own run directory); under layer 1 a run has the user's own rights, so keeping
+    trusted code off the learner's cache is what stops a planted binary from reaching a reference process.
+    """
+    path = home() / TRITON_CACHES[kind]
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
+def use_trusted_triton_cache() -> Path:
+    """Point this (trusted) process's Triton at the trusted cache; call before triton compiles anything."""
+    path = triton_cache_dir("trusted")
+    os.environ["TRITON_CACHE_DIR"] = str(path)
     return path
 
 

@@ -44,6 +44,7 @@ class Exercise:
     summary: Text
     hints: dict[str, tuple[str, ...]]
     outcomes: tuple[str, ...]
+    speed_goal: float | None = None  # shown after a passing GPU check: × the course reference; never graded
 
     @property
     def starter(self) -> Path:
@@ -170,6 +171,8 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     output: str = ""
     duration_s: float = 0.0
+    speed: dict | None = None  # a passing GPU check's timing (perf/bench_learner.speed_summary); not graded
+    speed_reason: str = ""  # why there is no speed, when there is none
 
     @property
     def passed(self) -> bool:
@@ -186,4 +189,6 @@ class Verdict:
             "failures": [f.to_json() for f in self.failures],
             "notes": list(self.notes),
             "duration_s": round(self.duration_s, 3),
+            "speed": self.speed,
+            **({"speed_reason": self.speed_reason} if self.speed is None and self.speed_reason else {}),
         }

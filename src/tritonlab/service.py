@@ -7,16 +7,18 @@ one at a time on a GPU, a small pool on the interpreter. Waiting runs queue in a
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tritonlab import config
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
+from tritonlab.grading import case_cache, contracts, grader
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
+from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import cgroups, hardening, rundir, sandbox
+from tritonlab.runs import cgroups, daemon, hardening, pool, rundir, sandbox
 from tritonlab.store.disk import DiskFull
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -26,6 +28,7 @@ from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace
 BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
+speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
 __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
@@ -37,6 +40,7 @@ __all__ = [
     "Store",
     "WorkspaceError",
     "open_store",
+    "speed_line",
 ]
 
 
@@ -133,6 +137,13 @@ class Service:
         self.hardened: bool | None = None  # known once the worker started: is sandbox layer 2 active?
         self.hardened_reason = ""
         self.swept_runs = sandbox.sweep_stale_runs()  # run folders of a server that died (kill -9)
+        # Seeds drawn ahead, with their cases made in the background (case_cache.py): on a GPU the next check
+        # of an exercise finds its (large) cases ready. None: only when the backend is gpu.
+        self.prefetch_cases: bool | None = None
+        self._next_seed: dict[str, int] = {}
+        # One-shot CLI commands set this: borrow the per-user background worker (runs/daemon.py) when it
+        # applies (a GPU by default), instead of starting a zygote and a CUDA context of their own.
+        self.use_daemon = False
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -160,12 +171,21 @@ class Service:
                     z.close()  # a worker that died: release what it held (its shared runs-folder mount)
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
                 self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                z = sandbox.Zygote(
-                    self.backend,
-                    hardened=self.hardened,
-                    read_only=(self.workspace.root,),
-                    hidden=tuple(e.solution for e in self.course.exercises()),
-                )
+                size = pool.wanted(self.backend, bool(self.hardened))
+                z = None
+                if self.use_daemon and daemon.wanted(self.backend, bool(self.hardened)):
+                    try:
+                        z = daemon.connect(self.backend, size)
+                    except (OSError, sandbox.SandboxError):
+                        z = None  # no background worker: start one of our own, as before
+                if z is None:
+                    z = sandbox.Zygote(
+                        self.backend,
+                        hardened=self.hardened,
+                        read_only=(self.workspace.root,),
+                        hidden=tuple(e.solution for e in self.course.exercises()),
+                        pool=size,
+                    )
                 self._zygotes[self.backend] = z
             return z
 
@@ -241,12 +261,17 @@ class Service:
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 120.0,
         text: str | None = None,
+        speed: bool = True,
     ) -> Verdict:
         """Grade `text` when given (the text a request sent), else the file's text as it is now — read before
-        waiting in the queue, so a later save never changes what this check grades."""
+        waiting in the queue, so a later save never changes what this check grades. On a GPU a passing file
+        is then timed once (`verdict.speed`, never graded)."""
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else grader.read_source(target)
         zygote = self.zygote()
+        if seed is None:
+            with self._lock:
+                seed = self._next_seed.pop(exercise.id, None)
         gate = self.gate()
         gate.acquire(on_wait)
         try:
@@ -263,10 +288,61 @@ class Service:
             )
         finally:
             gate.release()
+        self._add_speed(verdict, exercise, target, speed, on_wait)
+        self.prepare_cases(exercise)
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
         return verdict
+
+    def prepare_cases(self, exercise: Exercise) -> None:
+        """Draw the seed of this exercise's next check now and make its cases in a background thread."""
+        long_lived = not self.use_daemon  # a one-shot CLI command ends before the next check
+        wanted = (
+            self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu" and long_lived
+        )
+        if not wanted:
+            return
+        with self._lock:
+            if exercise.id in self._next_seed:
+                return
+            seed = random.SystemRandom().randrange(1, 2**31)
+            self._next_seed[exercise.id] = seed
+        backend = self.backend
+
+        def make() -> None:
+            contract = contracts.get(exercise.id)
+            case_cache.CASES.get(
+                (exercise.id, backend, seed), lambda: grader.make_cases(contract, seed, backend)
+            )
+
+        threading.Thread(target=make, name=f"cases-{exercise.id}", daemon=True).start()
+
+    def _add_speed(
+        self, verdict: Verdict, exercise: Exercise, target: Path, wanted: bool, on_wait: Callable | None
+    ) -> None:
+        """Time a passing GPU check on its exercise's representative size, in a sandboxed bench run of its
+        own (never in the process that was graded), and put the result on the verdict."""
+        if self.backend != "gpu":
+            verdict.speed_reason = bench_learner.NO_SPEED_INTERPRETER
+            return
+        if not verdict.passed:
+            verdict.speed_reason = "timed only after the check passes"
+            return
+        if not wanted:
+            verdict.speed_reason = "not asked for"
+            return
+        from tritonlab.perf import peaks
+
+        job = bench_learner.speed_job(exercise, target.resolve(), peaks.load_cache())
+        if job is None:
+            verdict.speed_reason = bench_learner.NO_SPEED_CASE
+            return
+        result, data = self.run_job(job, "bench.json", on_wait=on_wait, timeout=120.0)
+        if data is None:
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+            data = {"problems": [f"the timing run ended without a result ({why})"]}
+        verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
 
     def run_file(
         self,

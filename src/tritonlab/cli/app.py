@@ -198,6 +198,7 @@ def check(
     """Grade your kernel on many shapes, dtypes and layouts. Exit 0 when it passes, 1 when not."""
     service = make_service(backend)
     exercise = find_exercise(service, exercise_id)
+    service.use_daemon = True  # a one-shot command: reuse the background worker where there is one
     service.warm_up()
     target = exercise.solution if solution else file
     if target is not None and not Path(target).is_file():

@@ -120,3 +120,7 @@ def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = N
             out.print(f"[dim]{t('cli.verdict.english_details', lang_)}[/]")
     for note in verdict.notes:
         out.print(f"[dim]{escape(t('cli.verdict.note', lang_, note=note))}[/]")
+    if verdict.speed:
+        from tritonlab.service import speed_line
+
+        out.print(f"[cyan]{escape(speed_line(verdict.speed))}[/]")

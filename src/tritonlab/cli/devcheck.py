@@ -34,7 +34,7 @@ def run_dev_check(
                 ("solution", exercise.solution, True),
                 ("starter", exercise.starter, False),
             ):
-                verdict = service.check(exercise, file=path, record=False)
+                verdict = service.check(exercise, file=path, record=False, speed=False)
                 ok = verdict.passed == want
                 row = {
                     "item": f"{exercise.id} {kind}",

@@ -98,6 +98,11 @@ def load_exercise(ex_dir: Path, lesson_id: str) -> Exercise:
     for oid in outcomes:
         if not _OUTCOME_ID.match(oid):
             raise CourseError(path, "outcomes", f'{oid!r} is not an outcome id like "5.1"')
+    goal = data.get("speed_goal")
+    if goal is not None and (
+        isinstance(goal, bool) or not isinstance(goal, int | float) or not 0 < goal < 1e6
+    ):
+        raise CourseError(path, "speed_goal", "must be a positive number: × the course reference's speed")
     return Exercise(
         id=ex_id,
         lesson_id=lesson_id,
@@ -107,6 +112,7 @@ def load_exercise(ex_dir: Path, lesson_id: str) -> Exercise:
         summary=_text(data, "summary", path, required=False),
         hints=hints,
         outcomes=outcomes,
+        speed_goal=float(goal) if goal is not None else None,
     )
 
 

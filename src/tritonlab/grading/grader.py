@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab import config
-from tritonlab.grading import contracts
+from tritonlab.grading import case_cache, contracts
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
 from tritonlab.runs import rundir, sandbox
@@ -277,6 +277,10 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
     )
 
 
+def make_cases(contract: object, seed: int, backend: str) -> list[Case]:
+    return contract.cases(np.random.default_rng(seed), backend)
+
+
 def check(
     exercise: Exercise,
     file: Path,
@@ -298,7 +302,7 @@ def check(
         source = read_source(file)
     seed = int(seed if seed is not None else random.SystemRandom().randrange(1, 2**31))
     contract = contracts.get(exercise.id)
-    cases = contract.cases(np.random.default_rng(seed), backend)
+    cases = case_cache.CASES.get((exercise.id, backend, seed), lambda: make_cases(contract, seed, backend))
     verdict = Verdict(exercise=exercise.id, backend=backend, seed=seed, file=str(file))
     run_dir = sandbox.new_run_dir()
     graded = file

@@ -61,9 +61,13 @@ def child_main(job: dict, run_dir: Path) -> int:
         return 0
     kernel, adapt = EXERCISE_KERNELS[job["exercise"]]
     gpu = job["gpu"]
-    for case in C.cases_for(kernel, "cuda" if gpu else "cpu", tiny=not gpu):
+    peaks = job.get("peaks") or peaks_of_this_gpu(job.get("peaks_by_gpu"), gpu)
+    cases = C.cases_for(kernel, "cuda" if gpu else "cpu", tiny=not gpu)
+    if job.get("speed"):  # the speed line of a passing check: one representative size, next to the reference
+        cases = cases[:1]
+    for case in cases:
         try:
-            time_one(case, adapt(fn), learner_file, job.get("peaks"), gpu, out)
+            time_one(case, adapt(fn), learner_file, peaks, gpu, out, quick=bool(job.get("speed")))
         except BaseException as exc:  # noqa: BLE001 - one broken case must not hide the others
             info = harness.describe_exception(exc, learner_file)
             out["problems"].append(f"{case.label}: {info['type']}: {info['message']}")
@@ -72,8 +76,25 @@ def child_main(job: dict, run_dir: Path) -> int:
     return 0
 
 
+def peaks_of_this_gpu(by_gpu: dict | None, gpu: bool) -> dict | None:
+    """This GPU's measured ceilings from the parent's cache (the child never measures them itself)."""
+    if not gpu or not isinstance(by_gpu, dict):
+        return None
+    import torch
+
+    name = torch.cuda.get_device_name()
+    entry = by_gpu.get(name)
+    return {**entry, "gpu": name} if isinstance(entry, dict) and "copy_gbps" in entry else None
+
+
 def time_one(
-    case: Any, mine: Callable[..., Any], learner_file: str, peaks: dict | None, gpu: bool, out: dict
+    case: Any,
+    mine: Callable[..., Any],
+    learner_file: str,
+    peaks: dict | None,
+    gpu: bool,
+    out: dict,
+    quick: bool = False,
 ) -> None:
     """Check the learner's result on this case's inputs, then time it next to the reference and torch."""
     from tritonlab.grading import harness
@@ -88,9 +109,11 @@ def time_one(
     if not ok:
         out["problems"].append(f"{case.label}: your kernel {why}; not timed — run `tritonlab check` first")
         return
-    case.peers = {REFERENCE: case.ours, **case.peers}
+    case.peers = {REFERENCE: case.ours} if quick else {REFERENCE: case.ours, **case.peers}
     case.ours = mine
-    row = bench.measure_case(case, peaks, gpu=gpu)
+    timing = {"warmup": 10, "rep": 40} if quick else {}
+    row = bench.measure_case(case, peaks, gpu=gpu, **timing)
+    row["peaks"] = peaks
     row["impls"] = {LEARNER if k == "triton" else k: v for k, v in row["impls"].items()}
     out["rows"].append(row)
 
@@ -117,3 +140,74 @@ def run(service: Any, exercise: Any, file: Path, peaks: dict | None, timeout: fl
         why = data.get("message") if data.get("type") == "MalformedResult" else "rows is not a list"
         data = {"rows": [], "problems": [str(why)], "output": result.output[-2000:]}
     return data
+
+
+# ---- the speed line of a passing GPU check ------------------------------------------------------------------
+
+NO_SPEED_INTERPRETER = "the interpreter runs kernels on the CPU: no speed is measured (check on a GPU)"
+NO_SPEED_CASE = "this exercise has no speed case"
+
+
+def speed_summary(data: dict, goal: float | None = None) -> dict:
+    """The `"speed"` object of a verdict from the one row of a speed job (or the reason there is none)."""
+    rows = data.get("rows") or []
+    if not rows:
+        problems = data.get("problems") or ["the timing run gave no result"]
+        return {"error": "; ".join(str(p) for p in problems)[:300]}
+    row = rows[0]
+    mine = row["impls"].get(LEARNER, {})
+    if "ms" not in mine:
+        return {"error": str(mine.get("error", "your kernel was not timed"))[:300]}
+    compute = row.get("bound") == "compute"
+    peaks = row.get("peaks") or {}
+    roof = peaks.get("matmul_bf16_tflops" if compute else "copy_gbps")
+    achieved = mine["tflops"] if compute else mine["gbps"]
+    summary = {
+        "case": f"{row['kernel']} {row['dtype']} {'x'.join(str(d) for d in row['shape'])}",
+        "unit": "TFLOP/s" if compute else "GB/s",
+        "achieved": round(achieved, 3),
+        "ms": round(mine["ms"], 5),
+        "roof": round(float(roof), 3) if roof else None,
+        "pct_of_roof": round(100 * achieved / float(roof), 1) if roof else None,
+        "vs_reference": None,
+        "goal_vs_reference": goal,
+        "gpu": peaks.get("gpu"),
+    }
+    if not roof:
+        summary["note"] = "no measured roof for this GPU yet: `tritonlab bench --all` measures it once"
+    speedup = row.get("speedup", {}).get(REFERENCE)
+    if speedup:
+        summary["vs_reference"] = round(float(speedup), 3)
+    return summary
+
+
+def speed_line(speed: dict | None) -> str:
+    """One line for people: `speed: 3050 GB/s (84% of the measured roof), 0.97× the course reference`."""
+    if not speed:
+        return ""
+    if "error" in speed:
+        return f"speed: not measured ({speed['error']})"
+    parts = [f"speed on {speed['case']}: {speed['achieved']:.4g} {speed['unit']}"]
+    if speed.get("pct_of_roof") is not None:
+        parts[0] += f" ({speed['pct_of_roof']:.0f}% of the measured roof)"
+    if speed.get("vs_reference"):
+        parts.append(f"{speed['vs_reference']:.2f}× the course reference")
+    if speed.get("goal_vs_reference"):
+        met = (speed.get("vs_reference") or 0) >= speed["goal_vs_reference"]
+        parts.append(f"goal {speed['goal_vs_reference']:.2f}× {'met' if met else 'not met yet'} (not graded)")
+    return ", ".join(parts)
+
+
+def speed_job(exercise: Any, file: Path, peaks_by_gpu: dict | None) -> dict | None:
+    """The sandboxed job that times a passing file on its exercise's representative size (None: no case)."""
+    if exercise.id not in EXERCISE_KERNELS:
+        return None
+    return {
+        "mode": "bench",
+        "speed": True,
+        "exercise": exercise.id,
+        "function": exercise.function,
+        "file": str(Path(file).resolve()),
+        "gpu": True,
+        "peaks_by_gpu": peaks_by_gpu or {},
+    }

@@ -91,7 +91,7 @@ def child_environment(backend: str) -> dict[str, str]:
     env.update(
         {
             "HOME": str(home),
-            "TRITON_CACHE_DIR": str(config.triton_cache_dir()),
+            "TRITON_CACHE_DIR": str(config.triton_cache_dir("learner")),
             "PYTHONUNBUFFERED": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "MPLBACKEND": "Agg",
@@ -269,15 +269,18 @@ class Zygote:
         read_only: tuple[Path, ...] = (),
         hidden: tuple[Path, ...] = (),
         run_cgroups: bool | None = None,
+        pool: int = 0,
     ) -> None:
         """`run_cgroups=True` puts each run in its own cgroup (cgroups.py) before it runs anything (None:
         when this machine allows it, see cgroups.available);
         `hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
         cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
-        adds files (reference solutions) that runs may never read, besides the course's own."""
+        adds files (reference solutions) that runs may never read, besides the course's own; `pool` keeps
+        that many warm single-use children (runs/pool.py)."""
         self.backend = backend
         self.hardened = hardened
         self.run_cgroups = cgroups.available()[0] if run_cgroups is None else run_cgroups
+        self.pool = 0 if hardened else pool  # a hardened zygote forks on demand (pool.py)
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -295,6 +298,8 @@ class Zygote:
             ]
             self.visible = hardening.visible_roots(read_only)
             self.shared = runfolder.share(hardening.runs_folder())  # later run mounts reach the sandbox
+        if self.pool:
+            argv += ["--pool", str(self.pool)]
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP

@@ -2,7 +2,7 @@
 
 Started by sandbox.py with an allowlisted environment. It imports torch and triton once (2–3 s on a small
 machine) and then forks a fresh child per job, so each run starts in milliseconds. It never initialises
-CUDA itself: each child does, after the fork.
+CUDA itself: each child does, after the fork (with `--pool N`, warm children do it ahead of the job: pool.py).
 
 Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"}, {"op": "go", "id"} or
 {"op": "kill", "id"}; the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
@@ -26,7 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
-from tritonlab.runs import jail
+from tritonlab.runs import jail, pool
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -219,6 +219,15 @@ def main() -> None:
     out.flush()
     jobs: dict[int, str] = {}
     holds: dict[str, int] = {}  # job id -> write end of the pipe its child waits on
+    # Warm single-use children (runs/pool.py); never under --isolate: a run isolates itself before CUDA starts.
+    # A warm child forked while other runs are held must not keep their release pipes: it closes `holds`.
+    warm = pool.WarmPool(
+        0 if runs_folder else pool.size_from_argv(sys.argv[1:]),
+        backend,
+        child_main,
+        inherited=lambda: list(holds.values()),
+        release=lambda fd: wait_for_release(fd, []),
+    )
     stdin = sys.stdin.buffer
     buffer = b""
     while True:
@@ -228,6 +237,7 @@ def main() -> None:
             if not chunk:  # parent is gone: take every run with us
                 for pid in list(jobs):
                     kill_tree(pid)
+                warm.close()
                 os._exit(0)
             buffer += chunk
             while b"\n" in buffer:
@@ -235,10 +245,18 @@ def main() -> None:
                 msg = json.loads(line)
                 if msg["op"] == "run":
                     limits = msg.get("limits", {})
-                    hold = os.pipe() if limits.get("hold") else None
-                    pid = os.fork()
+                    hold = None
+                    taken = warm.take(msg, hold=bool(limits.get("hold")))
+                    if taken:  # a warm child has the job; with "hold" it keeps waiting on its job pipe
+                        pid, release_fd = taken
+                        if release_fd is not None:
+                            holds[msg["id"]] = release_fd
+                    else:
+                        hold = os.pipe() if limits.get("hold") else None
+                        pid = os.fork()
                     if pid == 0:
                         try:
+                            warm.forget()
                             if hold:
                                 os.close(hold[1])
                             wait_for_release(hold[0] if hold else None, list(holds.values()))
@@ -273,6 +291,8 @@ def main() -> None:
                 break
             if pid == 0:
                 break
+            if warm.reaped(pid):
+                continue  # a warm child died unused: replaced
             job_id = jobs.pop(pid, None)
             if job_id is None:
                 continue  # an orphan of some run, re-parented to us (we are a subreaper): reaped
@@ -281,7 +301,7 @@ def main() -> None:
             # Anything the run left behind was re-parented to us (subreaper): end it now.
             me = os.getpid()
             for orphan, parent in parent_links().items():
-                if parent == me and orphan not in jobs:
+                if parent == me and orphan not in jobs and orphan not in warm:
                     kill_tree(orphan)
             if os.WIFSIGNALED(status):
                 reply = {"id": job_id, "signal": os.WTERMSIG(status)}

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t
 from tritonlab.models import Exercise
-from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError
+from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError, speed_line
 from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import MAX_ACTIVE, Busy, Job, Jobs
 from tritonlab.web.markdown import highlight_code, render_inline
@@ -255,6 +255,7 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
         )
         data = verdict.to_json()
         data["stopped"] = job.stop_requested
+        data["speed_line"] = speed_line(verdict.speed)  # the results panel shows this one line (GPU only)
         data["solution_available"] = verdict.passed or exercise.id in service.store.passed_exercises()
         job.emit("verdict", data)
 

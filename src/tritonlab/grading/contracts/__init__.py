@@ -13,8 +13,10 @@ Parent-side code here uses numpy only: the parent never imports torch or triton.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TypeVar
 
 import numpy as np
 
@@ -47,6 +49,18 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     expect_error: str | None = None  # e.g. "ValueError": the learner must raise it
     extra: dict = field(default_factory=dict)  # contract-specific data (travels to the child as JSON)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # parent-side: see cached()
+
+
+T = TypeVar("T")
+
+
+def cached(case: Case, key: str, compute: Callable[[], T]) -> T:
+    """`compute()` once per case (float64 references, error bounds): a check that replays cached cases
+    (grading/case_cache.py, same exercise + backend + seed) judges against the very same arrays for free."""
+    if key not in case.memo:
+        case.memo[key] = compute()
+    return case.memo[key]
 
 
 def get(exercise_id: str) -> ModuleType:

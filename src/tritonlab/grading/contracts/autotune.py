@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case
+from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, cached
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts.compare import compare_values, exception_failure, judge
 from tritonlab.models import Failure
@@ -150,8 +150,8 @@ def check(case: Case, result: dict) -> list[Failure]:
         return [exc]
     data = result.get("data") or {}
     tuners = data.get("tuners", [])
-    expected = a.values @ b.values
-    bound = mm.dot_bound(a, b, case.extra.get("backend", "interpreter"))
+    expected = cached(case, "expected", lambda: a.values @ b.values)
+    bound = cached(case, "bound", lambda: mm.dot_bound(a, b, case.extra.get("backend", "interpreter")))
     rtol = 2 * UNIT_ROUNDOFF[a.dtype]
     failures = judge(case, result, expected, a.dtype, rtol, bound, nan_is_oob_read=True)
     fn = result.get("function", FUNCTION)

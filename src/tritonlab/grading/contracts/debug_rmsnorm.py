@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
 from tritonlab.models import Failure
@@ -136,7 +136,7 @@ def diagnosis(case: Case, result: dict, eps: float, rtol: float | np.ndarray, at
 def check(case: Case, result: dict) -> list[Failure]:
     x, w = case.args
     eps = float(case.kwargs.get("eps", 1e-6))
-    expected = reference(x.values, w.values, eps)
+    expected = cached(case, "expected", lambda: reference(x.values, w.values, eps))
     n = x.values.shape[1]
     rtol = 4 * UNIT_ROUNDOFF[x.dtype] + U32 * (32 + 4 * np.log2(max(n, 2)) + n / 64)
     atol = 4 * TINY[x.dtype]

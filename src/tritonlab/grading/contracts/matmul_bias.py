@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts._layout import explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
@@ -143,7 +143,7 @@ def diagnosis(
 def check(case: Case, result: dict) -> list[Failure]:
     a, b, bias = case.args
     act = case.kwargs.get("activation")
-    dot = a.values @ b.values
+    dot = cached(case, "dot", lambda: a.values @ b.values)
     z = dot + bias.values[None, :]
     expected = apply(act, z)
     u_out = UNIT_ROUNDOFF[a.dtype]

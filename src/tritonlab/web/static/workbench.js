@@ -520,6 +520,7 @@
         el("tbody", {}, rows),
       ]),
       d.notes.length ? el("ul", { class: "notes", lang: "en" }, d.notes.map((n) => el("li", { text: n }))) : null,
+      d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null,
     ]);
   }
 

@@ -1,0 +1,181 @@
+"""Warm single-use workers (runs/pool.py), forced on the interpreter so CI exercises the GPU's path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURE_COURSE, LEARNERS
+
+from tritonlab.content.course import load_course
+from tritonlab.grading import grader
+from tritonlab.runs import pool, sandbox
+from tritonlab.runs.zygote import parent_links
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("home"))
+    z = sandbox.Zygote("interpreter", pool=2)
+    z.wait_ready()
+    yield z
+    z.close()
+
+
+def warm_pids(z: sandbox.Zygote, count: int, timeout: float = 10.0) -> set[int]:
+    """The zygote's idle children once there are `count` of them (runs in flight excluded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = {run.pid for run in list(z._runs.values())}
+        kids = {p for p, parent in parent_links().items() if parent == z.proc.pid} - busy
+        if len(kids) == count or time.monotonic() > deadline:
+            return kids
+        time.sleep(0.05)
+
+
+def check(z: sandbox.Zygote, learner: str, timeout: float = 60, on_start=None):  # noqa: ANN001, ANN201
+    exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
+    return grader.check(
+        exercise, LEARNERS / learner, "interpreter", z, seed=3, timeout=timeout, on_start=on_start
+    )
+
+
+def run_program(z: sandbox.Zygote, file: Path, limits: sandbox.Limits, argv: list[str] | None = None):  # noqa: ANN201
+    run_dir = sandbox.new_run_dir()
+    (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": argv or []}))
+    return z.start(run_dir, limits)
+
+
+def test_wanted_defaults_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITONLAB_POOL", raising=False)
+    assert pool.wanted("gpu", hardened=False) == 1
+    assert pool.wanted("interpreter", hardened=False) == 0
+    assert pool.wanted("gpu", hardened=True) == 0  # a hardened run isolates itself before CUDA starts
+    monkeypatch.setenv("TRITONLAB_POOL", "2")
+    assert pool.wanted("interpreter", hardened=False) == 2
+    monkeypatch.setenv("TRITONLAB_POOL", "0")
+    assert pool.wanted("gpu", hardened=False) == 0
+    assert pool.size_from_argv(["gpu", "--isolate", "/x", "--pool", "3"]) == 3
+
+
+def test_each_worker_serves_one_run_and_the_pool_refills(zygote: sandbox.Zygote) -> None:
+    before = warm_pids(zygote, 2)
+    assert len(before) == 2
+    used = []
+    for _ in range(3):
+        verdict = check(zygote, "good.py", on_start=lambda run: used.append(run))
+        assert verdict.passed, verdict.failures
+    pids = [run.pid for run in used]
+    assert pids[0] in before  # the first run went to a worker that was already waiting
+    assert len(set(pids)) == 3  # single use: every run had a process of its own
+    after = warm_pids(zygote, 2)
+    assert len(after) == 2 and not after & set(pids)  # refilled; the used ones are gone
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_timeout_and_stop_kill_a_pooled_run(zygote: sandbox.Zygote) -> None:
+    started = time.monotonic()
+    verdict = check(zygote, "hang.py", timeout=3)
+    assert time.monotonic() - started < 15
+    assert verdict.failures[0].kind == "timeout"
+    run = run_program(zygote, LEARNERS / "hang.py", sandbox.Limits(wall_seconds=60))
+    time.sleep(0.5)
+    run.stop()
+    result = run.wait()
+    assert result.stopped and result.seconds < 15
+    assert check(zygote, "good.py").passed  # the pool still serves
+
+
+def test_setsid_grandchild_of_a_pooled_run_is_killed(zygote: sandbox.Zygote, tmp_path: Path) -> None:
+    mark = tmp_path / "grandchild.pid"
+    result = run_program(
+        zygote, LEARNERS / "setsid_grandchild.py", sandbox.Limits(wall_seconds=3), [str(mark)]
+    ).wait()
+    assert result.timed_out
+    deadline = time.monotonic() + 5
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(mark.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"grandchild {pid} (setsid) survived the run's timeout")
+
+
+def test_a_crashed_worker_is_replaced(zygote: sandbox.Zygote) -> None:
+    before = warm_pids(zygote, 2)
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    after = before
+    while time.monotonic() < deadline:
+        after = warm_pids(zygote, 2)
+        if victim not in after and len(after) == 2:
+            break
+        time.sleep(0.05)
+    assert victim not in after and len(after) == 2
+    verdict = check(zygote, "crash.py")
+    assert verdict.failures[0].kind == "crash" and "SIGSEGV" in verdict.failures[0].message
+    assert check(zygote, "good.py").passed
+
+
+def test_service_forces_the_pool_on_the_interpreter(
+    home: Path, fixture_course: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritonlab.service import Service
+
+    monkeypatch.setenv("TRITONLAB_POOL", "1")
+    monkeypatch.setenv("TRITONLAB_SANDBOX", "basic")
+    service = Service(course_dir=fixture_course, workspace_dir=home / "ws", backend="interpreter")
+    try:
+        assert service.zygote().pool == 1
+        exercise = service.exercise("vector-copy")
+        assert service.check(exercise, file=LEARNERS / "good.py", record=False).passed
+    finally:
+        service.close()
+
+
+@pytest.mark.gpu
+def test_gpu_worker_has_its_cuda_context_before_the_learner_code(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("gpu-home"))
+    z = sandbox.Zygote("gpu", pool=1)
+    try:
+        z.wait_ready()
+        time.sleep(3)  # let the warm child create its context
+        run = run_program(
+            z, LEARNERS / "cuda_state.py", sandbox.Limits(wall_seconds=60, address_space_bytes=None)
+        )
+        result = run.wait()
+        assert json.loads(result.output.strip().splitlines()[-1])["cuda_initialized_before_learner_code"]
+        exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
+        verdict = grader.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
+        assert verdict.passed, verdict.failures
+    finally:
+        z.close()
+
+
+@pytest.mark.gpu
+def test_gpu_pass_has_a_speed_line(home: Path) -> None:
+    from tritonlab.service import Service, speed_line
+
+    service = Service(workspace_dir=home / "ws", backend="gpu")
+    try:
+        exercise = service.exercise("vector-add")
+        verdict = service.check(exercise, file=exercise.solution, record=False)
+    finally:
+        service.close()
+    assert verdict.passed and verdict.speed and "error" not in verdict.speed, verdict.speed
+    assert verdict.speed["achieved"] > 0 and verdict.speed["vs_reference"] > 0
+    assert speed_line(verdict.speed).startswith("speed on vector_add")
