@@ -154,16 +154,13 @@ def check(case: Case, result: dict) -> list[Failure]:
     x, w, _proj, _target = case.args
     exc = exception_failure(case, result)
     if exc is not None:
-        if "NotImplementedError" in exc.message or "does not require grad" in exc.message:
-            exc = Failure(
-                exc.case,
-                exc.kind,
-                exc.message,
-                exc.cause
-                or "the output must carry a grad_fn: call YourFunction.apply(x, weight, eps), and implement its "
-                "backward",
-                exc.where,
-            )
+        cause = ""
+        if "NotImplementedError" in exc.message:
+            cause = "implement the Function's backward: it must return (dx, dw, None), computed by the Triton kernels"
+        elif "does not require grad" in exc.message:
+            cause = "the output must carry a grad_fn: return YourFunction.apply(x, weight, eps)"
+        if cause and not exc.cause:
+            exc = Failure(exc.case, exc.kind, exc.message, cause, exc.where)
         return [exc]
     data = result.get("data") or {}
     name = case.name

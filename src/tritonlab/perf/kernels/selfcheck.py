@@ -128,7 +128,9 @@ def check(
         if causal:
             sc = sc.masked_fill(torch.ones(s, s, dtype=torch.bool, device=device).triu(1), float("-inf"))
         out = torch.cat([o.double().flatten(), lse.double().flatten() / 100])
-        ref = torch.cat([(torch.softmax(sc, -1) @ v.double()).flatten(), torch.logsumexp(sc, -1).flatten() / 100])
+        ref = torch.cat(
+            [(torch.softmax(sc, -1) @ v.double()).flatten(), torch.logsumexp(sc, -1).flatten() / 100]
+        )
     elif name == "fused_linear_ce":
         bt, vocab, d = shape
         chunk = int((config or {}).get("chunk", 0)) or None
@@ -140,7 +142,9 @@ def check(
         hd, wd = hh.detach().double().requires_grad_(), w.detach().double().requires_grad_()
         ref_loss = torch.nn.functional.cross_entropy(hd @ wd.t(), target)
         ref_loss.backward()
-        out = torch.cat([loss.detach().double().reshape(1), hh.grad.double().flatten(), w.grad.double().flatten()])
+        out = torch.cat(
+            [loss.detach().double().reshape(1), hh.grad.double().flatten(), w.grad.double().flatten()]
+        )
         ref = torch.cat([ref_loss.detach().reshape(1), hd.grad.flatten(), wd.grad.flatten()])
     else:
         raise KeyError(name)
@@ -240,7 +244,12 @@ SMALL_CASES += [
     ("rms_norm_backward", (29, 100), torch.float32, {"atomic": True}),
     ("attention", (1, 2, 77, 64), torch.float16, {"causal": True}),
     ("attention", (2, 1, 50, 128), torch.float16, None),
-    ("attention", (1, 1, 96, 64), torch.float16, {"causal": True, "BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1}),
+    (
+        "attention",
+        (1, 1, 96, 64),
+        torch.float16,
+        {"causal": True, "BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1},
+    ),
     ("fused_linear_ce", (37, 1000, 64), torch.float32, {"chunk": 256}),
     ("fused_linear_ce", (16, 700, 32), torch.float16, {"chunk": 300}),
 ]
