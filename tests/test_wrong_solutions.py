@@ -130,7 +130,7 @@ CAUSE_MENTIONS: dict[str, str] = {
     "attention_forward/missing_tail_mask.py": "-inf",
     "attention_forward/wrong_causal_offset.py": "off by one",
     "attention_forward/no_scale.py": "sqrt",
-    "attention_forward/lse_in_log2.py": "natural-log",
+    "attention_forward/lse_in_log2.py": "log2 units",
 }
 
 

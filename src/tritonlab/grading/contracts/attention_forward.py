@@ -179,6 +179,31 @@ def diagnosis(case: Case, result: dict, ref: dict, tol: dict) -> str:
     return ""
 
 
+def lse_diagnosis(case: Case, result: dict, ref: dict, tol: dict, o_wrong: bool) -> str:
+    from tritonlab.grading.contracts._layout import actual_values
+
+    actual = actual_values(result, "float32", index=1)
+    if actual is None or actual.shape != ref["lse"].shape:
+        return ""
+    rt, at = tol["lse"]
+
+    def close(candidate: np.ndarray) -> bool:
+        with np.errstate(invalid="ignore"):
+            return bool(np.all(np.abs(actual - candidate) <= 4 * at + 8 * rt * np.abs(candidate) + 1e-4))
+
+    q, k, v = (t.values for t in case.args)
+    causal = bool(case.kwargs.get("causal"))
+    if close(reference(q, k, v, causal, 1.0)["lse"]):
+        return f"lse matches unscaled scores: multiply q·kᵀ by sm_scale = {scale_of(case):.4g} before the softmax"
+    if close(ref["lse"] / np.log(2.0)):
+        return "lse is in log2 units: multiply (m₂ + log2(l)) by ln 2 to store the natural-log log-sum-exp"
+    if o_wrong:
+        return ""
+    return (
+        "o is right but lse is not: lse = m + log(l), the row max plus the log of the row sum, in natural log"
+    )
+
+
 def check(case: Case, result: dict) -> list[Failure]:
     q, k, v = case.args
     exc = exception_failure(case, result)
@@ -203,14 +228,8 @@ def check(case: Case, result: dict) -> list[Failure]:
     )
     lse_f = compare_values(case, result, ref["lse"], "float32", *tol["lse"], output_index=1, label="lse")
     o_f = add_hint(o_f, lambda: diagnosis(case, result, ref, tol))
-    if lse_f and not o_f:
-        lse_f = add_hint(
-            lse_f,
-            lambda: (
-                "o is right but lse is not: lse = m + log(l) in natural-log units (with exp2 and a running max "
-                "in log2 units, lse = (m₂ + log2(l))·ln 2)"
-            ),
-        )
+    if lse_f:
+        lse_f = add_hint(lse_f, lambda: lse_diagnosis(case, result, ref, tol, bool(o_f)))
     return failures + o_f + lse_f
 
 
