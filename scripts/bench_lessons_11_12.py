@@ -44,8 +44,8 @@ def attention(torch, peaks: dict) -> dict[str, Any]:
     for causal in (False, True):
         ok = check("attention", (1, 4, 1000, 128), torch.bfloat16, "cuda", {"causal": causal})
         q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        ours = median_ms(lambda: mod.attention(q, k, v, causal))
-        sdpa = median_ms(lambda: mod.sdpa_flash(q, k, v, causal))
+        ours = median_ms(lambda q=q, k=k, v=v, c=causal: mod.attention(q, k, v, c))
+        sdpa = median_ms(lambda q=q, k=k, v=v, c=causal: mod.sdpa_flash(q, k, v, c))
         flops = mod.flops(b, h, s, d, causal)
         rows.append(
             {
@@ -61,7 +61,7 @@ def attention(torch, peaks: dict) -> dict[str, Any]:
                 "met": ok.ok and sdpa / ours >= 1.0,
             }
         )
-        del q, k, v
+        q = k = v = None
         torch.cuda.empty_cache()
     return {"shape": [b, h, s, d], "dtype": "bf16", "rows": rows}
 
@@ -78,8 +78,8 @@ def rms_norm_backward(torch, peaks: dict) -> dict[str, Any]:
         w = torch.randn(n, device="cuda", dtype=torch.bfloat16) + 1
         dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         same = torch.equal(mod.rms_norm_backward(x, w, dy)[1], mod.rms_norm_backward(x, w, dy)[1])
-        ms = median_ms(lambda: mod.rms_norm_backward(x, w, dy))
-        ms_atomic = median_ms(lambda: mod.rms_norm_backward(x, w, dy, atomic=True))
+        ms = median_ms(lambda x=x, w=w, dy=dy: mod.rms_norm_backward(x, w, dy))
+        ms_atomic = median_ms(lambda x=x, w=w, dy=dy: mod.rms_norm_backward(x, w, dy, atomic=True))
         gbps = bench.gbps(mod.bytes_moved(m, n, 2), ms)
         pct = 100 * gbps / peaks["copy_gbps"]
         rows.append(
