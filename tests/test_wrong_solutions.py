@@ -126,7 +126,7 @@ CAUSE_MENTIONS: dict[str, str] = {
     "rmsnorm_backward/dw_not_reduced.py": "one program's rows",
     "rmsnorm_backward/missing_second_term.py": "second term",
     "autograd_wrap/no_function.py": ".apply",
-    "autograd_wrap/no_weight_grad.py": "weight.grad is None",
+    "autograd_wrap/no_weight_grad.py": "one gradient per input",
     "attention_forward/missing_tail_mask.py": "-inf",
     "attention_forward/wrong_causal_offset.py": "off by one",
     "attention_forward/no_scale.py": "sqrt",
