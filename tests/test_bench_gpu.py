@@ -39,3 +39,52 @@ def test_measure_case_on_gpu() -> None:
     case = cases.vector_add_cases("cuda", [2**24])[0]
     row = bench.measure_case(case, {"copy_gbps": 4000.0, "matmul_bf16_tflops": 700.0}, rep=20)
     assert row["impls"]["triton"]["ms"] > 0 and row["speedup"]["torch"] > 0.5
+
+
+@pytest.mark.parametrize(
+    "name,shape,dtype,config",
+    [
+        ("rms_norm_backward", (16384, 4096), torch.bfloat16, None),
+        ("rms_norm_backward", (4097, 1000), torch.float32, {"atomic": True}),
+        ("attention", (2, 8, 1000, 64), torch.float16, {"causal": True}),
+        ("attention", (1, 4, 2048, 128), torch.bfloat16, None),
+        ("attention", (1, 4, 4096, 128), torch.bfloat16, {"causal": True}),
+        ("fused_linear_ce", (1024, 32000, 512), torch.bfloat16, {"chunk": 4096}),
+    ],
+)
+def test_lesson_11_12_kernels_correct_on_gpu(
+    name: str, shape: tuple[int, ...], dtype: torch.dtype, config: dict | None
+) -> None:
+    from tritonlab.perf.kernels.selfcheck import check
+
+    r = check(name, shape, dtype, "cuda", config)
+    assert r.ok, r
+
+
+def test_fused_linear_ce_peak_memory_on_gpu() -> None:
+    from tritonlab.perf.kernels import load
+
+    mod = load("fused_linear_ce")
+    bt, v, d = 4096, 128256, 1024
+    h = torch.randn(bt, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = (torch.randn(v, d, device="cuda", dtype=torch.bfloat16) * d**-0.5).requires_grad_()
+    target = torch.randint(0, v, (bt,), device="cuda")
+    peaks = {}
+    for name, fn in (("chunked", mod.fused_linear_ce), ("eager", mod.eager_linear_ce)):
+        h.grad, w.grad = None, None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn(h, w, target).backward()
+        torch.cuda.synchronize()
+        peaks[name] = torch.cuda.max_memory_allocated() - base
+    assert peaks["chunked"] <= 0.25 * peaks["eager"], peaks
+
+
+def test_attention_not_slower_than_sdpa_flash() -> None:
+    from tritonlab.perf import bench
+    from tritonlab.perf.kernels import cases
+
+    for case in cases.attention_cases("cuda", (4, 32, 4096, 128)):
+        row = bench.measure_case(case, None, rep=20)
+        assert row["speedup"]["sdpa_flash"] >= 1.0, row

@@ -28,6 +28,9 @@ EXERCISES = [
     "matmul-bias",
     "autotune",
     "debug-rmsnorm",
+    "rmsnorm-backward",
+    "autograd-wrap",
+    "attention-forward",
 ]
 
 

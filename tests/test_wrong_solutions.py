@@ -86,6 +86,20 @@ EXPECTED: dict[str, str] = {
     "debug_rmsnorm/missing_mask.py": "out-of-bounds-write",
     "debug_rmsnorm/ignored_strides.py": "wrong-result",
     "debug_rmsnorm/host_contiguous_x.py": "host-copy",
+    # lesson 11
+    "rmsnorm_backward/dw_not_reduced.py": "wrong-result",
+    "rmsnorm_backward/missing_second_term.py": "wrong-result",
+    "rmsnorm_backward/torch_sum.py": "torch-fallback",
+    "rmsnorm_backward/missing_store_mask.py": "out-of-bounds-write",
+    "autograd_wrap/no_function.py": "wrong-result",
+    "autograd_wrap/no_weight_grad.py": "wrong-result",
+    "autograd_wrap/torch_backward.py": "no-kernel-launch",
+    # lesson 12
+    "attention_forward/missing_tail_mask.py": "wrong-result",
+    "attention_forward/wrong_causal_offset.py": "nan-mismatch",
+    "attention_forward/causal_loop_too_short.py": "nan-mismatch",
+    "attention_forward/no_scale.py": "wrong-result",
+    "attention_forward/lse_in_log2.py": "wrong-result",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -119,6 +133,14 @@ CAUSE_MENTIONS: dict[str, str] = {
     "bench_protocol/seconds.py": "seconds",
     "bench_protocol/no_sync.py": "synchronize",
     "bench_protocol/times_warmup.py": "warm-up",
+    "rmsnorm_backward/dw_not_reduced.py": "one program's rows",
+    "rmsnorm_backward/missing_second_term.py": "second term",
+    "autograd_wrap/no_function.py": ".apply",
+    "autograd_wrap/no_weight_grad.py": "one gradient per input",
+    "attention_forward/missing_tail_mask.py": "-inf",
+    "attention_forward/wrong_causal_offset.py": "off by one",
+    "attention_forward/no_scale.py": "sqrt",
+    "attention_forward/lse_in_log2.py": "log2 units",
 }
 
 

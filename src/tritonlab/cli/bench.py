@@ -17,7 +17,10 @@ import typer
 
 from tritonlab import config
 
-KERNEL_HELP = "vector_add, copy_2d, transpose, softmax, rms_norm, matmul, matmul_bias_gelu"
+KERNEL_HELP = (
+    "vector_add, copy_2d, transpose, softmax, rms_norm, matmul, matmul_bias_gelu, rms_norm_backward, attention, "
+    "fused_linear_ce"
+)
 
 
 def _names() -> tuple[str, ...]:

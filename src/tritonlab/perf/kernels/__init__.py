@@ -21,6 +21,9 @@ NAMES: tuple[str, ...] = (
     "rms_norm",
     "matmul",
     "matmul_bias_gelu",
+    "rms_norm_backward",
+    "attention",
+    "fused_linear_ce",
 )
 
 

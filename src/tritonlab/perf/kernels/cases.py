@@ -288,6 +288,118 @@ def elementwise_chain_cases(device: str, n: int = 2**28) -> list[Case]:
     ]
 
 
+def _rms_bwd_formula(x, w, dy):
+    """The closed-form RMSNorm backward in torch ops (the same work as the kernel: no forward, no graph)."""
+    xf, wf, dyf = x.float(), w.float(), dy.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
+    g = dyf * wf
+    dx = rstd * g - xf * rstd.pow(3) * (g * xf).mean(-1, keepdim=True)
+    return dx.to(x.dtype), (dyf * xf * rstd).sum(0).to(w.dtype)
+
+
+PEER_FNS["rms_bwd"] = _rms_bwd_formula
+
+
+def rms_norm_backward_cases(
+    device: str,
+    specs: tuple[tuple[str, int], ...] = (("bf16", 4096), ("bf16", 8192), ("fp32", 4096)),
+    elements: int = 2**26,
+) -> list[Case]:
+    mod = load("rms_norm_backward")
+    out = []
+    for dtype, n in specs:
+        dt = DT[dtype]
+        m = elements // n
+        out.append(
+            Case(
+                "rms_norm_backward",
+                dtype,
+                (m, n),
+                lambda m=m, n=n, dt=dt: (
+                    _r((m, n), dt, device),
+                    _r((n,), dt, device) + 1.0,
+                    _r((m, n), dt, device),
+                ),
+                lambda x, w, dy: mod.rms_norm_backward(x, w, dy, 1e-6),
+                {
+                    "torch": _rms_bwd_formula,
+                    "torch.compile": lambda x, w, dy: compiled("rms_bwd")(x, w, dy),
+                },
+                mod.bytes_moved(m, n, dt.itemsize),
+                mod.flops(m, n),
+                "memory",
+            )
+        )
+    return out
+
+
+def attention_cases(
+    device: str,
+    shape: tuple[int, int, int, int] = (4, 32, 4096, 128),
+    dtypes: tuple[str, ...] = ("bf16",),
+    causal: tuple[bool, ...] = (False, True),
+) -> list[Case]:
+    mod = load("attention")
+    b, h, s, d = shape
+    out = []
+    for dtype in dtypes:
+        dt = DT[dtype]
+        for c in causal:
+            out.append(
+                Case(
+                    "attention",
+                    dtype,
+                    shape,
+                    lambda dt=dt: tuple(_r(shape, dt, device) for _ in range(3)),
+                    lambda q, k, v, c=c: mod.attention(q, k, v, c),
+                    {"sdpa_flash": lambda q, k, v, c=c: mod.sdpa_flash(q, k, v, c)},
+                    mod.bytes_moved(b, h, s, d, dt.itemsize),
+                    mod.flops(b, h, s, d, c),
+                    "compute",
+                    {"causal": c},
+                )
+            )
+    return out
+
+
+def _ce_step(loss_fn):
+    def step(h, w, target):
+        loss = loss_fn(h, w, target)
+        loss.backward()
+        return loss
+
+    return step
+
+
+def fused_linear_ce_cases(
+    device: str, shape: tuple[int, int, int] = (8192, 128256, 4096), dtype: str = "bf16"
+) -> list[Case]:
+    """Forward + backward of the last layer and its loss (h: BT × D, W: V × D, bf16)."""
+    mod = load("fused_linear_ce")
+    bt, v, d = shape
+    dt = DT[dtype]
+
+    def make():
+        h = _r((bt, d), dt, device).requires_grad_()
+        w = (_r((v, d), dt, device) * d**-0.5).requires_grad_()
+        return h, w, torch.randint(0, v, (bt,), device=device)
+
+    return [
+        Case(
+            "fused_linear_ce",
+            dtype,
+            shape,
+            make,
+            _ce_step(mod.fused_linear_ce),
+            {"torch": _ce_step(mod.eager_linear_ce)},
+            mod.bytes_moved(bt, v, d, dt.itemsize),
+            mod.flops(bt, v, d),
+            "compute",
+            {"what": "forward + backward"},
+        )
+    ]
+
+
 BUILDERS: dict[str, Callable[..., list[Case]]] = {
     "vector_add": vector_add_cases,
     "copy_2d": copy_2d_cases,
@@ -296,6 +408,9 @@ BUILDERS: dict[str, Callable[..., list[Case]]] = {
     "rms_norm": rms_norm_cases,
     "matmul": matmul_cases,
     "matmul_bias_gelu": matmul_bias_gelu_cases,
+    "rms_norm_backward": rms_norm_backward_cases,
+    "attention": attention_cases,
+    "fused_linear_ce": fused_linear_ce_cases,
 }
 
 #: Small shapes for ``--force-interpreter`` runs (they check the code path, not the speed).
@@ -307,6 +422,9 @@ TINY: dict[str, dict[str, Any]] = {
     "rms_norm": {"specs": (("fp32", 512),), "elements": 4096},
     "matmul": {"shapes": ((64, 64, 64),), "dtypes": ("fp16",)},
     "matmul_bias_gelu": {"shapes": ((64, 64, 64),), "dtype": "fp16"},
+    "rms_norm_backward": {"specs": (("fp32", 256),), "elements": 4096},
+    "attention": {"shape": (1, 2, 64, 64), "dtypes": ("fp16",)},
+    "fused_linear_ce": {"shape": (64, 1000, 64), "dtype": "fp32"},
 }
 
 

@@ -105,6 +105,47 @@ def check(
             bias = _randn((n,), dtype, device)
             out = fn(a, b, bias, _poisoned((m, n), dtype, device), **kw)
             ref = torch.nn.functional.gelu(a.double() @ b.double() + bias.double())
+    elif name == "rms_norm_backward":
+        m, n = shape
+        x = _randn((m, n), dtype, device)
+        w = _randn((n,), dtype, device) + 1.0
+        dy = _randn((m, n), dtype, device)
+        atomic = bool((config or {}).get("atomic"))
+        cfg = {k: v for k, v in (config or {}).items() if k != "atomic"} or None
+        dx, dw = fn(x, w, dy, 1e-6, atomic=atomic, config=cfg)
+        xd = x.double().requires_grad_()
+        wd = w.double().requires_grad_()
+        (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * wd).backward(dy.double())
+        out = torch.cat([dx.double().flatten(), dw.double()])
+        ref = torch.cat([xd.grad.flatten(), wd.grad])
+    elif name == "attention":
+        b, h, s, d = shape
+        causal = bool((config or {}).get("causal"))
+        cfg = {k: v for k, v in (config or {}).items() if k != "causal"} or None
+        q, k, v = (_randn((b, h, s, d), dtype, device) for _ in range(3))
+        o, lse = fn(q, k, v, causal, config=cfg)
+        sc = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(d)
+        if causal:
+            sc = sc.masked_fill(torch.ones(s, s, dtype=torch.bool, device=device).triu(1), float("-inf"))
+        out = torch.cat([o.double().flatten(), lse.double().flatten() / 100])
+        ref = torch.cat(
+            [(torch.softmax(sc, -1) @ v.double()).flatten(), torch.logsumexp(sc, -1).flatten() / 100]
+        )
+    elif name == "fused_linear_ce":
+        bt, vocab, d = shape
+        chunk = int((config or {}).get("chunk", 0)) or None
+        hh = _randn((bt, d), dtype, device).requires_grad_()
+        w = (_randn((vocab, d), dtype, device) / math.sqrt(d)).requires_grad_()
+        target = torch.randint(0, vocab, (bt,), device=device)
+        loss = fn(hh, w, target, chunk)
+        loss.backward()
+        hd, wd = hh.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+        ref_loss = torch.nn.functional.cross_entropy(hd @ wd.t(), target)
+        ref_loss.backward()
+        out = torch.cat(
+            [loss.detach().double().reshape(1), hh.grad.double().flatten(), w.grad.double().flatten()]
+        )
+        ref = torch.cat([ref_loss.detach().reshape(1), hd.grad.flatten(), wd.grad.flatten()])
     else:
         raise KeyError(name)
     if device.type == "cuda":
@@ -194,6 +235,23 @@ SMALL_CASES: list[tuple[str, tuple[int, ...], torch.dtype, dict | None]] = [
             "num_stages": 2,
         },
     ),
+]
+
+
+SMALL_CASES += [
+    ("rms_norm_backward", (37, 300), torch.float32, None),
+    ("rms_norm_backward", (50, 128), torch.bfloat16, {"programs": 3, "num_warps": 4}),
+    ("rms_norm_backward", (29, 100), torch.float32, {"atomic": True}),
+    ("attention", (1, 2, 77, 64), torch.float16, {"causal": True}),
+    ("attention", (2, 1, 50, 128), torch.float16, None),
+    (
+        "attention",
+        (1, 1, 96, 64),
+        torch.float16,
+        {"causal": True, "BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 4, "num_stages": 1},
+    ),
+    ("fused_linear_ce", (37, 1000, 64), torch.float32, {"chunk": 256}),
+    ("fused_linear_ce", (16, 700, 32), torch.float16, {"chunk": 300}),
 ]
 
 

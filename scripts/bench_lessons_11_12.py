@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Targets of issue 22 (lessons 11 and 12) on a GPU: check, time and measure the three reference kernels.
+
+    python scripts/bench_lessons_11_12.py                  # all three; writes docs/gpu-runs/<gpu>-lessons-11-12.json
+    python scripts/bench_lessons_11_12.py --only attention # attention | rms_norm_backward | fused_linear_ce
+
+- attention: FlashAttention forward vs torch SDPA restricted to the flash backend, batch 4 × 32 heads, S = 4096,
+  D = 128, bf16, causal and not; target ≥ 1.0× SDPA (ratio of median times).
+- rms_norm_backward: dx + dw of a 16384 × 4096 (and 8192 × 8192) bf16 input; target ≥ 90 % of the measured copy
+  bandwidth (3·M·N·s bytes / time vs a device-to-device copy), deterministic dw (two runs, same bits).
+- fused_linear_ce: forward + backward of BT = 8192 tokens, V = 128256, D = 4096, bf16; target: peak memory
+  above the inputs ≤ 25 % of the eager recipe (logits → fp32 → cross_entropy), measured with
+  torch.cuda.max_memory_allocated; times reported too.
+Every kernel is first checked against a float64 reference (tritonlab.perf.kernels.selfcheck). Refuses to run
+without a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tritonlab.perf import bench  # noqa: E402
+
+
+def median_ms(fn, rep: int = 50) -> float:
+    return float(bench.time_ms(fn, warmup=10, rep=rep)["ms"])
+
+
+def attention(torch, peaks: dict) -> dict[str, Any]:
+    from tritonlab.perf.kernels import load
+    from tritonlab.perf.kernels.selfcheck import check
+
+    mod = load("attention")
+    b, h, s, d = 4, 32, 4096, 128
+    rows = []
+    for causal in (False, True):
+        ok = check("attention", (1, 4, 1000, 128), torch.bfloat16, "cuda", {"causal": causal})
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        ours = median_ms(lambda q=q, k=k, v=v, c=causal: mod.attention(q, k, v, c))
+        sdpa = median_ms(lambda q=q, k=k, v=v, c=causal: mod.sdpa_flash(q, k, v, c))
+        flops = mod.flops(b, h, s, d, causal)
+        rows.append(
+            {
+                "causal": causal,
+                "correct": ok.ok,
+                "rel_err": ok.rel_err,
+                "ms": ours,
+                "sdpa_flash_ms": sdpa,
+                "tflops": flops / ours / 1e9,
+                "sdpa_tflops": flops / sdpa / 1e9,
+                "speedup_vs_sdpa": sdpa / ours,
+                "target": ">= 1.0x SDPA flash",
+                "met": ok.ok and sdpa / ours >= 1.0,
+            }
+        )
+        q = k = v = None
+        torch.cuda.empty_cache()
+    return {"shape": [b, h, s, d], "dtype": "bf16", "rows": rows}
+
+
+def rms_norm_backward(torch, peaks: dict) -> dict[str, Any]:
+    from tritonlab.perf.kernels import load
+    from tritonlab.perf.kernels.selfcheck import check
+
+    mod = load("rms_norm_backward")
+    rows = []
+    for m, n in ((16384, 4096), (8192, 8192)):
+        ok = check("rms_norm_backward", (m, n), torch.bfloat16, "cuda")
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, device="cuda", dtype=torch.bfloat16) + 1
+        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        same = torch.equal(mod.rms_norm_backward(x, w, dy)[1], mod.rms_norm_backward(x, w, dy)[1])
+        ms = median_ms(lambda x=x, w=w, dy=dy: mod.rms_norm_backward(x, w, dy))
+        ms_atomic = median_ms(lambda x=x, w=w, dy=dy: mod.rms_norm_backward(x, w, dy, atomic=True))
+        gbps = bench.gbps(mod.bytes_moved(m, n, 2), ms)
+        pct = 100 * gbps / peaks["copy_gbps"]
+        rows.append(
+            {
+                "shape": [m, n],
+                "correct": ok.ok,
+                "rel_err": ok.rel_err,
+                "deterministic_dw": same,
+                "ms": ms,
+                "atomic_ms": ms_atomic,
+                "gbps": gbps,
+                "pct_copy": pct,
+                "target": ">= 90 % of copy bandwidth",
+                "met": ok.ok and same and pct >= 90,
+            }
+        )
+    return {"dtype": "bf16", "copy_gbps": peaks["copy_gbps"], "rows": rows}
+
+
+def fused_linear_ce(torch, peaks: dict) -> dict[str, Any]:
+    from tritonlab.perf.kernels import load
+    from tritonlab.perf.kernels.selfcheck import check
+
+    mod = load("fused_linear_ce")
+    ok = check("fused_linear_ce", (1024, 32000, 512), torch.bfloat16, "cuda", {"chunk": 4096})
+    bt, v, d = 8192, 128256, 4096
+    h = (torch.randn(bt, d, device="cuda", dtype=torch.bfloat16)).requires_grad_()
+    w = (torch.randn(v, d, device="cuda", dtype=torch.bfloat16) * d**-0.5).requires_grad_()
+    target = torch.randint(0, v, (bt,), device="cuda")
+    out: dict[str, Any] = {"shape": [bt, v, d], "dtype": "bf16", "correct": ok.ok, "rel_err": ok.rel_err}
+    for name, fn in (("chunked", mod.fused_linear_ce), ("eager", mod.eager_linear_ce)):
+        for _ in range(2):  # the first run allocates the .grad tensors; measure the steady state
+            h.grad, w.grad = None, None
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            loss = fn(h, w, target)
+            loss.backward()
+            torch.cuda.synchronize()
+        out[f"{name}_peak_gb"] = (torch.cuda.max_memory_allocated() - base) / 1e9
+        out[f"{name}_loss"] = float(loss)
+
+        def step(fn=fn):
+            h.grad, w.grad = None, None
+            fn(h, w, target).backward()
+
+        out[f"{name}_ms"] = median_ms(step, rep=10)
+    out["peak_ratio"] = out["chunked_peak_gb"] / out["eager_peak_gb"]
+    out["target"] = "peak memory <= 25 % of eager"
+    out["met"] = ok.ok and out["peak_ratio"] <= 0.25
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu-runs")
+    ap.add_argument(
+        "--only", default="", help="comma-separated: attention, rms_norm_backward, fused_linear_ce"
+    )
+    args = ap.parse_args()
+    ok, why = bench.gpu_status()
+    if not ok:
+        print(bench.REFUSAL.format(why=why), file=sys.stderr)
+        return 2
+    import torch
+
+    from tritonlab.perf.peaks import get_peaks
+
+    torch.manual_seed(22)
+    env = bench.environment()
+    peaks = get_peaks()
+    only = set(filter(None, args.only.split(",")))
+    result: dict[str, Any] = {"env": env, "peaks": peaks}
+    for name, fn in (
+        ("attention", attention),
+        ("rms_norm_backward", rms_norm_backward),
+        ("fused_linear_ce", fused_linear_ce),
+    ):
+        if only and name not in only:
+            continue
+        t0 = time.time()
+        try:
+            result[name] = fn(torch, peaks)
+        except Exception as exc:  # record and go on: one failing section must not hide the others
+            result[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        print(f"--- {name} ({time.time() - t0:.0f} s): {json.dumps(result[name], default=str)}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{bench.gpu_slug(env.get('gpu', 'gpu'))}-lessons-11-12.json"
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"wrote {path}")
+    print("\n== targets ==")
+    for name in ("attention", "rms_norm_backward", "fused_linear_ce"):
+        section = result.get(name)
+        if not section:
+            continue
+        for row in section.get("rows", [section]):
+            print(f"{'MET  ' if row.get('met') else 'SHORT'} {name:18s} {json.dumps(row, default=str)[:200]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

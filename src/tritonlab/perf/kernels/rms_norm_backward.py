@@ -1,0 +1,130 @@
+"""RMSNorm backward: ``dx = rstd·g − x·rstd³·mean(g·x)`` with ``g = dy·w``, and ``dw = Σ_rows dy·x·rstd``.
+
+Cost model (M rows × N columns of s bytes): reads x and dy (2·M·N·s) and w, writes dx (M·N·s); the dw
+partial sums add P·N·4 bytes written and read back (P ≈ 2 programs per SM, negligible for M ≫ P). So
+``bytes ≈ 3·M·N·s`` and the floor is ``3·M·N·s / copy_bandwidth``; about 10 FLOPs per element: memory-bound.
+The rstd of each row is recomputed from x (one extra row sum in registers) rather than saved by the forward,
+which keeps the function self-contained; the forward's saved rstd would save nothing in bytes that matter.
+
+Design: a persistent grid of P programs, each owning a contiguous band of rows. A program keeps the weight
+and an fp32 dw accumulator in registers for the whole band, so dw costs one (P, N) fp32 store per program; a
+second small kernel adds the P rows in a fixed order — deterministic. ``atomic=True`` replaces the second
+kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer, but the order of the additions (and
+so the last bits of dw) changes from run to run on a GPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import interpreting, next_pow2, num_sms
+
+
+@triton.jit
+def _rms_bwd_kernel(
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    dw_ptr,
+    M,
+    N,
+    rows_per_program,
+    stride_xm,
+    stride_dym,
+    stride_dxm,
+    eps,
+    BLOCK_N: tl.constexpr,
+    ATOMIC: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    first = (pid * rows_per_program).to(tl.int64)
+    for i in range(0, tl.minimum(rows_per_program, M - first)):
+        row = first + i
+        x = tl.load(x_ptr + row * stride_xm + cols, mask=cmask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=cmask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+        g = dy * w
+        c = tl.sum(g * x, axis=0) / N
+        dx = rstd * g - x * (rstd * rstd * rstd * c)
+        tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=cmask)
+        dw_acc += dy * x * rstd
+    if ATOMIC:
+        tl.atomic_add(dw_ptr + cols, dw_acc, mask=cmask)
+    else:
+        tl.store(dw_ptr + pid * N + cols, dw_acc, mask=cmask)
+
+
+@triton.jit
+def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < N
+    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for start in range(0, P, BLOCK_P):
+        rows = start + tl.arange(0, BLOCK_P)
+        mask = (rows < P)[:, None] & cmask[None, :]
+        acc += tl.sum(tl.load(partial_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0), axis=0)
+    tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cmask)
+
+
+def default_config(m: int, n: int, device: torch.device) -> dict[str, int]:
+    block = next_pow2(n)
+    per_sm = 2 if block >= 4096 else 4
+    programs = num_sms(device.index or 0) * per_sm if device.type == "cuda" and not interpreting() else 4
+    return {"programs": max(1, min(m, programs)), "num_warps": max(1, min(16, block // 256))}
+
+
+def rms_norm_backward(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    dy: torch.Tensor,
+    eps: float = 1e-6,
+    *,
+    atomic: bool = False,
+    config: dict[str, int] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(dx, dw) of RMSNorm over the last dimension of a 2-D x (unit column stride is made if missing)."""
+    if x.dim() != 2 or dy.shape != x.shape or weight.shape != (x.shape[1],):
+        raise ValueError(f"shapes x {tuple(x.shape)}, dy {tuple(dy.shape)}, weight {tuple(weight.shape)}")
+    x = x if x.stride(1) == 1 else x.contiguous()
+    dy = dy if dy.stride(1) == 1 else dy.contiguous()
+    weight = weight.contiguous()
+    M, N = x.shape
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format)
+    dw = torch.empty((N,), device=x.device, dtype=weight.dtype)
+    if M == 0:
+        return dx, dw.zero_()
+    cfg = config or default_config(M, N, x.device)
+    rows_per_program = triton.cdiv(M, int(cfg["programs"]))
+    programs = triton.cdiv(M, rows_per_program)
+    if atomic:
+        partial = torch.zeros((N,), device=x.device, dtype=torch.float32)
+    else:
+        partial = torch.empty((programs, N), device=x.device, dtype=torch.float32)
+    BLOCK_N = next_pow2(N)
+    _rms_bwd_kernel[(programs,)](
+        x, weight, dy, dx, partial, M, N, rows_per_program, x.stride(0), dy.stride(0), dx.stride(0), eps,
+        BLOCK_N=BLOCK_N, ATOMIC=atomic, num_warps=int(cfg["num_warps"]),
+    )  # fmt: skip
+    if atomic:
+        dw.copy_(partial)
+        return dx, dw
+    BLOCK_C = min(256, BLOCK_N)
+    _sum_rows_kernel[(triton.cdiv(N, BLOCK_C),)](partial, dw, programs, N, BLOCK_P=16, BLOCK_C=BLOCK_C)
+    return dx, dw
+
+
+def bytes_moved(m: int, n: int, elem_size: int) -> int:
+    """Read x and dy, write dx (the weight, dw and the fp32 partials are O(N·P), left out)."""
+    return 3 * m * n * elem_size
+
+
+def flops(m: int, n: int) -> int:
+    """About ten operations per element."""
+    return 10 * m * n
