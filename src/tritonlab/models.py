@@ -124,6 +124,7 @@ FAILURE_KINDS = (
     "no-kernel-launch",
     "torch-fallback",
     "too-many-launches",
+    "low-occupancy",
     "input-modified",
     "exception",
     "timeout",

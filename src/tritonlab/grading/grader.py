@@ -183,11 +183,47 @@ def check(
         verdict.output = run.output
         result = read_result(run_dir)
         judge_all(verdict, contract, cases, result, run, file, exercise.function)
+        if hasattr(contract, "compile_items") and not result.get("import_error"):
+            trusted_compile(verdict, contract, file, backend, zygote, timeout)
     finally:
         if not keep_run_dir:
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
+
+
+def trusted_compile(
+    verdict: Verdict, contract: object, file: Path, backend: str, zygote: sandbox.Zygote, timeout: float
+) -> None:
+    """Grade what the compiler makes of the learner's kernel for a GPU (e.g. occupancy) from a compile that
+    never imports the learner's file: the parent reads the kernel's source as text, a separate sandboxed child
+    (job mode `compile`) compiles only that function, with the signature and constexprs the contract fixes.
+    The numbers come from triton and ptxas in that child, not from anything the learner's process reported."""
+    name = getattr(contract, "COMPILE_CASE", "compiled for the GPU")
+    items, failures = contract.compile_items(file.read_text(encoding="utf-8", errors="replace"))
+    results: list[dict] = []
+    if items:
+        run_dir = sandbox.new_run_dir()
+        try:
+            (run_dir / "job.json").write_text(json.dumps({"mode": "compile", "items": items}))
+            run = zygote.start(run_dir, sandbox.default_limits(backend, max(timeout, 180.0))).wait()
+            data = read_json(run_dir / "inspect.json")
+            results = list(data.get("results", [])) if isinstance(data, dict) else []
+            if len(results) != len(items):
+                failures.append(process_failure(name, run))
+        finally:
+            sandbox.remove_run_dir(run_dir)
+        if len(results) == len(items):
+            failures += contract.judge_compile(results)
+    verdict.failures.extend(failures)
+    verdict.cases.append(CaseResult(name, not failures))
+
+
+def read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def judge_all(
