@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--target", help="cuda:90 (H100), cuda:80 (A100) or hip:gfx942 (MI300).")
         ] = "cuda:90",
         stage: Annotated[
-            str | None, typer.Option("--stage", help="Print this stage in full: ttir, ttgir, llir, ptx, amdgcn.")
+            str | None,
+            typer.Option("--stage", help="Print this stage in full: ttir, ttgir, llir, ptx, amdgcn."),
         ] = None,
         lines: Annotated[int, typer.Option("--lines", help="Lines shown of each stage.")] = 8,
         json_out: Annotated[bool, typer.Option("--json", help="Print JSON (every stage in full).")] = False,
@@ -85,7 +86,9 @@ def _inspect(
 
 def format_report(data: dict, stage: str | None = None, lines: int = 8) -> str:
     """The inspect result as plain text (also used by the web page)."""
-    out: list[str] = [f"target {data.get('target')}" + (f", first case: {data['case']}" if data.get("case") else "")]
+    out: list[str] = [
+        f"target {data.get('target')}" + (f", case: {data['case']}" if data.get("case") else "")
+    ]
     if "import_error" in data:
         err = data["import_error"]
         out.append(f"your file could not be imported: {err.get('type')}: {err.get('message')}")
@@ -129,7 +132,9 @@ def format_report(data: dict, stage: str | None = None, lines: int = 8) -> str:
                 continue
             body = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#loc")]
             shown = body if stage == name else body[:lines]
-            more = "" if stage == name else f" (first {len(shown)} of {len(body)} lines; --stage {name} for all)"
+            more = (
+                "" if stage == name else f" (first {len(shown)} of {len(body)} lines; --stage {name} for all)"
+            )
             out.append(f"\n--- {STAGE_NAMES.get(name, name)}{more} ---")
             out.extend(shown)
     return "\n".join(out)

@@ -205,7 +205,9 @@ def trusted_compile(
     if items:
         run_dir = sandbox.new_run_dir()
         try:
-            (run_dir / "job.json").write_text(json.dumps({"mode": "compile", "items": items}))
+            (run_dir / "job.json").write_text(
+                json.dumps({"mode": "compile", "file": str(file), "items": items})
+            )
             run = zygote.start(run_dir, sandbox.default_limits(backend, max(timeout, 180.0))).wait()
             data = read_json(run_dir / "inspect.json")
             results = list(data.get("results", [])) if isinstance(data, dict) else []

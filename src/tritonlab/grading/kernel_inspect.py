@@ -192,7 +192,14 @@ def _ptxas_log(ptx: str, arch: int) -> str:
         src = os.path.join(tmp, "kernel.ptx")
         Path(src).write_text(ptx)
         proc = subprocess.run(
-            [ptxas, "-v", f"--gpu-name=sm_{arch}{'a' if arch == 90 else ''}", src, "-o", os.path.join(tmp, "k.o")],
+            [
+                ptxas,
+                "-v",
+                f"--gpu-name=sm_{arch}{'a' if arch == 90 else ''}",
+                src,
+                "-o",
+                os.path.join(tmp, "k.o"),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -224,7 +231,9 @@ def describe_compiled(compiled: Any, target: str) -> dict[str, Any]:
     return out
 
 
-def compile_for(jit_fn: Any, signature: dict, constexprs: dict, attrs: dict, options: dict, target: str) -> Any:
+def compile_for(
+    jit_fn: Any, signature: dict, constexprs: dict, attrs: dict, options: dict, target: str
+) -> Any:
     import triton
     from triton.compiler import ASTSource
 
@@ -241,7 +250,11 @@ def bind_launch(jit_fn: Any, args: tuple, kwargs: dict, target: str) -> tuple[di
     binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
     bound, specialization, options = binder(*args, **kwargs)
     options, signature, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound, specialization, options)
-    opts = {k: v for k, v in options.__dict__.items() if k in kwargs and k in ("num_warps", "num_stages", "num_ctas")}
+    opts = {
+        k: v
+        for k, v in options.__dict__.items()
+        if k in kwargs and k in ("num_warps", "num_stages", "num_ctas")
+    }
     return signature, constexprs, attrs, opts
 
 
@@ -272,7 +285,6 @@ def _case_spec(contract: Any, backend: str, run_dir: Path) -> dict:
     import numpy as np
 
     from tritonlab.grading import grader
-
     from tritonlab.grading.contracts import any_tensor_numel
 
     cases = contract.cases(np.random.default_rng(0), backend)
@@ -281,15 +293,34 @@ def _case_spec(contract: Any, backend: str, run_dir: Path) -> dict:
     small = [c for c in usable if any_tensor_numel(c) <= 1 << 20] or usable
     case = max(small, key=any_tensor_numel)
     names = getattr(contract, "ARG_NAMES", None) or [str(j) for j in range(len(case.args))]
-    args = [grader.encode_arg(a, 0, names[j] if j < len(names) else str(j), run_dir) for j, a in enumerate(case.args)]
+    args = [
+        grader.encode_arg(a, 0, names[j] if j < len(names) else str(j), run_dir)
+        for j, a in enumerate(case.args)
+    ]
     kwargs = {k: grader.encode_arg(v, 0, k, run_dir) for k, v in case.kwargs.items()}
     return {"name": case.name, "args": args, "kwargs": kwargs, "extra": case.extra, "expect_error": None}
 
 
+def compiler_mode() -> None:
+    """Make `@triton.jit` produce compilable JITFunctions in this (forked, disposable) child.
+
+    The interpreter's zygote imported triton with TRITON_INTERPRET=1, so triton.language's own @jit helpers
+    (tl.sum, tl.cdiv, ...) are interpreted functions that the code generator cannot call. Drop every triton
+    Python module (the compiled extension stays loaded) and import triton again with the interpreter off."""
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    if os.environ.get("TRITON_INTERPRET", "0") in ("0", "") and "triton" in sys.modules:
+        return
+    os.environ["TRITON_INTERPRET"] = "0"
+    for name in list(sys.modules):
+        if (name == "triton" or name.startswith("triton.")) and not name.startswith("triton._C"):
+            del sys.modules[name]
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+
 def run_inspect(job: dict, run_dir: Path) -> int:
     """Child: record the learner's launches on the exercise's first case, compile each for the target."""
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    os.environ["TRITON_INTERPRET"] = "0"  # @triton.jit must give compilable JITFunctions, not interpreted ones
+    compiler_mode()  # @triton.jit must give compilable JITFunctions, not interpreted ones
     from tritonlab.grading import contracts, harness
 
     out: dict[str, Any] = {"target": job["target"], "kernels": [], "problems": []}
@@ -324,11 +355,16 @@ def run_inspect(job: dict, run_dir: Path) -> int:
         if hasattr(contract, "run_case"):
             contract.run_case(fn, spec, tools)
         else:
-            fn(*[tools.build_arg(a) for a in spec["args"]], **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()})
+            fn(
+                *[tools.build_arg(a) for a in spec["args"]],
+                **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()},
+            )
     except BaseException as exc:  # noqa: BLE001 - outputs were never computed: later host code may trip on that
         if not launches:
             info = harness.describe_exception(exc, learner_file)
-            out["problems"].append(f"your function raised before launching a kernel: {info['type']}: {info['message']}")
+            out["problems"].append(
+                f"your function raised before launching a kernel: {info['type']}: {info['message']}"
+            )
     if not launches:
         out["problems"].append("no kernel launch was seen on the first case")
     seen = set()
@@ -336,7 +372,12 @@ def run_inspect(job: dict, run_dir: Path) -> int:
         name = getattr(jit_fn.fn, "__name__", "kernel")
         try:
             signature, constexprs, attrs, options = bind_launch(jit_fn, args, kwargs, job["target"])
-            key = (name, json.dumps([signature, {str(k): repr(v) for k, v in constexprs.items()}, options], sort_keys=True))
+            key = (
+                name,
+                json.dumps(
+                    [signature, {str(k): repr(v) for k, v in constexprs.items()}, options], sort_keys=True
+                ),
+            )
             if key in seen:
                 continue
             seen.add(key)
@@ -344,13 +385,20 @@ def run_inspect(job: dict, run_dir: Path) -> int:
             entry = {
                 "kernel": name,
                 "signature": signature,
-                "constexprs": {".".join(map(str, k)) if isinstance(k, tuple) else str(k): repr(v) for k, v in constexprs.items()},
+                "constexprs": {
+                    ".".join(map(str, k)) if isinstance(k, tuple) else str(k): repr(v)
+                    for k, v in constexprs.items()
+                },
                 **describe_compiled(compiled, job["target"]),
             }
             entry["constexprs"] = _named_constexprs(jit_fn, constexprs)
         except BaseException as exc:  # noqa: BLE001 - a compile error is the learner's to see
             info = harness.describe_exception(exc, learner_file)
-            entry = {"kernel": name, "error": f"{info['type']}: {info['message']}", "where": info.get("where", "")}
+            entry = {
+                "kernel": name,
+                "error": f"{info['type']}: {info['message']}",
+                "where": info.get("where", ""),
+            }
         out["kernels"].append(entry)
         flush()
     flush()
@@ -389,13 +437,16 @@ def clean_kernel_source(source: str, name: str) -> str:
     fn.args.kw_defaults = [None] * len(fn.args.kwonlyargs)
     fn.args.vararg = fn.args.kwarg = None
     module = ast.Module(body=[fn], type_ignores=[])
-    return "import triton\nimport triton.language as tl\n\n\n" + ast.unparse(ast.fix_missing_locations(module)) + "\n"
+    return (
+        "import triton\nimport triton.language as tl\n\n\n"
+        + ast.unparse(ast.fix_missing_locations(module))
+        + "\n"
+    )
 
 
 def run_compile(job: dict, run_dir: Path) -> int:
     """Child (trusted): compile kernel sources handed over as text, with a signature the contract fixes."""
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    os.environ["TRITON_INTERPRET"] = "0"
+    compiler_mode()
     import importlib.util
 
     from triton.runtime.jit import JITFunction
@@ -414,13 +465,23 @@ def run_compile(job: dict, run_dir: Path) -> int:
             names = [p.name for p in jit_fn.params]
             constexprs = {(names.index(n),): v for n, v in item["constexprs"].items()}
             attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in item.get("aligned", [])}
-            compiled = compile_for(jit_fn, item["signature"], constexprs, attrs, item["options"], item["target"])
+            compiled = compile_for(
+                jit_fn, item["signature"], constexprs, attrs, item["options"], item["target"]
+            )
             described = describe_compiled(compiled, item["target"])
             described.pop("stages", None)
             out["results"].append({"label": item.get("label", ""), **described})
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
             msg = str(exc).strip().splitlines()
-            out["results"].append({"label": item.get("label", ""), "error": f"{type(exc).__name__}: {msg[0] if msg else ''}"})
+            import traceback
+
+            out["results"].append(
+                {
+                    "label": item.get("label", ""),
+                    "error": f"{type(exc).__name__}: {msg[0] if msg else ''}",
+                    "traceback": traceback.format_exc()[-3000:],
+                }
+            )
         (run_dir / RESULT).write_text(json.dumps(out, default=str))
     (run_dir / RESULT).write_text(json.dumps(out, default=str))
     return 0
