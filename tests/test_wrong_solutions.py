@@ -39,6 +39,9 @@ EXPECTED: dict[str, str] = {
     "bench_protocol/no_sync.py": "wrong-result",
     "bench_protocol/times_warmup.py": "wrong-result",
     "bench_protocol/unconditional_sync.py": "exception",
+    "occupancy/only_more_warps.py": "low-occupancy",
+    "occupancy/computed_constant.py": "low-occupancy",
+    "occupancy/missing_mask.py": "out-of-bounds-write",
     # lesson 7
     "copy_2d/ignored_strides.py": "wrong-result",
     "copy_2d/swapped_strides.py": "wrong-result",
