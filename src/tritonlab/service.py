@@ -14,6 +14,7 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import grader
+from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
 from tritonlab.runs import hardening, sandbox
@@ -286,8 +287,8 @@ class Service:
         stages, resources, layouts and occupancy (grading/kernel_inspect.py)."""
         from tritonlab.grading import kernel_inspect
 
-        if target not in kernel_inspect.TARGETS:
-            raise ValueError(f"unknown target {target!r}; known: {', '.join(kernel_inspect.TARGETS)}")
+        if target not in INSPECT_TARGETS:
+            raise ValueError(f"unknown target {target!r}; known: {', '.join(INSPECT_TARGETS)}")
         path = Path(file) if file else self.learner_file(exercise)
         job = {
             "mode": "inspect",

@@ -336,7 +336,7 @@ def _register_optional() -> None:
     """Commands that live in their own modules (quiz, bench, serve)."""
     import importlib
 
-    for name in ("quiz", "bench", "serve", "viz", "inspect_cmd", "notebook", "classroom"):
+    for name in ("quiz", "bench", "serve", "viz", "notebook", "classroom"):
         try:
             module = importlib.import_module(f"tritonlab.cli.{name}")
         except ModuleNotFoundError as exc:
