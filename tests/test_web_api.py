@@ -582,3 +582,22 @@ def test_visualize_is_not_offered_without_a_kernel(env: dict, monkeypatch: pytes
     page = env["client"].get("/lessons/02-copy").text
     assert 'data-action="viz"' not in page and 'data-viz-for="vector-copy"' not in page
     assert 'data-action="check"' in page
+
+
+# ---- Inspect ---------------------------------------------------------------------------------------------
+
+
+def test_inspect_compiles_the_learners_kernel_for_a_gpu_without_one(env: dict) -> None:
+    client = env["client"]
+    solution = (FIXTURES / "course/01-only/exercises/vector-copy/solution.py").read_text()
+    code = client.get("/api/exercises/vector-copy/code").json()
+    body = {"text": solution, "base_version": code["version"], "target": "cuda:90"}
+    answer = client.post("/api/exercises/vector-copy/inspect", json=body, headers=ORIGIN)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    kernel = data["data"]["kernels"][0]
+    assert "ptx" in kernel["stages"] and kernel["resources"]["registers"] > 0
+    assert "registers per thread" in data["report"] and "programs per SM" in data["report"]
+    bad = client.post("/api/exercises/vector-copy/inspect", json={"target": "cuda:1"}, headers=ORIGIN)
+    assert bad.status_code == 422
+    assert client.post("/api/exercises/vector-copy/inspect").status_code == 403

@@ -44,6 +44,9 @@ EXPECTED: dict[str, str] = {
     "bench_protocol/no_sync.py": "wrong-result",
     "bench_protocol/times_warmup.py": "wrong-result",
     "bench_protocol/unconditional_sync.py": "exception",
+    "occupancy/only_more_warps.py": "low-occupancy",
+    "occupancy/computed_constant.py": "low-occupancy",
+    "occupancy/missing_mask.py": "out-of-bounds-write",
     # lesson 7
     "copy_2d/ignored_strides.py": "wrong-result",
     "copy_2d/swapped_strides.py": "wrong-result",
@@ -57,6 +60,9 @@ EXPECTED: dict[str, str] = {
     "add_bias/writes_into_input.py": "input-modified",
     "add_bias/torch_fallback.py": "torch-fallback",
     # lesson 8
+    "row_reduce/zero_padding.py": "wrong-result",
+    "row_reduce/contiguous_rows.py": "wrong-result",
+    "row_reduce/first_block_only.py": "wrong-result",
     "softmax/other_zero.py": "wrong-result",
     "softmax/no_max_subtraction.py": "nan-mismatch",
     "softmax/wrong_dtype.py": "wrong-dtype",

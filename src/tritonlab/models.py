@@ -127,6 +127,7 @@ FAILURE_KINDS = (
     "host-copy",
     "host-computed",
     "too-many-launches",
+    "low-occupancy",
     "input-modified",
     "exception",
     "timeout",

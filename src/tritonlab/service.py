@@ -15,6 +15,7 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import case_cache, contracts, grader
+from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
@@ -407,6 +408,39 @@ class Service:
         finally:
             gate.release()
             sandbox.remove_run_dir(run_dir)
+
+    def inspect(
+        self,
+        exercise: Exercise,
+        file: Path | None = None,
+        target: str = "cuda:90",
+        on_wait: Callable[[int], None] | None = None,
+        timeout: float = 180.0,
+    ) -> dict:
+        """Compile the learner's kernel(s) for `target` (no GPU needed) in a sandboxed child and return the
+        stages, resources, layouts and occupancy (grading/kernel_inspect.py)."""
+        from tritonlab.grading import kernel_inspect
+
+        if target not in INSPECT_TARGETS:
+            raise ValueError(f"unknown target {target!r}; known: {', '.join(INSPECT_TARGETS)}")
+        path = Path(file) if file else self.learner_file(exercise)
+        job = {
+            "mode": "inspect",
+            "exercise": exercise.id,
+            "function": exercise.function,
+            "file": str(path.resolve()),
+            "target": target,
+        }
+        result, data = self.run_job(job, kernel_inspect.RESULT, on_wait=on_wait, timeout=timeout)
+        if data is None:
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+            data = {
+                "target": target,
+                "kernels": [],
+                "problems": [f"the inspect run ended without a result ({why})"],
+                "output": result.output[-2000:],
+            }
+        return data
 
     # ---- hints and progress -------------------------------------------------------------------------------
 

@@ -329,6 +329,9 @@ def check(
         except rundir.Malformed as problem:
             verdict.failures = [malformed_failure(problem)]
             verdict.cases = [CaseResult(c.name, False) for c in cases]
+            result = {}
+        if hasattr(contract, "compile_items") and result and not result.get("import_error"):
+            trusted_compile(verdict, contract, file, source, backend, zygote, timeout)
         if graded != file:
             rename_in_verdict(verdict, graded, file)
     finally:
@@ -435,6 +438,44 @@ def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
         raise rundir.Malformed(
             f"case {case.name!r} has fields of the wrong type ({type(exc).__name__})"
         ) from exc
+
+
+def trusted_compile(
+    verdict: Verdict,
+    contract: object,
+    file: Path,
+    source: str,
+    backend: str,
+    zygote: sandbox.Zygote,
+    timeout: float,
+) -> None:
+    """Grade what the compiler makes of the learner's kernel for a GPU (e.g. occupancy) from a compile that
+    never imports the learner's file: the parent reads the kernel's source as text, a separate sandboxed child
+    (job mode `compile`) compiles only that function, with the signature and constexprs the contract fixes.
+    The numbers come from triton and ptxas in that child, not from anything the learner's process reported."""
+    name = getattr(contract, "COMPILE_CASE", "compiled for the GPU")
+    items, failures = contract.compile_items(source)  # the very text this check graded
+    results: list[dict] = []
+    if items:
+        run_dir = sandbox.new_run_dir()
+        try:
+            (run_dir / "job.json").write_text(
+                json.dumps({"mode": "compile", "file": str(file), "items": items})
+            )
+            run = zygote.start(run_dir, sandbox.default_limits(backend, max(timeout, 180.0))).wait()
+            try:
+                data = rundir.read_json(run_dir / "inspect.json")  # capped and depth-checked: hostile
+            except rundir.Malformed:
+                data = None
+            results = list(data.get("results", [])) if isinstance(data, dict) else []
+            if len(results) != len(items):
+                failures.append(process_failure(name, run))
+        finally:
+            sandbox.remove_run_dir(run_dir)
+        if len(results) == len(items):
+            failures += contract.judge_compile(results)
+    verdict.failures.extend(failures)
+    verdict.cases.append(CaseResult(name, not failures))
 
 
 def judge_all(

@@ -39,6 +39,8 @@ ENTRIES = {
     "run": "tritonlab.grading.harness:run_program",
     "viz": "tritonlab.viz.child:run_viz",
     "bench": "tritonlab.perf.bench_learner:child_main",
+    "inspect": "tritonlab.grading.kernel_inspect:run_inspect",
+    "compile": "tritonlab.grading.kernel_inspect:run_compile",
 }
 WARM = ("tritonlab.grading.harness", "tritonlab.grading.contracts", "tritonlab.grading.guards")
 

@@ -47,6 +47,12 @@ class VizBody(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)  # the verdict's seed, to redraw that case
 
 
+class InspectBody(BaseModel):
+    text: str | None = Field(default=None, max_length=MAX_TEXT)
+    base_version: str | None = Field(default=None, max_length=64)
+    target: str = Field(default="cuda:90", max_length=32)
+
+
 class BackupBody(BaseModel):
     text: str = Field(max_length=MAX_TEXT)
 
@@ -211,7 +217,7 @@ def run_work(service: Service, file: Path, label: str, text: str | None = None) 
 
 
 def save_before_run(
-    service: Service, exercise: Exercise, body: RunBody | None, lang: str = "en"
+    service: Service, exercise: Exercise, body: RunBody | InspectBody | None, lang: str = "en"
 ) -> JSONResponse | None:
     if body is not None and body.text is not None:
         try:
@@ -438,6 +444,34 @@ def visualize(exercise_id: str, request: Request, body: VizBody | None = None) -
     finally:
         slots.release()
     return viz_response(data, log, exercise.id, lang, note)
+
+
+@router.post("/exercises/{exercise_id}/inspect", response_model=None)
+def inspect_kernel(
+    exercise_id: str, request: Request, body: InspectBody | None = None
+) -> dict | JSONResponse:
+    """Compile the learner's kernel for a GPU target in a sandboxed child (the path of `tritonlab inspect`):
+    the plain-text report (the page shows it escaped, in a <pre>) and the data: stages, registers, occupancy."""
+    from tritonlab.cli.viz import format_report
+    from tritonlab.service import INSPECT_TARGETS
+
+    service = service_of(request)
+    lang = weblang.request_lang(request)
+    exercise = find_exercise(service, exercise_id, lang)
+    target = body.target if body is not None else "cuda:90"
+    if target not in INSPECT_TARGETS:
+        raise HTTPException(422, f"unknown target {target!r}; use one of {', '.join(INSPECT_TARGETS)}")
+    conflict = save_before_run(service, exercise, body, lang)
+    if conflict is not None:
+        return conflict
+    slots = _viz_slots(request)
+    if not slots.acquire(blocking=False):
+        raise HTTPException(429, t("web.viz.busy", lang, count=VIZ_MAX_ACTIVE))
+    try:
+        data = service.inspect(exercise, target=target)
+    finally:
+        slots.release()
+    return {"target": target, "report": format_report(data), "data": data}
 
 
 @router.post("/lessons/{lesson_key}/examples/{index}/run")

@@ -1,0 +1,169 @@
+"""occupancy (lesson 6): `scale_shift(x, a, b)` returns a·x + b (elementwise, 1-D, fp32 or fp16, new
+contiguous tensor with x's dtype), launched with the module-level constants `BLOCK` and `NUM_WARPS` — chosen so
+that, compiled for an H100 (sm_90), at least twice as many programs AND twice as many warps of the kernel
+`scale_shift_kernel` are resident on one SM as with the starter's BLOCK=16384, NUM_WARPS=4.
+
+Correctness is graded like every exercise (interpreter or GPU). Occupancy is graded from a TRUSTED compile
+(grader.trusted_compile): the parent reads `BLOCK`, `NUM_WARPS` (integer literals) and the kernel's source
+from the file as text, and a separate sandboxed child that never imports the learner's file compiles that
+one function (decorators, defaults and annotations other than `tl.constexpr` stripped) for sm_90 with this
+contract's signature; registers come from `ptxas -v`, occupancy from grading/kernel_inspect.occupancy. The
+baseline is the same kernel body with the starter's configuration, compiled in the same run.
+
+Cost model: reads n elements, writes n → bytes = 2·n·element_size.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from tritonlab.grading.contracts import Case, Tensor, random_values, rounding_tol
+from tritonlab.grading.contracts.compare import judge
+from tritonlab.models import Failure
+
+FUNCTION = "scale_shift"
+ARG_NAMES = ["x", "a", "b"]
+KERNEL = "scale_shift_kernel"
+COMPILE_CASE = "occupancy on sm_90 (trusted compile)"
+TARGET = "cuda:90"
+STARTER = {"BLOCK": 16384, "NUM_WARPS": 4}
+MIN_BLOCK = 1024
+SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "a": "fp32", "b": "fp32", "BLOCK": "constexpr"}
+
+BASELINE_SOURCE = """
+@triton.jit
+def scale_shift_kernel(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offsets, (x * a + b).to(y_ptr.dtype.element_ty), mask=mask)
+"""
+
+
+def cases(rng: np.random.Generator, backend: str) -> list[Case]:
+    sizes = [1, 1000, 4097, 16384, 16385, 40009, int(rng.integers(20000, 60000))]
+    if backend == "gpu":
+        sizes += [(1 << 22) + 5]
+    out = []
+    for n in sizes:
+        a, b = float(np.float32(rng.uniform(-3, 3))), float(np.float32(rng.uniform(-3, 3)))
+        out.append(Case(f"n={n} float32", (Tensor(random_values(rng, (n,), "float32"), "float32"), a, b)))
+    a, b = 0.5, -1.25
+    out.append(Case("n=5003 float16", (Tensor(random_values(rng, (5003,), "float16"), "float16"), a, b)))
+    return out
+
+
+def check(case: Case, result: dict) -> list[Failure]:
+    x, a, b = case.args
+    expected = x.values * a + b
+    rtol, atol = rounding_tol(x.dtype, 1.0)
+    # fp32 arithmetic: a·x + b rounds once or twice (fma or not), relative to |a·x| + |b|, not to the result
+    scale = float(np.max(np.abs(x.values * a) + abs(b), initial=0.0))
+    return judge(case, result, expected, x.dtype, rtol, atol + 4 * 2.0**-24 * scale)
+
+
+# ---- the trusted compile ------------------------------------------------------------------------------
+
+
+def _constants(source: str) -> tuple[dict[str, int], list[str]]:
+    """Module-level integer literals BLOCK and NUM_WARPS, read from the file's text (nothing is run)."""
+    found: dict[str, int] = {}
+    problems: list[str] = []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return found, [f"the file does not parse: {exc.msg} (line {exc.lineno})"]
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in STARTER:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    value = None
+                if isinstance(value, int) and not isinstance(value, bool):
+                    found[name] = value
+                else:
+                    problems.append(f"`{name}` must be a plain integer (e.g. `{name} = {STARTER[name]}`)")
+    for name in STARTER:
+        if name not in found and not any(name in p for p in problems):
+            problems.append(f"the file must define `{name} = <integer>` at top level and launch with it")
+    return found, problems
+
+
+def _item(label: str, source: str, block: int, warps: int) -> dict:
+    return {
+        "label": label,
+        "source": source,
+        "kernel": KERNEL,
+        "signature": SIGNATURE,
+        "constexprs": {"BLOCK": block},
+        "aligned": ["x_ptr", "y_ptr"],
+        "options": {"num_warps": warps},
+        "target": TARGET,
+    }
+
+
+def compile_items(source: str) -> tuple[list[dict], list[Failure]]:
+    """(what the trusted child compiles, failures found already from the text)."""
+    values, problems = _constants(source)
+    block, warps = values.get("BLOCK"), values.get("NUM_WARPS")
+    if block is not None and (block < MIN_BLOCK or block > 65536 or block & (block - 1)):
+        problems.append(f"BLOCK = {block}: use a power of two from {MIN_BLOCK} to 65536")
+    if warps is not None and warps not in (1, 2, 4, 8, 16, 32):
+        problems.append(f"NUM_WARPS = {warps}: use 1, 2, 4, 8, 16 or 32")
+    if problems:
+        return [], [Failure(COMPILE_CASE, "low-occupancy", "; ".join(problems))]
+    return [
+        _item("starter", BASELINE_SOURCE, STARTER["BLOCK"], STARTER["NUM_WARPS"]),
+        _item("yours", source, int(block), int(warps)),  # type: ignore[arg-type]
+    ], []
+
+
+def judge_compile(results: list[dict]) -> list[Failure]:
+    base, mine = results
+    if "error" in base:
+        return [
+            Failure(
+                COMPILE_CASE,
+                "crash",
+                f"the reference configuration did not compile: {base['error']}\n{base.get('traceback', '')}",
+            )
+        ]
+    if "error" in mine:
+        return [
+            Failure(
+                COMPILE_CASE,
+                "exception",
+                f"`{KERNEL}` did not compile for sm_90: {mine['error']}",
+                f"keep the kernel's name and parameters as given: ({', '.join(SIGNATURE)})",
+            )
+        ]
+    b, m = base["occupancy"], mine["occupancy"]
+    regs = mine["resources"].get("registers")
+    spills = mine["resources"].get("spill_stores", 0) + mine["resources"].get("spill_loads", 0)
+    summary = (
+        f"your configuration: {regs} registers per thread, {m['programs_per_sm']} programs × "
+        f"{mine['num_warps']} warps = {m['warps_per_sm']} warps per SM (limited by {' and '.join(m['limited_by'])}); "
+        f"the starter: {base['resources'].get('registers')} registers, {b['programs_per_sm']} programs = "
+        f"{b['warps_per_sm']} warps"
+    )
+    need_programs, need_warps = 2 * b["programs_per_sm"], 2 * b["warps_per_sm"]
+    if spills:
+        return [
+            Failure(COMPILE_CASE, "low-occupancy", f"{summary}; ptxas spills {spills} bytes to local memory")
+        ]
+    if m["programs_per_sm"] < need_programs or m["warps_per_sm"] < need_warps:
+        return [
+            Failure(
+                COMPILE_CASE,
+                "low-occupancy",
+                f"{summary}; needed: at least {need_programs} programs and {need_warps} warps per SM",
+                "registers per thread grow with the elements each thread holds, BLOCK / (32 · NUM_WARPS); "
+                "run `tritonlab inspect occupancy` to see the register count and the limiting resource",
+            )
+        ]
+    return []
