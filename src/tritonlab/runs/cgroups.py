@@ -450,6 +450,19 @@ def probe() -> dict:
     return result
 
 
+_probe_lock = threading.Lock()
+
+
+def proven() -> bool:
+    """Did the probe see both per-run limits (memory, pids) stop a process here? Cached with probe(); one
+    probe at a time (two workers starting together must not race on the probe's folders)."""
+    try:
+        with _probe_lock:
+            return bool(probe()["per_run_cgroups"])
+    except Exception:  # noqa: BLE001 - a probe that breaks proves nothing
+        return False
+
+
 def report() -> dict:
     """What doctor says about per-run resource limits (sandbox.run_limits)."""
     found = detect()

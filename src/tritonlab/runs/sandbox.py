@@ -279,7 +279,15 @@ class Zygote:
         that many warm single-use children (runs/pool.py)."""
         self.backend = backend
         self.hardened = hardened
-        self.run_cgroups = cgroups.available()[0] if run_cgroups is None else run_cgroups
+        # Per-run cgroups only where a probe saw them stop something (cgroups.probe, cached per process): a
+        # machine where the folders are writable but placement or the limits do not work (seen on a GPU host
+        # under gVisor) must not hold every run waiting for a placement that never comes. The probe runs
+        # beside the worker's start-up (torch and triton take longer to import), so it costs no latency.
+        self._cgroups_wanted = run_cgroups
+        self._cgroups_probe: threading.Thread | None = None
+        if run_cgroups is None:
+            self._cgroups_probe = threading.Thread(target=cgroups.proven, name="cgroup-probe", daemon=True)
+            self._cgroups_probe.start()
         self.pool = 0 if hardened else pool  # a hardened zygote forks on demand (pool.py)
         self.info: dict = {}
         self.dead = False
@@ -341,6 +349,19 @@ class Zygote:
         self.dead = True
         self._ready.set()
 
+    @property
+    def run_cgroups(self) -> bool:
+        """Does this worker put each run in its own cgroup (see __init__)?"""
+        if self._cgroups_wanted is None:
+            if self._cgroups_probe is not None:
+                self._cgroups_probe.join()
+            self._cgroups_wanted = cgroups.proven()
+        return self._cgroups_wanted
+
+    @run_cgroups.setter
+    def run_cgroups(self, value: bool) -> None:
+        self._cgroups_wanted = value
+
     def _place(self, run: Run) -> None:
         """Put a held child into its run's cgroup, then release it; a child that cannot be placed dies."""
         try:
@@ -350,7 +371,7 @@ class Zygote:
             group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
             run.group = group
             group.place(host)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever broke, the held child must die, never hang
             run.sandbox_error = f"the run could not be placed in its own cgroup: {exc}"
             self.send({"op": "kill", "id": run.id})
             return

@@ -151,7 +151,8 @@ def check(case: Case, result: dict) -> list[Failure]:
     data = result.get("data") or {}
     tuners = data.get("tuners", [])
     expected = cached(case, "expected", lambda: a.values @ b.values)
-    bound = cached(case, "bound", lambda: mm.dot_bound(a, b, case.extra.get("backend", "interpreter")))
+    backend = case.extra.get("backend", "interpreter")  # the bound depends on it: part of the key
+    bound = cached(case, f"bound-{backend}", lambda: mm.dot_bound(a, b, backend))
     rtol = 2 * UNIT_ROUNDOFF[a.dtype]
     failures = judge(case, result, expected, a.dtype, rtol, bound, nan_is_oob_read=True)
     fn = result.get("function", FUNCTION)
