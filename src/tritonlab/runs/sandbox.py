@@ -23,6 +23,7 @@ unprivileged user, so every run inherits it; each run sees and writes only its o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -102,7 +103,25 @@ def child_environment(backend: str) -> dict[str, str]:
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
+    elif "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := libcuda_dir()):
+        # Triton finds libcuda with `ldconfig -p`, which fails inside bubblewrap (no ld.so.cache there):
+        # the parent looks it up once and tells the run where it is.
+        env["TRITON_LIBCUDA_PATH"] = cuda_dir
     return env
+
+
+@functools.lru_cache(maxsize=1)
+def libcuda_dir() -> str | None:
+    """The folder of the driver's libcuda.so.1 as the dynamic loader's cache lists it, or None."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            listing = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in listing.splitlines():
+            if "libcuda.so.1" in line and "=>" in line:
+                return str(Path(line.split("=>", 1)[1].strip()).parent)
+    return None
 
 
 @dataclass
