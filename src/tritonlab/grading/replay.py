@@ -316,6 +316,8 @@ def lower(jit_fn: Any, bound: dict[str, Any], launch_options: dict[str, Any]) ->
         if param.is_constexpr:
             signature[name] = "constexpr"
             constexprs[name] = value
+        elif isinstance(value, Pointer):
+            signature[name] = "*" + _TYPES[value.dtype]
         elif isinstance(value, torch.Tensor):
             signature[name] = "*" + _TYPES.get(str(value.dtype).removeprefix("torch."), "fp32")
         elif isinstance(value, bool):
@@ -353,7 +355,48 @@ def lower(jit_fn: Any, bound: dict[str, Any], launch_options: dict[str, Any]) ->
         raise Refused(why)
 
 
+# (module name, attribute) -> (module, attribute, interpreted, compiled); one function is often reachable from
+# several modules (`tl.max` is `triton.language.standard.max`): each place is swapped and restored.
+_COMPILED: dict[tuple[str, str], tuple[Any, str, Any, Any]] = {}
+_JIT_OF: dict[int, Any] = {}  # id(interpreted) -> its compiled twin, made once
+
+
+class _compiling:
+    """On the interpreter, Triton's own library functions (`tl.sum`, `tl.max`, `tl.cdiv`, ...) were made
+    `InterpretedFunction`s when triton was imported, and the code generator cannot call those. While a kernel
+    lowers, put compiled `JITFunction`s of the same Python functions in their place; restore them after."""
+
+    def __enter__(self) -> None:
+        import sys
+
+        from triton.runtime.jit import JITFunction
+
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+        except ImportError:  # pragma: no cover - no interpreter in this Triton
+            InterpretedFunction = ()  # noqa: N806
+        for module_name, module in list(sys.modules.items()):
+            if not module_name.startswith("triton.language") or module is None:
+                continue
+            for name, value in list(vars(module).items()):
+                if InterpretedFunction and isinstance(value, InterpretedFunction):
+                    if id(value) not in _JIT_OF:
+                        _JIT_OF[id(value)] = JITFunction(value.fn, **value.kwargs)
+                    _COMPILED[(module_name, name)] = (module, name, value, _JIT_OF[id(value)])
+                    setattr(module, name, _JIT_OF[id(value)])
+        self.swapped = [entry for entry in _COMPILED.values() if getattr(entry[0], entry[1]) is entry[3]]
+
+    def __exit__(self, *exc: object) -> None:
+        for module, name, interpreted, _compiled in self.swapped:
+            setattr(module, name, interpreted)
+
+
 def _to_ttir(source: Any, target: Any, launch_options: dict[str, Any]) -> Any:
+    with _compiling():
+        return _lower_ast(source, target, launch_options)
+
+
+def _lower_ast(source: Any, target: Any, launch_options: dict[str, Any]) -> Any:
     """The first compiler stage only (Python AST -> TTIR), where the code generator meets every statement.
     Falls back on the full `triton.compile` where this Triton's internals differ."""
     import inspect
@@ -400,10 +443,22 @@ def _dict(value: Any, what: str) -> dict:
     return value
 
 
+class Pointer:
+    """A tensor argument as lowering sees it: its dtype only (no buffer exists yet)."""
+
+    def __init__(self, dtype: str) -> None:
+        self.dtype = dtype
+
+
 class Replayer:
-    def __init__(self, device: str, run_dir: Path) -> None:
+    """Re-creates one case's buffers and replays its events. With `materialize` False it only checks the record
+    and hands tensors as `Pointer`s: the lowering pass, which must run before any interpreted launch (the
+    interpreter leaves triton.language patched after a kernel calls a library function such as `tl.sum`)."""
+
+    def __init__(self, device: str, run_dir: Path, materialize: bool = True) -> None:
         self.device = device
         self.run_dir = run_dir
+        self.materialize = materialize
         self.buffers: list[Any] = []  # torch tensors (1-D) whose untyped storage the specs point into
 
     def build_buffers(self, record: dict, inputs: dict[str, Any]) -> None:
@@ -463,6 +518,8 @@ class Replayer:
                 "a tensor your function launched with or returned was made outside torch's allocation "
                 "functions (from numpy, or by a torch operation), so its contents cannot be re-created"
             )
+        if not self.materialize:
+            return Pointer(spec["dtype"])
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
         offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
@@ -505,7 +562,14 @@ class Replayer:
             event = _dict(event, "event")
             op = event.get("op")
             if op == "launch":
-                self.launch(event, run_kernels, lower_kernels)
+                name, grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
+                if self.materialize:
+                    run_kernels[name][grid](*args, **kwargs, **options)
+                else:
+                    params = [p.name for p in lower_kernels[name].params]
+                    lower(lower_kernels[name], dict(zip(params, args, strict=False)) | kwargs, options)
+            elif not self.materialize:
+                continue
             elif op == "copy":
                 self.tensor(event.get("dst")).copy_(self.tensor(event.get("src")))
             elif op == "fill":
@@ -513,22 +577,21 @@ class Replayer:
             else:
                 raise Refused("the launch record is malformed (event)")
 
-    def launch(self, event: dict, run_kernels: dict, lower_kernels: dict) -> None:
+    def launch_arguments(self, event: dict, lower_kernels: dict) -> tuple[str, tuple, list, dict, dict]:
         name = event.get("kernel")
-        if not isinstance(name, str) or name not in run_kernels:
+        if not isinstance(name, str) or name not in lower_kernels:
             raise Refused(
                 f"a launch of `{str(name)[:60]}`, which is not a @triton.jit function defined in your file "
                 "(kernels must be defined in the file you submit)"
             )
-        grid = [_int(g, "grid", 0, 1 << 31) for g in _list(event.get("grid"), "grid", 3)]
+        grid = tuple(_int(g, "grid", 0, 1 << 31) for g in _list(event.get("grid"), "grid", 3))
         if not grid:
             raise Refused("a launch whose grid could not be recorded")
         args = [self.value(a) for a in _list(event.get("args"), "arguments", MAX_ARGS)]
         kwargs_raw = _dict(event.get("kwargs", {}), "keyword arguments")
         if len(kwargs_raw) > MAX_ARGS:
             raise Refused("the launch record is malformed (keyword arguments)")
-        jit_fn = lower_kernels[name]
-        params = [p.name for p in jit_fn.params]
+        params = [p.name for p in lower_kernels[name].params]
         kwargs, options = {}, {}
         for key, spec in kwargs_raw.items():
             value = self.value(spec)
@@ -542,9 +605,7 @@ class Replayer:
                 )
         if len(args) > len(params):
             raise Refused(f"a launch of `{name}` with more arguments than it takes")
-        bound = dict(zip(params, args, strict=False)) | kwargs
-        lower(jit_fn, bound, options)
-        run_kernels[name][tuple(grid)](*args, **kwargs, **options)
+        return name, grid, args, kwargs, options
 
 
 def run_replay(job: dict, run_dir: Path) -> int:
@@ -570,10 +631,20 @@ def run_replay(job: dict, run_dir: Path) -> int:
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot be rebuilt from its source alone
         failure = f"your kernels cannot be rebuilt from their source alone ({type(exc).__name__}: {exc})"
         run_kernels, lower_kernels = {}, {}
-    for case in job["cases"]:
+    for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
         if failure:
             out["cases"][key] = {"refused": failure}
+            continue
+        try:
+            Replayer(device, run_dir, materialize=False).run_events(
+                _dict(case["record"], "record"), {}, lower_kernels
+            )
+        except Refused as exc:
+            out["cases"][key] = {"refused": str(exc)}
+    for case in job["cases"]:
+        key = str(case["index"])
+        if key in out["cases"]:
             continue
         replayer = Replayer(device, run_dir)
         try:
