@@ -507,17 +507,17 @@ class Replayer:
         import torch
 
         spec = _dict(spec, "tensor")
+        if spec.get("unknown"):
+            raise Refused(
+                "a tensor your function launched with or returned was made outside torch's allocation "
+                "functions (from numpy, or by a torch operation), so its contents cannot be re-created"
+            )
         dtype = self._dtype(spec.get("dtype"))
         shape = [_int(d, "shape", 0, MAX_ELEMENTS) for d in _list(spec.get("shape"), "shape", MAX_DIMS)]
         if spec.get("zero_size"):
             if math.prod(shape) != 0:
                 raise Refused("the launch record is malformed (zero-size tensor)")
             return torch.empty(shape, dtype=dtype, device=self.device)
-        if spec.get("unknown"):
-            raise Refused(
-                "a tensor your function launched with or returned was made outside torch's allocation "
-                "functions (from numpy, or by a torch operation), so its contents cannot be re-created"
-            )
         if not self.materialize:
             return Pointer(spec["dtype"])
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
