@@ -172,6 +172,7 @@ class Recorder:
     # What the grader can redo without the learner's Python: launches (kernel, concrete grid, the same
     # argument objects), layout copies of arguments and fills, in the order they happened.
     trace: list[tuple] = field(default_factory=list)
+    host_hooks: list[str] = field(default_factory=list)  # autotuned kernels with hooks that are host code
 
     def input_name(self, t: Any) -> str | None:
         if not isinstance(t, torch.Tensor):
@@ -300,9 +301,52 @@ def _wrap_run(run: Any) -> Any:
     return wrapper
 
 
+def _wrap_autotune(run: Any) -> Any:
+    """An autotuned launch benchmarks every config before the real launch. A replay redoes the chosen config
+    only: the trace keeps the final launch and the `reset_to_zero` fills that precede it; the benchmark runs,
+    and the clones and copies of Triton's own `restore_value` hooks, are dropped. Hooks of the learner's own
+    (`pre_hook`, `post_hook`, a config's `pre_hook`) are host code: they are noted and the case fails."""
+
+    @functools.wraps(run)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rec = _ACTIVE
+        if rec is None or rec.paused:
+            return run(self, *args, **kwargs)
+        trace, copies, ops = len(rec.trace), len(rec.host_copies), len(rec.torch_ops)
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            window = rec.trace[trace:]
+            launches = [i for i, e in enumerate(window) if e[0] == "launch"]
+            if launches:
+                start = launches[-2] + 1 if len(launches) > 1 else 0
+                rec.trace[trace:] = [
+                    e for i, e in enumerate(window) if i >= start and (e[0] == "fill" or i == launches[-1])
+                ]
+            del rec.host_copies[copies:]
+            del rec.torch_ops[ops:]
+            user_hooks = getattr(self, "user_defined_pre_hook", False) or getattr(
+                self, "user_defined_post_hook", False
+            )
+            if user_hooks or any(getattr(c, "pre_hook", None) for c in getattr(self, "configs", [])):
+                inner = getattr(self, "base_fn", None)
+                rec.host_hooks.append(getattr(inner, "__name__", "kernel"))
+
+    wrapper.__tritonlab_original__ = run  # type: ignore[attr-defined]
+    return wrapper
+
+
 def install_launch_counter() -> None:
     """Count launches of @triton.jit kernels, compiled or interpreted (Triton 3.x)."""
     from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.autotuner import Autotuner
+
+        if not hasattr(Autotuner.run, "__tritonlab_original__"):
+            Autotuner.run = _wrap_autotune(Autotuner.run)
+    except ImportError:  # pragma: no cover - no autotuner in this Triton
+        pass
 
     classes: list[type] = [JITFunction]
     try:

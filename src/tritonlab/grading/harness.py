@@ -255,6 +255,11 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
     stray = guards.stray_threads(threads)
     if stray:
         return f"your function returned while {len(stray)} thread(s) it started were still running"
+    if rec.host_hooks:
+        return (
+            f"autotune hooks of your own on `{rec.host_hooks[0]}` (pre_hook/post_hook) run host code between "
+            "launches; use reset_to_zero / restore_value"
+        )
     if not rec.launches:
         return ""  # judged as no-kernel-launch (or an empty input, where nothing is to be computed)
     return guards.unknown_launch_tensor(rec)

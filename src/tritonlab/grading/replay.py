@@ -193,7 +193,7 @@ def _bound_names(fn: ast.FunctionDef) -> set[str]:
     for extra in (fn.args.vararg, fn.args.kwarg):
         if extra is not None:
             bound.add(extra.arg)
-    for node in ast.walk(fn):
+    for node in (n for stmt in fn.body for n in ast.walk(stmt)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
     return bound
@@ -226,10 +226,10 @@ def check_kernel(fn: ast.FunctionDef, names: dict[str, Any], kernels: set[str]) 
     """Refuse a kernel that names anything but triton/tl/math, the file's constants, other kernels and the
     builtins Triton understands; that touches `_private` attributes; or that defines functions or classes."""
     bound = _bound_names(fn)
-    for node in ast.walk(fn):
-        if node is not fn and isinstance(
-            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-        ):
+    # the decorators are not run here (each kernel is rebuilt with a bare triton.jit): check the rest
+    parts: list[ast.AST] = [fn.args, *fn.body] + ([fn.returns] if fn.returns else [])
+    for node in (n for part in parts for n in ast.walk(part)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             raise Refused(f"kernel `{fn.name}` defines a function or class inside it")
         if isinstance(node, (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.Await, ast.Yield)):
             raise Refused(
