@@ -565,7 +565,7 @@ class Replayer:
                 name, grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
                 if self.materialize:
                     run_kernels[name][grid](*args, **kwargs, **options)
-                else:
+                elif self.device == "cpu":  # on a GPU the launch itself compiles for the real target
                     params = [p.name for p in lower_kernels[name].params]
                     lower(lower_kernels[name], dict(zip(params, args, strict=False)) | kwargs, options)
             elif not self.materialize:
