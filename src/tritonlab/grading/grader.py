@@ -334,7 +334,11 @@ def replay_cases(
         (replay_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(replay_dir, sandbox.default_limits(backend, timeout)).wait()
         try:
-            replayed = json.loads((replay_dir / "replay.json").read_text()).get("cases", {})
+            reply = json.loads((replay_dir / "replay.json").read_text())
+            replayed = reply.get("cases", {})
+            result["replay_seconds"] = {k: reply.get(k) for k in ("lower_seconds", "seconds")} | {
+                "wall": run.seconds
+            }
         except (OSError, ValueError, AttributeError):
             replayed = {}
         atomics = backend == "gpu" and "atomic_" in source

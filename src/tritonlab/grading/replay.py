@@ -25,6 +25,7 @@ import importlib
 import json
 import linecache
 import math
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -631,6 +632,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot be rebuilt from its source alone
         failure = f"your kernels cannot be rebuilt from their source alone ({type(exc).__name__}: {exc})"
         run_kernels, lower_kernels = {}, {}
+    started = time.perf_counter()
     for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
         if failure:
@@ -642,6 +644,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
             )
         except Refused as exc:
             out["cases"][key] = {"refused": str(exc)}
+    out["lower_seconds"] = round(time.perf_counter() - started, 3)
     for case in job["cases"]:
         key = str(case["index"])
         if key in out["cases"]:
@@ -677,5 +680,6 @@ def run_replay(job: dict, run_dir: Path) -> int:
                 "refused": f"the recorded launches fail when run on their own ({type(exc).__name__}: {message})"
             }
         flush()
+    out["seconds"] = round(time.perf_counter() - started, 3)
     flush()
     return 0
