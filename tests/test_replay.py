@@ -63,9 +63,19 @@ def test_only_kernels_and_literal_constants_are_taken_and_top_level_code_never_r
 )
 def test_a_kernel_naming_anything_but_triton_is_refused(body: str, says: str) -> None:
     source = f"import triton\nimport triton.language as tl\nimport numpy as np\n\n\n@triton.jit\ndef k(x, o):\n    {body}\n"
-    with pytest.raises(replay.Refused, match=None) as info:
+    with pytest.raises(replay.Refused) as info:
         replay.build_kernels(source, "<learner>")
     assert says in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "signature",
+    ["x, o=-(print('ran'))", "x, o: print('ran') = 1", "x, o=np.zeros(1)"],
+)
+def test_defaults_and_annotations_that_would_run_code_when_defined_are_refused(signature: str) -> None:
+    source = f"import triton\nimport numpy as np\n\n\n@triton.jit\ndef k({signature}):\n    pass\n"
+    with pytest.raises(replay.Refused):
+        replay.build_kernels(source, "<learner>")
 
 
 def test_python_hidden_in_a_kernel_is_refused_when_it_lowers() -> None:

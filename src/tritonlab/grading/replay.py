@@ -248,7 +248,10 @@ def check_kernel(fn: ast.FunctionDef, names: dict[str, Any], kernels: set[str]) 
                 "constant of your file nor another @triton.jit function: a kernel may use only those"
             )
     for default in [*fn.args.defaults, *(d for d in fn.args.kw_defaults if d is not None)]:
-        if not isinstance(default, (ast.Constant, ast.Name, ast.UnaryOp)):
+        literal = isinstance(default, ast.Constant) or (
+            isinstance(default, ast.UnaryOp) and isinstance(default.operand, ast.Constant)
+        )
+        if not literal and not isinstance(default, ast.Name):
             raise Refused(f"kernel `{fn.name}` has a default argument that is not a literal")
     annotations = [a.annotation for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
     for annotation in [*annotations, fn.returns]:
