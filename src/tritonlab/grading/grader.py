@@ -81,6 +81,16 @@ def rename_in_verdict(verdict: Verdict, copy: Path, original: Path) -> None:
     verdict.output = fix(verdict.output)
 
 
+def encode_case(case: Case, i: int, arg_names: list[str] | None, run_dir: Path) -> tuple[list, dict]:
+    """A case's arguments as job specs, its tensors written as .npy files into `run_dir`."""
+    names = arg_names or [str(j) for j in range(len(case.args))]
+    args = [
+        encode_arg(a, i, names[j] if j < len(names) else str(j), run_dir) for j, a in enumerate(case.args)
+    ]
+    kwargs = {k: encode_arg(v, i, k, run_dir) for k, v in case.kwargs.items()}
+    return args, kwargs
+
+
 def write_job(
     exercise: Exercise,
     file: Path,
@@ -92,11 +102,7 @@ def write_job(
 ) -> None:
     job_cases = []
     for i, case in enumerate(cases):
-        names = arg_names or [str(j) for j in range(len(case.args))]
-        args = [
-            encode_arg(a, i, names[j] if j < len(names) else str(j), run_dir) for j, a in enumerate(case.args)
-        ]
-        kwargs = {k: encode_arg(v, i, k, run_dir) for k, v in case.kwargs.items()}
+        args, kwargs = encode_case(case, i, arg_names, run_dir)
         job_cases.append(
             {
                 "name": case.name,
@@ -325,6 +331,8 @@ def check(
         verdict.output = run.output
         try:
             result = read_result(run_dir, output_budget(cases))
+            if source is not None and not run.timed_out:
+                replay_cases(contract, cases, result, run_dir, source, file, backend, zygote, timeout)
             judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
         except rundir.Malformed as problem:
             verdict.failures = [malformed_failure(problem)]
@@ -339,6 +347,133 @@ def check(
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
+
+
+# ---- the fresh replay: the launches alone, in a child that never imports the learner's module ------------
+
+RECORD_BYTES = 8 << 20  # a case's launch record (hostile data: the check child ran learner code)
+
+
+def read_record(run_dir: Path, index: int) -> dict | str:
+    """A case's launch record as parsed JSON, or why there is none usable."""
+    path = run_dir / f"c{index}_launches.json"
+    try:
+        if path.is_symlink() or not path.is_file():
+            return "no launch record was written"
+        if path.stat().st_size > RECORD_BYTES:
+            return "the launch record is too large"
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return "the launch record cannot be read"
+    return data if isinstance(data, dict) else "the launch record is malformed"
+
+
+def replay_cases(
+    contract: object,
+    cases: list[Case],
+    result: dict,
+    run_dir: Path,
+    source: str,
+    file: Path,
+    backend: str,
+    zygote: sandbox.Zygote,
+    timeout: float,
+) -> None:
+    """Redo each returned case's recorded launches in a fresh child (grading/replay.py) and compare its
+    outputs with what the check child returned: a difference is the host's doing (`host_computed`)."""
+    if not getattr(contract, "REPLAY", True) or result.get("import_error"):
+        return
+    entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
+    todo: list[tuple[int, dict, dict]] = []
+    for i, case in enumerate(cases):
+        entry = entries.get(case.name)
+        if (
+            entry is None
+            or entry.get("status") != "returned"
+            or case.expect_error
+            or entry.get("host_computed")
+        ):
+            continue
+        record = read_record(run_dir, i)
+        if isinstance(record, str):
+            entry["host_computed"] = record
+            continue
+        events = record.get("events")
+        launched = isinstance(events, list) and any(
+            isinstance(e, dict) and e.get("op") == "launch" for e in events
+        )
+        if not launched:
+            if entry.get("launches"):
+                entry["host_computed"] = "the launch record has no launch, yet launches were counted"
+            continue  # judged as no-kernel-launch (or an empty case, where nothing is computed)
+        todo.append((i, entry, record))
+    if not todo:
+        return
+    replay_dir = sandbox.new_run_dir()
+    try:
+        (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
+        job_cases = []
+        for i, _entry, record in todo:
+            args, kwargs = encode_case(cases[i], i, getattr(contract, "ARG_NAMES", None), replay_dir)
+            job_cases.append({"index": i, "args": args, "kwargs": kwargs, "record": record})
+        job = {
+            "mode": "replay",
+            "backend": backend,
+            "file": str(file),
+            "source": "source.py",
+            "cases": job_cases,
+        }
+        (replay_dir / "job.json").write_text(json.dumps(job))
+        run = zygote.start(replay_dir, sandbox.default_limits(backend, timeout)).wait()
+        try:
+            reply = rundir.read_json(replay_dir / "replay.json")  # capped and depth-checked like any run's
+            replayed = reply.get("cases", {})
+            result["replay_seconds"] = {k: reply.get(k) for k in ("lower_seconds", "seconds")} | {
+                "wall": run.seconds
+            }
+        except (OSError, ValueError, AttributeError, rundir.Malformed):
+            replayed = {}
+        atomics = backend == "gpu" and "atomic_" in source
+        for i, entry, _record in todo:
+            got = replayed.get(str(i))
+            if got is None:
+                how = "timed out" if run.timed_out else f"ended ({run.signal or run.exit_code})"
+                entry["host_computed"] = f"the replay of your launches {how} before this case"
+            elif got.get("refused"):
+                entry["host_computed"] = str(got["refused"])[:600]
+            else:
+                arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
+                entry["host_computed"] = compare_replay(entry, arrays, tolerant=atomics)
+    finally:
+        sandbox.remove_run_dir(replay_dir)
+
+
+def _as_float(bits: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (bits.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    view = {"float32": np.float32, "float16": np.float16, "float64": np.float64}.get(dtype)
+    return bits.view(view).astype(np.float64) if view is not None else bits.astype(np.float64)
+
+
+def compare_replay(entry: dict, replayed: list[np.ndarray], tolerant: bool) -> str:
+    """ "" when the replay's outputs equal what the function returned (bit for bit, or within a tolerance for
+    a kernel with atomics on a GPU), else which output differs."""
+    returned = entry.get("arrays", [])
+    if len(replayed) != len(returned):
+        return f"the launches alone give {len(replayed)} output(s), your function returned {len(returned)}"
+    for k, (a, b) in enumerate(zip(returned, replayed, strict=True)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {k}: the launches alone give a different shape or dtype"
+        if tolerant:
+            dtype = entry["outputs"][k].get("dtype", "")
+            x, y = _as_float(a, dtype), _as_float(b, dtype)
+            same = np.isclose(x, y, rtol=1e-3, atol=1e-6, equal_nan=True)
+        else:
+            same = a == b
+        if not bool(np.all(same)):
+            differ = int(np.size(same) - np.count_nonzero(same))
+            return f"output {k}: {differ} of {a.size} element(s) differ when the launches run alone"
+    return ""
 
 
 ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}

@@ -77,7 +77,9 @@ class Guarded:
     guard: int  # elements per side
     numel: int  # interior elements
     guard_pattern: dict[str, int]
-    initial: Any = None  # a copy of the whole buffer as allocated (outputs only): a replay restores it
+    # How a fresh replay re-creates this allocation: "poison" (`empty*`), the raw bits of the constant a
+    # `zeros`/`ones`/`full` filled it with, or None when it cannot be re-created from a record.
+    init: Any = None
 
     @property
     def interior(self) -> torch.Tensor:
@@ -170,6 +172,7 @@ class Recorder:
     # What the grader can redo without the learner's Python: launches (kernel, concrete grid, the same
     # argument objects), layout copies of arguments and fills, in the order they happened.
     trace: list[tuple] = field(default_factory=list)
+    host_hooks: list[str] = field(default_factory=list)  # autotuned kernels with hooks that are host code
 
     def input_name(self, t: Any) -> str | None:
         if not isinstance(t, torch.Tensor):
@@ -206,9 +209,13 @@ def _guard_result(res: Any, poison: bool) -> Any:
             POISON if poison else None,
         )
         view = g.view(shape, strides)
-        if not poison:
+        if poison:
+            g.init = "poison"
+        else:
             view.copy_(res)
-        g.initial = g.buffer.clone()  # what a replay starts from
+            bits = _as_bits(res.detach()).reshape(-1)
+            first = int(bits[0].item())
+            g.init = {"bits": first} if bool((bits == first).all().item()) else None
         rec.allocations.append(g)
         return view
     finally:
@@ -294,9 +301,52 @@ def _wrap_run(run: Any) -> Any:
     return wrapper
 
 
+def _wrap_autotune(run: Any) -> Any:
+    """An autotuned launch benchmarks every config before the real launch. A replay redoes the chosen config
+    only: the trace keeps the final launch and the `reset_to_zero` fills that precede it; the benchmark runs,
+    and the clones and copies of Triton's own `restore_value` hooks, are dropped. Hooks of the learner's own
+    (`pre_hook`, `post_hook`, a config's `pre_hook`) are host code: they are noted and the case fails."""
+
+    @functools.wraps(run)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rec = _ACTIVE
+        if rec is None or rec.paused:
+            return run(self, *args, **kwargs)
+        trace, copies, ops = len(rec.trace), len(rec.host_copies), len(rec.torch_ops)
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            window = rec.trace[trace:]
+            launches = [i for i, e in enumerate(window) if e[0] == "launch"]
+            if launches:
+                start = launches[-2] + 1 if len(launches) > 1 else 0
+                rec.trace[trace:] = [
+                    e for i, e in enumerate(window) if i >= start and (e[0] == "fill" or i == launches[-1])
+                ]
+            del rec.host_copies[copies:]
+            del rec.torch_ops[ops:]
+            user_hooks = getattr(self, "user_defined_pre_hook", False) or getattr(
+                self, "user_defined_post_hook", False
+            )
+            if user_hooks or any(getattr(c, "pre_hook", None) for c in getattr(self, "configs", [])):
+                inner = getattr(self, "base_fn", None)
+                rec.host_hooks.append(getattr(inner, "__name__", "kernel"))
+
+    wrapper.__tritonlab_original__ = run  # type: ignore[attr-defined]
+    return wrapper
+
+
 def install_launch_counter() -> None:
     """Count launches of @triton.jit kernels, compiled or interpreted (Triton 3.x)."""
     from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.autotuner import Autotuner
+
+        if not hasattr(Autotuner.run, "__tritonlab_original__"):
+            Autotuner.run = _wrap_autotune(Autotuner.run)
+    except ImportError:  # pragma: no cover - no autotuner in this Triton
+        pass
 
     classes: list[type] = [JITFunction]
     try:
@@ -485,66 +535,99 @@ def ceil_log2(n: int) -> int:
     return 0 if n <= 1 else math.ceil(math.log2(n))
 
 
-# ---- replay: do the recorded launches alone produce what the function returned? ---------------------------
+# ---- the launch record: what a fresh child replays without the learner's module (grading/replay.py) --------
+
+RECORD_VERSION = 1
 
 
-def _bits_copy(t: torch.Tensor) -> torch.Tensor:
-    return _as_bits(t.detach()).clone()
+def _scalar_spec(value: Any) -> dict:
+    """A launch's non-tensor argument as JSON (floats by their hex form, so they travel bit-exact)."""
+    if value is None:
+        return {"none": True}
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        return {"int": value}
+    if isinstance(value, float):
+        return {"float": value.hex()}
+    if isinstance(value, str) and len(value) <= 64:
+        return {"str": value}
+    inner = getattr(value, "value", None)  # tl.constexpr(...) around a plain value
+    if type(value).__name__ == "constexpr" and not isinstance(inner, type(value)):
+        return _scalar_spec(inner)
+    return {"unsupported": type(value).__name__}
 
 
-def replay(rec: Recorder, inputs: list[tuple], outputs: list[torch.Tensor], exact: bool) -> str:
-    """Redo the call without the learner's Python: restore every argument and every allocation to its state
-    before the call, poison returned tensors that no allocation owns, then run the recorded trace (launches
-    with their concrete grids, layout copies of arguments, fills) and compare the returned tensors with what
-    the function returned. Returns "" when they match, else what differs."""
-    from triton.runtime.jit import JITFunction
+def launch_record(rec: Recorder, inputs: list[tuple], outputs: list[Any]) -> dict:
+    """The recorded trace as plain data: buffers (each case input by label, each factory allocation with how it
+    was initialised, each scratch tensor a layout copy made), then the events in order (launches with kernel
+    name, concrete grid and argument specs; copies; fills), then the returned tensors as views of buffers.
 
-    classes: list[type] = [JITFunction]
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
+    A tensor is (buffer index, dtype, storage offset, shape, strides) of a buffer's untyped storage. A tensor
+    outside every buffer is written as {"unknown": ...}: the replay refuses it."""
+    buffers: list[dict] = []
+    index: dict[int, int] = {}
 
-        classes.append(InterpretedFunction)
-    except ImportError:  # pragma: no cover
-        pass
-    returned = [_bits_copy(t) for t in outputs]
-    previous = _ACTIVE
-    activate(None)
-    try:
-        for _label, _view, g, snapshot in inputs:
-            g.buffer.copy_(snapshot)
-        for g in rec.allocations:
-            if g.initial is not None:
-                g.buffer.copy_(g.initial)
-        for t in outputs:
-            if rec.owner_of(t) is None and rec.input_name(t) is None and t.numel():
-                fill_pattern(t, POISON)
-        for event in rec.trace:
-            if event[0] == "launch":
-                _kind, fn, args, kwargs, grid = event
-                run = type(fn).run
-                run = getattr(run, "__tritonlab_original__", run)
-                run(fn, *args, grid=grid, warmup=False, **kwargs)
-            elif event[0] == "copy":
-                event[1].copy_(event[2])
-            elif event[0] == "fill":
-                event[1].fill_(event[2])
-        if outputs and outputs[0].device.type == "cuda":
-            torch.cuda.synchronize()
-    finally:
-        activate(previous)
-    found = ""
-    for k, (t, before) in enumerate(zip(outputs, returned, strict=True)):
-        after = _as_bits(t.detach())
-        if exact:
-            same = torch.equal(after, before)
-        else:
-            a, b = t.detach().double(), before.view(t.dtype).double()
-            same = bool(torch.allclose(a, b, rtol=1e-3, atol=1e-6, equal_nan=True))
-        if not same and not found:
-            differ = int((after != before).sum().item())
-            found = f"output {k}: {differ} of {t.numel()} element(s) differ when the launches run alone"
-        after.copy_(before)  # the verdict judges what the function returned, not the replay
-    return found
+    def add(storage_ptr: int, spec: dict) -> int:
+        index[storage_ptr] = len(buffers)
+        buffers.append(spec)
+        return index[storage_ptr]
+
+    for label, _view, g, _snapshot in inputs:
+        add(g.buffer.untyped_storage().data_ptr(), {"kind": "input", "label": label})
+    for g in rec.allocations:
+        add(
+            g.buffer.untyped_storage().data_ptr(),
+            {
+                "kind": "alloc",
+                "dtype": dtype_name(g.buffer.dtype),
+                "numel": g.numel,
+                "init": g.init if g.init is not None else "unknown",
+            },
+        )
+
+    def tensor(t: torch.Tensor, scratch: bool = False) -> dict:
+        if t.numel() == 0:
+            return {"zero_size": True, "dtype": dtype_name(t.dtype), "shape": list(t.shape)}
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in index:
+            if not scratch:
+                return {"unknown": True}
+            add(ptr, {"kind": "scratch", "nbytes": int(t.untyped_storage().nbytes())})
+        return {
+            "buf": index[ptr],
+            "dtype": dtype_name(t.dtype),
+            "offset": int(t.storage_offset()),
+            "shape": [int(d) for d in t.shape],
+            "stride": [int(s) for s in t.stride()],
+        }
+
+    def value(v: Any) -> dict:
+        return {"tensor": tensor(v)} if isinstance(v, torch.Tensor) else _scalar_spec(v)
+
+    events: list[dict] = []
+    for event in rec.trace:
+        if event[0] == "launch":
+            _kind, fn, args, kwargs, grid = event
+            inner = getattr(fn, "fn", None)
+            events.append(
+                {
+                    "op": "launch",
+                    "kernel": getattr(inner, "__name__", None) or getattr(fn, "__name__", "?"),
+                    "grid": [int(g) for g in grid],
+                    "args": [value(a) for a in args],
+                    "kwargs": {str(k): value(v) for k, v in kwargs.items()},
+                }
+            )
+        elif event[0] == "copy":
+            source = tensor(event[2])
+            events.append({"op": "copy", "dst": tensor(event[1], scratch=True), "src": source})
+        elif event[0] == "fill":
+            fill = event[2]
+            fill = fill.item() if isinstance(fill, torch.Tensor) and fill.numel() == 1 else fill
+            events.append({"op": "fill", "dst": tensor(event[1], scratch=True), "value": _scalar_spec(fill)})
+    returned = [tensor(t) if isinstance(t, torch.Tensor) else {"unknown": True} for t in outputs]
+    return {"version": RECORD_VERSION, "buffers": buffers, "events": events, "outputs": returned}
 
 
 def unknown_launch_tensor(rec: Recorder) -> str:

@@ -36,13 +36,19 @@ PR_SET_CHILD_SUBREAPER = 36
 # imported: the sandbox stays below the code it runs (docs/architecture.md).
 ENTRIES = {
     "check": "tritonlab.grading.harness:run_check",
+    "replay": "tritonlab.grading.replay:run_replay",
     "run": "tritonlab.grading.harness:run_program",
     "viz": "tritonlab.viz.child:run_viz",
     "bench": "tritonlab.perf.bench_learner:child_main",
     "inspect": "tritonlab.grading.kernel_inspect:run_inspect",
     "compile": "tritonlab.grading.kernel_inspect:run_compile",
 }
-WARM = ("tritonlab.grading.harness", "tritonlab.grading.contracts", "tritonlab.grading.guards")
+WARM = (
+    "tritonlab.grading.harness",
+    "tritonlab.grading.contracts",
+    "tritonlab.grading.guards",
+    "tritonlab.grading.replay",
+)
 
 
 def _prctl(option: int, value: int) -> bool:

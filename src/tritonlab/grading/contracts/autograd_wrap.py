@@ -23,6 +23,12 @@ from tritonlab.grading.contracts import rmsnorm_backward as rb
 from tritonlab.grading.contracts.compare import compare_values, exception_failure
 from tritonlab.models import Failure
 
+# The exercise is the autograd wiring: between the learner's kernels, torch itself computes tensors on the host
+# (the loss, the gradient flowing into the backward kernel), so a launch replay from inputs alone cannot
+# reproduce the backward's `dy`. Graded eagerly against float64 values instead (seen on the H200:
+# docs/gpu-runs/2026-12-01-round2/).
+REPLAY = False
+
 FUNCTION = "rms_norm"
 ARG_NAMES = ["x", "weight"]
 U32 = UNIT_ROUNDOFF["float32"]
