@@ -127,6 +127,7 @@ FAILURE_KINDS = (
     "input-modified",
     "exception",
     "timeout",
+    "worker-lost",  # a remote worker (executor=ray) died mid-run: nothing was graded
 )
 
 
@@ -168,6 +169,8 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     output: str = ""
     duration_s: float = 0.0
+    executor: str = "local"  # where it ran: "local" (this machine's zygote) or "ray" (a cluster worker)
+    node: str = ""  # the machine that ran it
 
     @property
     def passed(self) -> bool:
@@ -184,4 +187,6 @@ class Verdict:
             "failures": [f.to_json() for f in self.failures],
             "notes": list(self.notes),
             "duration_s": round(self.duration_s, 3),
+            "executor": self.executor,
+            "node": self.node,
         }

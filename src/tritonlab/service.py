@@ -14,8 +14,9 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import grader
-from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
+from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
+from tritonlab.runs import executor as executors
 from tritonlab.runs import hardening, sandbox
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -25,10 +26,12 @@ from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace
 BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
+ExecutorError = executors.ExecutorError
 __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
     "ConflictError",
+    "ExecutorError",
     "Run",
     "SandboxUnavailable",
     "Service",
@@ -99,7 +102,12 @@ class Service:
         workspace_dir: Path | None = None,
         backend: str | None = None,
         lang: str | None = None,
+        executor: str | None = None,
+        allow_unhardened_workers: bool | None = None,
     ) -> None:
+        self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
+        self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers)
+        self._remote: object | None = None
         self.course: Course = load_course(course_dir)
         self.lang = config.language(lang)
         self.requested_backend = backend
@@ -123,14 +131,31 @@ class Service:
     @property
     def choice(self) -> backends.Choice:
         if self._choice is None:
-            self._choice = backends.choose(self.requested_backend)
+            if self.executor == "local":
+                self._choice = backends.choose(self.requested_backend)
+            else:  # the cluster's workers decide what runs, not this machine
+                self._choice = self.remote().choice
         return self._choice
 
     @property
     def backend(self) -> str:
         return self.choice.backend
 
+    def remote(self):  # noqa: ANN201 - the executor's pool (ray_executor.RayPool), imported only when chosen
+        """The remote executor's worker pool, joined on first use (executor != local)."""
+        with self._lock:
+            if self._remote is None:
+                self._remote = executors.open_remote(
+                    self.executor, self.requested_backend, self._remote_options
+                )
+            return self._remote
+
     def zygote(self) -> sandbox.Zygote:
+        if self.executor != "local":
+            pool = self.remote()
+            pool.wait_ready()  # its workers' self-checks say whether the sandbox is hardened
+            self.hardened, self.hardened_reason = pool.hardened, pool.hardened_reason
+            return pool
         with self._lock:
             z = self._zygotes.get(self.backend)
             if z is None or z.dead:
@@ -147,7 +172,12 @@ class Service:
     def gate(self) -> FairGate:
         with self._lock:
             if self.backend not in self._gates:
-                self._gates[self.backend] = FairGate(1 if self.backend == "gpu" else INTERPRETER_POOL)
+                if self.executor != "local":  # one run per cluster worker; lost workers shrink it
+                    gate = FairGate(max(1, self._remote.capacity))
+                    self._remote.on_capacity = lambda n: setattr(gate, "size", max(1, n))
+                else:
+                    gate = FairGate(1 if self.backend == "gpu" else INTERPRETER_POOL)
+                self._gates[self.backend] = gate
             return self._gates[self.backend]
 
     def close(self) -> None:
@@ -155,6 +185,8 @@ class Service:
             for z in self._zygotes.values():
                 z.close()
             self._zygotes.clear()
+            if self._remote is not None:
+                self._remote.close()
 
     # ---- course -------------------------------------------------------------------------------------------
 
@@ -207,6 +239,13 @@ class Service:
         target = Path(file) if file else self.learner_file(exercise)
         zygote = self.zygote()
         gate = self.gate()
+        handles: list = []
+
+        def started(run: sandbox.Run) -> None:
+            handles.append(run)
+            if on_start:
+                on_start(run)
+
         gate.acquire(on_wait)
         try:
             verdict = grader.check(
@@ -216,14 +255,41 @@ class Service:
                 zygote,
                 seed=seed,
                 on_output=on_output,
-                on_start=on_start,
+                on_start=started,
                 timeout=timeout,
             )
+        except executors.WorkerLost as lost:
+            return self._lost_verdict(exercise, target, seed, lost)
         finally:
             gate.release()
+        verdict.executor = self.executor
+        verdict.node = getattr(handles[0], "node", "") if handles else ""
+        verdict.node = verdict.node or executors.this_node()
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
+        return verdict
+
+    def _lost_verdict(
+        self, exercise: Exercise, target: Path, seed: int | None, lost: executors.WorkerLost
+    ) -> Verdict:
+        """A check whose remote worker died (and so did the retry): nothing was graded, nothing recorded."""
+        verdict = Verdict(
+            exercise=exercise.id,
+            backend=self.backend,
+            seed=int(seed or 0),
+            file=str(target),
+            executor=self.executor,
+            node="; ".join(lost.nodes),
+        )
+        verdict.failures.append(
+            Failure(
+                "(none)",
+                "worker-lost",
+                f"worker lost, nothing was graded: {lost}",
+                "not your code: a machine of the course's cluster went away. Check again.",
+            )
+        )
         return verdict
 
     def run_file(

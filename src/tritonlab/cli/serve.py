@@ -101,11 +101,12 @@ def run_server(
     token: str | None = None,
     backend: str | None = None,
     allow_unhardened: bool = False,
+    executor: str | None = None,
 ) -> None:
     import uvicorn
 
     from tritonlab.content.course import CourseError
-    from tritonlab.service import BackendError, Service
+    from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
 
     check_host(host, token)
@@ -114,18 +115,22 @@ def run_server(
     secret = token or new_token()
     sock = bind(host, port)
     try:
-        service = Service(backend=backend, lang=global_lang())
+        service = Service(backend=backend, lang=global_lang(), executor=executor)
         _ = service.choice  # a forced but missing GPU is a usage error, reported now
-    except (CourseError, BackendError) as exc:
+    except (CourseError, BackendError, ExecutorError) as exc:
         sock.close()
         typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
         raise typer.Exit(1 if isinstance(exc, CourseError) else 2) from None
     from tritonlab.service import SandboxUnavailable as Unavailable
 
     try:
-        service.warm_up()
+        service.warm_up()  # with --executor ray: join the cluster and start its workers
     except Unavailable as exc:
         service.hardened, service.hardened_reason = False, str(exc)
+    except ExecutorError as exc:
+        sock.close()
+        typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
+        raise typer.Exit(2) from None
     if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened):
         service.close()
         sock.close()
@@ -180,6 +185,12 @@ def register(app: typer.Typer) -> None:
             "--allow-unhardened",
             help="Serve a non-loopback address even without the hardened sandbox (trusted users only).",
         ),
+        executor: str | None = typer.Option(
+            None,
+            "--executor",
+            help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
+            "TRITONLAB_EXECUTOR). See docs/scale.md.",
+        ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
         run_server(
@@ -189,4 +200,5 @@ def register(app: typer.Typer) -> None:
             token=token,
             backend=backend,
             allow_unhardened=allow_unhardened,
+            executor=executor,
         )
