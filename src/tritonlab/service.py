@@ -108,6 +108,7 @@ class Service:
         self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
         self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers)
         self._remote: object | None = None
+        self._remote_lock = threading.Lock()
         self.course: Course = load_course(course_dir)
         self.lang = config.language(lang)
         self.requested_backend = backend
@@ -143,7 +144,7 @@ class Service:
 
     def remote(self):  # noqa: ANN201 - the executor's pool (ray_executor.RayPool), imported only when chosen
         """The remote executor's worker pool, joined on first use (executor != local)."""
-        with self._lock:
+        with self._remote_lock:
             if self._remote is None:
                 self._remote = executors.open_remote(
                     self.executor, self.requested_backend, self._remote_options
