@@ -104,9 +104,10 @@ class Service:
         lang: str | None = None,
         executor: str | None = None,
         allow_unhardened_workers: bool | None = None,
+        remote_workers: int | None = None,
     ) -> None:
         self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
-        self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers)
+        self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers, remote_workers)
         self._remote: object | None = None
         self._remote_lock = threading.Lock()
         self.course: Course = load_course(course_dir)

@@ -206,7 +206,8 @@ def check(
     """Grade your kernel on many shapes, dtypes and layouts. Exit 0 when it passes, 1 when not."""
     from tritonlab.service import ExecutorError
 
-    service = make_service(backend, executor=executor)
+    # A one-off check needs one worker: on a cluster it starts one actor, not one per GPU.
+    service = make_service(backend, executor=executor, remote_workers=1)
     exercise = find_exercise(service, exercise_id)
     try:
         service.warm_up()

@@ -48,13 +48,22 @@ def console():  # noqa: ANN201 - rich is imported lazily
 
 
 def make_service(
-    backend: str | None = None, workspace: Path | None = None, executor: str | None = None
+    backend: str | None = None,
+    workspace: Path | None = None,
+    executor: str | None = None,
+    remote_workers: int | None = None,
 ) -> Service:
     from tritonlab.content.course import CourseError
     from tritonlab.service import BackendError, ExecutorError, Service
 
     try:
-        service = Service(workspace_dir=workspace, backend=backend, lang=State.lang, executor=executor)
+        service = Service(
+            workspace_dir=workspace,
+            backend=backend,
+            lang=State.lang,
+            executor=executor,
+            remote_workers=remote_workers,
+        )
         _ = service.choice  # resolve the backend now: forcing a missing GPU is a usage error
         return service
     except CourseError as exc:

@@ -344,6 +344,7 @@ class RayPool:
         ]
         pending = {h.hello.remote(): h for h in handles}
         ready, late = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
+        addresses = {n["NodeID"]: n.get("NodeManagerAddress") for n in ray.nodes()}
         for ref in late:
             self.refused.append({"reason": f"did not finish its self-check within {timeout:.0f} s"})
             ray.kill(pending[ref])
@@ -354,6 +355,7 @@ class RayPool:
             except ray_errors.RayError as exc:
                 self.refused.append({"reason": f"failed to start: {str(exc).splitlines()[0]}"})
                 continue
+            report["ip"] = addresses.get(report.get("node_id")) or report.get("ip")
             self.reports.append(report)
             problem = self._problem(report)
             if problem:
@@ -472,6 +474,8 @@ class RemoteRun:
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._worker: WorkerRef | None = None
+        self._shown: list[str] = []  # what this attempt streamed so far
+        self._before = ""  # what earlier, lost attempts showed, and the note that they were lost
 
     def stop(self) -> None:
         self._stop.set()
@@ -520,7 +524,11 @@ class RemoteRun:
                         + "; nothing was graded",
                         list(self.attempts),
                     ) from None
-                emit(f"\n[tritonlab] the worker on {worker.node} was lost ({exc}); running again elsewhere\n")
+                note = (
+                    f"\n[tritonlab] the worker on {worker.node} was lost ({exc}); running again elsewhere\n"
+                )
+                self._before += "".join(self._shown) + note
+                emit(note)
                 continue
             except BaseException:
                 self._worker = None
@@ -539,6 +547,7 @@ class RemoteRun:
         limits: dict,
         emit: Callable[[str], None],
     ) -> dict:
+        self._shown = []
         ref = worker.handle.run.remote(self.id, job, inputs, learner, limits)
         if self._stop.is_set():
             worker.handle.stop.remote(self.id)
@@ -557,6 +566,7 @@ class RemoteRun:
                 continue  # the run's own reference says what happened
             if text:
                 shown += len(text)
+                self._shown.append(text)
                 emit(text)
         try:
             reply = ray.get(ref)
@@ -596,6 +606,6 @@ class RemoteRun:
             timed_out=reply.get("timed_out") is True,
             stopped=reply.get("stopped") is True,
             output_truncated=reply.get("output_truncated") is True,
-            output=str(reply.get("output", "")),
+            output=self._before + str(reply.get("output", "")),
             seconds=float(reply.get("seconds") or (time.monotonic() - self.started)),
         )
