@@ -147,9 +147,13 @@ class Service:
         """The remote executor's worker pool, joined on first use (executor != local)."""
         with self._remote_lock:
             if self._remote is None:
-                self._remote = executors.open_remote(
-                    self.executor, self.requested_backend, self._remote_options
-                )
+                try:  # imported only when chosen: the CLI's start-up never imports ray
+                    from tritonlab.runs import ray_executor
+                except ImportError as exc:
+                    raise executors.ExecutorError(
+                        f"--executor ray needs Ray on this machine ({exc}): `pip install 'tritonlab[ray]'`"
+                    ) from None
+                self._remote = ray_executor.RayPool(self.requested_backend, self._remote_options)
             return self._remote
 
     def zygote(self) -> sandbox.Zygote:

@@ -63,16 +63,3 @@ class RemoteOptions:
         if count is None and os.environ.get("TRITONLAB_RAY_WORKERS", "").strip().isdigit():
             count = int(os.environ["TRITONLAB_RAY_WORKERS"]) or None
         return cls(os.environ.get("RAY_ADDRESS") or None, allow, count)
-
-
-def open_remote(name: str, backend: str | None, options: RemoteOptions) -> object:
-    """Join the cluster for executor `name` and return its pool (see ray_executor.RayPool)."""
-    if name == "ray":
-        try:
-            from tritonlab.runs import ray_executor
-        except ImportError as exc:
-            raise ExecutorError(
-                f"--executor ray needs Ray on this machine ({exc}): `pip install 'tritonlab[ray]'`"
-            ) from None
-        return ray_executor.RayPool(backend, options)
-    raise ExecutorError(f"executor {name!r} has no remote pool")
