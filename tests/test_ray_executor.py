@@ -1,4 +1,5 @@
-"""`--executor ray` against a REAL local Ray cluster: two nodes on loopback, token auth, interpreter backend.
+"""`--executor ray` against a REAL local Ray cluster: two nodes on loopback (127.0.0.2, 127.0.0.3), token
+auth, interpreter backend.
 
 The session fixture starts a head and a second node with `ray start` (each offering one
 `tritonlab_interpreter` unit), and at the end ends exactly the processes that cluster started, by pid.
@@ -97,7 +98,7 @@ def cluster_pids(marks: tuple[str, ...]) -> set[int]:
 
 @pytest.fixture(scope="session")
 def cluster() -> dict:
-    """A two-node Ray cluster on 127.0.0.1 with token auth, for this test session."""
+    """A two-node Ray cluster on loopback with token auth, for this test session."""
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="tl-ray-", dir="/tmp"))
     token = AUTH / "token"
@@ -113,7 +114,9 @@ def cluster() -> dict:
         }
     )
     env.pop("RAY_ADDRESS", None)
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    # Loopback addresses, but not 127.0.0.1: `ray start` on Linux swaps exactly that one (and `localhost`)
+    # for the machine's routable address. Ray still listens on all interfaces; the token guards that.
+    common = ["--num-cpus", "1", "--disable-usage-stats"]
     head = [
         str(RAY),
         "start",
@@ -125,24 +128,28 @@ def cluster() -> dict:
         "--include-dashboard=false",
         "--resources",
         json.dumps({"tritonlab_interpreter": 1, HEAD_MARK: 1}),
+        "--node-ip-address",
+        "127.0.0.2",
         *common,
     ]
     second = [
         str(RAY),
         "start",
         "--address",
-        f"127.0.0.1:{port}",
+        f"127.0.0.2:{port}",
         "--resources",
         json.dumps({"tritonlab_interpreter": 1}),
+        "--node-ip-address",
+        "127.0.0.3",
         *common,
     ]
-    marks = (str(tmp), f"127.0.0.1:{port}", f"--gcs_server_port={port}")
+    marks = (str(tmp), f"127.0.0.2:{port}", f"--gcs_server_port={port}")
     saved = {"RAY_ADDRESS": os.environ.get("RAY_ADDRESS")}
     try:
         for argv in (head, second):
             proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        os.environ["RAY_ADDRESS"] = f"127.0.0.1:{port}"
+        os.environ["RAY_ADDRESS"] = f"127.0.0.2:{port}"
         print(f"\nray cluster (2 nodes, token auth) up in {time.monotonic() - started:.1f} s")
         yield {"port": port, "env": env, "tmp": tmp}
     finally:

@@ -107,6 +107,7 @@ class Worker:
             os.environ["TRITONLAB_SANDBOX"] = sandbox_mode
         self.backend = backend
         self._jobs: dict[str, _Job] = {}
+        self._early_stops: list[str] = []  # Stops that arrived before their run (methods run concurrently)
         self._lock = threading.Lock()
         # The zygote is started from one long-lived thread: a child's parent-death signal follows the thread
         # that started it, and actor method threads come and go.
@@ -160,6 +161,9 @@ class Worker:
         entry = _Job()
         with self._lock:
             self._jobs[job_id] = entry
+            if job_id in self._early_stops:
+                self._early_stops.remove(job_id)
+                entry.stop_requested = True
         run_dir = sandbox.new_run_dir()
         staging: Path | None = None
         try:
@@ -210,8 +214,9 @@ class Worker:
     def stop(self, job_id: str) -> bool:
         with self._lock:
             entry = self._jobs.get(job_id)
-        if entry is None:
-            return False
+            if entry is None:
+                self._early_stops = [*self._early_stops[-99:], job_id]
+                return False
         entry.stop_requested = True
         if entry.run is not None:
             entry.run.stop()
