@@ -7,6 +7,7 @@ The session fixture starts a head and a second node with `ray start` (each offer
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -24,6 +25,7 @@ import pytest
 
 # Token auth is read once, when ray is imported: this process (a driver too) gets its token file now.
 AUTH = Path(tempfile.mkdtemp(prefix="tl-ray-auth-", dir="/tmp"))
+atexit.register(shutil.rmtree, AUTH, True)
 (AUTH / "token").write_text(secrets.token_hex(32))
 (AUTH / "token").chmod(0o600)
 os.environ["RAY_AUTH_MODE"] = "token"
