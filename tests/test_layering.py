@@ -216,9 +216,10 @@ def test_course_never_imports_tritonlab() -> None:
 
 
 def test_cli_start_up_does_not_import_torch_or_triton() -> None:
+    """Nor ray: the cluster executor (`--executor ray`) imports it only when chosen."""
     code = (
-        "import sys, tritonlab.cli.app, tritonlab.web; "
-        "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+        "import sys, tritonlab.cli.app, tritonlab.web, tritonlab.service; "
+        "print(sorted(m for m in ('torch', 'triton', 'ray') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

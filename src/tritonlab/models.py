@@ -131,6 +131,7 @@ FAILURE_KINDS = (
     "input-modified",
     "exception",
     "timeout",
+    "worker-lost",  # a remote worker (executor=ray) died mid-run: nothing was graded
 )
 
 
@@ -174,6 +175,8 @@ class Verdict:
     duration_s: float = 0.0
     speed: dict | None = None  # a passing GPU check's timing (perf/bench_learner.speed_summary); not graded
     speed_reason: str = ""  # why there is no speed, when there is none
+    executor: str = "local"  # where it ran: "local" (this machine's zygote) or "ray" (a cluster worker)
+    node: str = ""  # the machine that ran it
 
     @property
     def passed(self) -> bool:
@@ -192,4 +195,6 @@ class Verdict:
             "duration_s": round(self.duration_s, 3),
             "speed": self.speed,
             **({"speed_reason": self.speed_reason} if self.speed is None and self.speed_reason else {}),
+            "executor": self.executor,
+            "node": self.node,
         }

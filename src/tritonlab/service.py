@@ -16,10 +16,11 @@ from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import case_cache, contracts, grader
 from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
-from tritonlab.models import Course, Exercise, Lesson, Verdict, pick
+from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import cgroups, daemon, hardening, pool, rundir, sandbox
+from tritonlab.runs import cgroups, daemon, hardening, rundir, sandbox
+from tritonlab.runs import executor as executors
 from tritonlab.store.disk import DiskFull
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -30,11 +31,13 @@ BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
 speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
+ExecutorError = executors.ExecutorError
 __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
     "ConflictError",
     "DiskFull",
+    "ExecutorError",
     "Run",
     "SandboxUnavailable",
     "Service",
@@ -125,7 +128,14 @@ class Service:
         workspace_dir: Path | None = None,
         backend: str | None = None,
         lang: str | None = None,
+        executor: str | None = None,
+        allow_unhardened_workers: bool | None = None,
+        remote_workers: int | None = None,
     ) -> None:
+        self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
+        self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers, remote_workers)
+        self._remote: object | None = None
+        self._remote_lock = threading.Lock()
         self.course: Course = load_course(course_dir)
         self.lang = config.language(lang)
         self.requested_backend = backend
@@ -157,14 +167,35 @@ class Service:
     @property
     def choice(self) -> backends.Choice:
         if self._choice is None:
-            self._choice = backends.choose(self.requested_backend)
+            if self.executor == "local":
+                self._choice = backends.choose(self.requested_backend)
+            else:  # the cluster's workers decide what runs, not this machine
+                self._choice = self.remote().choice
         return self._choice
 
     @property
     def backend(self) -> str:
         return self.choice.backend
 
+    def remote(self):  # noqa: ANN201 - the executor's pool (ray_executor.RayPool), imported only when chosen
+        """The remote executor's worker pool, joined on first use (executor != local)."""
+        with self._remote_lock:
+            if self._remote is None:
+                try:  # imported only when chosen: the CLI's start-up never imports ray
+                    from tritonlab.runs import ray_executor
+                except ImportError as exc:
+                    raise executors.ExecutorError(
+                        f"--executor ray needs Ray on this machine ({exc}): `pip install 'tritonlab[ray]'`"
+                    ) from None
+                self._remote = ray_executor.RayPool(self.requested_backend, self._remote_options)
+            return self._remote
+
     def zygote(self) -> sandbox.Zygote:
+        if self.executor != "local":
+            cluster = self.remote()
+            cluster.wait_ready()  # its workers' self-checks say whether the sandbox is hardened
+            self.hardened, self.hardened_reason = cluster.hardened, cluster.hardened_reason
+            return cluster
         with self._lock:
             z = self._zygotes.get(self.backend)
             if z is None or z.dead:
@@ -205,7 +236,12 @@ class Service:
     def gate(self) -> FairGate:
         with self._lock:
             if self.backend not in self._gates:
-                self._gates[self.backend] = FairGate(1 if self.backend == "gpu" else INTERPRETER_POOL)
+                if self.executor != "local":  # one run per cluster worker; lost workers shrink it
+                    gate = FairGate(max(1, self._remote.capacity))
+                    self._remote.on_capacity = lambda n: setattr(gate, "size", max(1, n))
+                else:
+                    gate = FairGate(1 if self.backend == "gpu" else INTERPRETER_POOL)
+                self._gates[self.backend] = gate
             return self._gates[self.backend]
 
     def close(self) -> None:
@@ -213,6 +249,8 @@ class Service:
             for z in self._zygotes.values():
                 z.close()
             self._zygotes.clear()
+            if self._remote is not None:
+                self._remote.close()
 
     # ---- course -------------------------------------------------------------------------------------------
 
@@ -274,6 +312,13 @@ class Service:
             with self._lock:
                 seed = self._next_seed.pop(exercise.id, None)
         gate = self.gate()
+        handles: list = []
+
+        def started(run: sandbox.Run) -> None:
+            handles.append(run)
+            if on_start:
+                on_start(run)
+
         gate.acquire(on_wait)
         try:
             verdict = grader.check(
@@ -283,12 +328,17 @@ class Service:
                 zygote,
                 seed=seed,
                 on_output=on_output,
-                on_start=on_start,
+                on_start=started,
                 timeout=timeout,
                 source=source,
             )
+        except executors.WorkerLost as lost:
+            return self._lost_verdict(exercise, target, seed, lost)
         finally:
             gate.release()
+        verdict.executor = self.executor
+        verdict.node = getattr(handles[0], "node", "") if handles else ""
+        verdict.node = verdict.node or executors.this_node()
         self._add_speed(verdict, exercise, target, speed, on_wait)
         self.prepare_cases(exercise)
         if record:
@@ -344,6 +394,28 @@ class Service:
             why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
             data = {"problems": [f"the timing run ended without a result ({why})"]}
         verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
+
+    def _lost_verdict(
+        self, exercise: Exercise, target: Path, seed: int | None, lost: executors.WorkerLost
+    ) -> Verdict:
+        """A check whose remote worker died (and so did the retry): nothing was graded, nothing recorded."""
+        verdict = Verdict(
+            exercise=exercise.id,
+            backend=self.backend,
+            seed=int(seed or 0),
+            file=str(target),
+            executor=self.executor,
+            node="; ".join(lost.nodes),
+        )
+        verdict.failures.append(
+            Failure(
+                "(none)",
+                "worker-lost",
+                f"worker lost, nothing was graded: {lost}",
+                "not your code: a machine of the course's cluster went away. Check again.",
+            )
+        )
+        return verdict
 
     def run_file(
         self,

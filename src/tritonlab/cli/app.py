@@ -141,6 +141,13 @@ def init(
 # ---- running and checking ---------------------------------------------------------------------------------
 
 BackendOpt = Annotated[str | None, typer.Option("--backend", help="auto, interpreter or gpu.")]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: TRITONLAB_EXECUTOR).",
+    ),
+]
 
 
 @app.command()
@@ -194,19 +201,35 @@ def check(
     backend: BackendOpt = None,
     seed: Annotated[int | None, typer.Option(help="Replay the cases of an earlier check.")] = None,
     show_output: Annotated[bool, typer.Option("--output", help="Show what your code printed.")] = False,
+    executor: ExecutorOpt = None,
 ) -> None:
     """Grade your kernel on many shapes, dtypes and layouts. Exit 0 when it passes, 1 when not."""
-    service = make_service(backend)
+    from tritonlab.service import ExecutorError
+
+    # A one-off check needs one worker: on a cluster it starts one actor, not one per GPU.
+    service = make_service(backend, executor=executor, remote_workers=1)
     exercise = find_exercise(service, exercise_id)
     service.use_daemon = True  # a one-shot command: reuse the background worker where there is one
-    service.warm_up()
+    try:
+        service.warm_up()
+    except ExecutorError as exc:
+        raise fail(str(exc)) from None
     target = exercise.solution if solution else file
     if target is not None and not Path(target).is_file():
         raise fail(tr("cli.missing_file", path=target))
     if not json_out:
         shown = target or service.learner_file(exercise)
         sys.stderr.write(tr("cli.check.checking", file=shown, backend=service.backend) + "\n")
-    verdict = service.check(exercise, file=target, seed=seed, record=not solution)
+
+    def queued(position: int) -> None:
+        if not json_out:
+            sys.stderr.write(f"waiting for a free worker: position {position} in the queue\n")
+
+    try:
+        verdict = service.check(exercise, file=target, seed=seed, record=not solution, on_wait=queued)
+    except ExecutorError as exc:
+        service.close()
+        raise fail(str(exc)) from None
     service.close()
     if json_out:
         print(json.dumps(verdict.to_json()))

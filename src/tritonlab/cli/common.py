@@ -47,18 +47,31 @@ def console():  # noqa: ANN201 - rich is imported lazily
     return Console(highlight=False)
 
 
-def make_service(backend: str | None = None, workspace: Path | None = None) -> Service:
+def make_service(
+    backend: str | None = None,
+    workspace: Path | None = None,
+    executor: str | None = None,
+    remote_workers: int | None = None,
+) -> Service:
     from tritonlab.content.course import CourseError
-    from tritonlab.service import BackendError, Service
+    from tritonlab.service import BackendError, ExecutorError, Service
 
     try:
-        service = Service(workspace_dir=workspace, backend=backend, lang=State.lang)
+        service = Service(
+            workspace_dir=workspace,
+            backend=backend,
+            lang=State.lang,
+            executor=executor,
+            remote_workers=remote_workers,
+        )
         _ = service.choice  # resolve the backend now: forcing a missing GPU is a usage error
         return service
     except CourseError as exc:
         raise fail(tr("cli.course_problem", detail=exc)) from None
     except BackendError as exc:
         raise fail(t_known("backend_reason", str(exc))) from None
+    except ExecutorError as exc:
+        raise fail(str(exc)) from None
 
 
 def t_known(section: str, text: str) -> str:

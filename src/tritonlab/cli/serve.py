@@ -123,11 +123,12 @@ def run_server(
     allow_unhardened: bool = False,
     classroom: bool = False,
     public_url: str | None = None,
+    executor: str | None = None,
 ) -> None:
     import uvicorn
 
     from tritonlab.content.course import CourseError
-    from tritonlab.service import BackendError, Service
+    from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
@@ -140,9 +141,9 @@ def run_server(
     secret = token or new_token()
     sock = bind(host, port)
     try:
-        service = Service(backend=backend, lang=global_lang())
+        service = Service(backend=backend, lang=global_lang(), executor=executor)
         _ = service.choice  # a forced but missing GPU is a usage error, reported now
-    except (CourseError, BackendError) as exc:
+    except (CourseError, BackendError, ExecutorError) as exc:
         sock.close()
         if room is not None:
             room.close()
@@ -151,9 +152,13 @@ def run_server(
     from tritonlab.service import SandboxUnavailable as Unavailable
 
     try:
-        service.warm_up()
+        service.warm_up()  # with --executor ray: join the cluster and start its workers
     except Unavailable as exc:
         service.hardened, service.hardened_reason = False, str(exc)
+    except ExecutorError as exc:
+        sock.close()
+        typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
+        raise typer.Exit(2) from None
     limits = None if is_loopback(host) else service.run_limits()  # the probe takes a few seconds
     if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened, limits):
         service.close()
@@ -244,6 +249,12 @@ def register(app: typer.Typer) -> None:
             "--public-url",
             help="The address learners use, e.g. https://class.example.org behind a TLS proxy (cookies get Secure).",
         ),
+        executor: str | None = typer.Option(
+            None,
+            "--executor",
+            help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
+            "TRITONLAB_EXECUTOR). See docs/scale.md.",
+        ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
         run_server(
@@ -255,4 +266,5 @@ def register(app: typer.Typer) -> None:
             allow_unhardened=allow_unhardened,
             classroom=classroom,
             public_url=public_url,
+            executor=executor,
         )

@@ -1,0 +1,393 @@
+"""`--executor ray` against a REAL local Ray cluster: two nodes on loopback (127.0.0.2, 127.0.0.3), token
+auth, interpreter backend.
+
+The session fixture starts a head and a second node with `ray start` (each offering one
+`tritonlab_interpreter` unit), and at the end ends exactly the processes that cluster started, by pid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+# Token auth is read once, when ray is imported: this process (a driver too) gets its token file now.
+AUTH = Path(tempfile.mkdtemp(prefix="tl-ray-auth-", dir="/tmp"))
+atexit.register(shutil.rmtree, AUTH, True)
+(AUTH / "token").write_text(secrets.token_hex(32))
+(AUTH / "token").chmod(0o600)
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN_PATH"] = str(AUTH / "token")
+
+ray = pytest.importorskip("ray", reason="ray is not installed: `pip install 'tritonlab[ray]'` to run these")
+
+from tritonlab.runs import executor as executors  # noqa: E402
+from tritonlab.runs import hardening, ray_executor  # noqa: E402
+from tritonlab.service import Service  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+LEARNERS = ROOT / "tests" / "fixtures" / "learners"
+RAY = Path(sys.executable).with_name("ray")
+HEAD_MARK = "tritonlab_test_head"
+# Fast failure detection for the node-loss test (defaults take about 30 s to call a node dead).
+FAST_HEALTH = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_initial_delay_ms": "500",
+}
+SLEEPER = """
+import time
+print("started", flush=True)
+time.sleep(60)
+
+def vector_copy(x):
+    return x
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parent_links() -> dict[int, int]:
+    links = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            links[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return links
+
+
+def cluster_pids(marks: tuple[str, ...]) -> set[int]:
+    """The processes our `ray start` calls made (their command lines name our temp dir or GCS port), and
+    everything below them (workers, zygotes)."""
+    found = set()
+    for pid in parent_links():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(mark in cmdline for mark in marks):
+            found.add(pid)
+    links = parent_links()
+    grew = True
+    while grew:
+        below = {pid for pid, parent in links.items() if parent in found} - found
+        grew = bool(below)
+        found |= below
+    return found - {os.getpid()}
+
+
+@pytest.fixture(scope="session")
+def cluster() -> dict:
+    """A two-node Ray cluster on loopback with token auth, for this test session."""
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="tl-ray-", dir="/tmp"))
+    token = AUTH / "token"
+    port = free_port()
+    env = dict(os.environ)
+    env.update(FAST_HEALTH)
+    env.update(
+        {
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(token),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "TRITONLAB_HOME": str(tmp / "home"),
+        }
+    )
+    env.pop("RAY_ADDRESS", None)
+    # Loopback addresses, but not 127.0.0.1: `ray start` on Linux swaps exactly that one (and `localhost`)
+    # for the machine's routable address. Ray still listens on all interfaces; the token guards that.
+    common = ["--num-cpus", "1", "--disable-usage-stats"]
+    head = [
+        str(RAY),
+        "start",
+        "--head",
+        "--port",
+        str(port),
+        "--temp-dir",
+        str(tmp / "ray"),
+        "--include-dashboard=false",
+        "--resources",
+        json.dumps({"tritonlab_interpreter": 1, HEAD_MARK: 1}),
+        "--node-ip-address",
+        "127.0.0.2",
+        *common,
+    ]
+    second = [
+        str(RAY),
+        "start",
+        "--address",
+        f"127.0.0.2:{port}",
+        "--resources",
+        json.dumps({"tritonlab_interpreter": 1}),
+        "--node-ip-address",
+        "127.0.0.3",
+        *common,
+    ]
+    marks = (str(tmp), f"127.0.0.2:{port}", f"--gcs_server_port={port}")
+    saved = {"RAY_ADDRESS": os.environ.get("RAY_ADDRESS")}
+    try:
+        for argv in (head, second):
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        os.environ["RAY_ADDRESS"] = f"127.0.0.2:{port}"
+        print(f"\nray cluster (2 nodes, token auth) up in {time.monotonic() - started:.1f} s")
+        yield {"port": port, "env": env, "tmp": tmp}
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        pids = cluster_pids(marks)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_service(cluster: dict):
+    service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
+    service.warm_up()
+    yield service
+    service.close()
+
+
+def hardened_here() -> bool:
+    """Can this machine run the hardened layer (bubblewrap)? If not (the GPU box has no bubblewrap), the tests
+    allow unhardened workers explicitly and say so; the refusal itself is tested with TRITONLAB_SANDBOX=basic."""
+    report = hardening.probe("interpreter")
+    if not report["hardened"]:
+        print(f"\nno hardened sandbox on this machine, workers allowed without it: {report['reason']}")
+    return bool(report["hardened"])
+
+
+def sleeper(tmp_path: Path) -> Path:
+    path = tmp_path / "sleeper.py"
+    path.write_text(SLEEPER)
+    return path
+
+
+# ---- no cluster needed ------------------------------------------------------------------------------------
+
+
+def test_unhardened_workers_are_refused_unless_allowed() -> None:
+    pool = object.__new__(ray_executor.RayPool)
+    report = {"ok": True, "hardened": False, "sandbox_reason": "TRITONLAB_SANDBOX=basic"}
+    pool.options = executors.RemoteOptions()
+    assert "no hardened sandbox" in pool._problem(report)
+    pool.options = executors.RemoteOptions(allow_unhardened=True)
+    assert pool._problem(report) == ""
+    assert pool._problem({"ok": False, "error": "torch missing"}).startswith("its sandbox worker did not")
+
+
+def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
+    """Both attempts lose their worker: WorkerLost, which the service turns into a `worker-lost` verdict."""
+
+    class Pool:
+        def __init__(self) -> None:
+            self.workers = [
+                ray_executor.WorkerRef(None, {"actor": k, "hostname": k, "ip": "x", "node_id": k})
+                for k in "ab"
+            ]
+
+        def acquire(self, exclude: set[str], timeout: float | None = None) -> ray_executor.WorkerRef:
+            left = [w for w in self.workers if w.key not in exclude]
+            if not left:
+                raise executors.WorkerLost("no other tritonlab worker is left in the cluster")
+            return left[0]
+
+        def forget(self, worker: object) -> None:
+            pass
+
+    def lose(*args: object) -> dict:
+        raise ray_executor._Lost("ActorDiedError")
+
+    (tmp_path / "job.json").write_text(json.dumps({"mode": "run", "file": str(LEARNERS / "good.py")}))
+    handle = ray_executor.RemoteRun(Pool(), tmp_path, ray_executor.sandbox.Limits())
+    handle._attempt = lose
+    lines: list[str] = []
+    with pytest.raises(executors.WorkerLost) as lost:
+        handle.wait(lines.append)
+    assert "nothing was graded" in str(lost.value) and len(lost.value.nodes) == 2
+    assert "running again elsewhere" in "".join(lines)
+
+    service = object.__new__(Service)
+    service.executor, service._choice = "ray", ray_executor.backends.Choice("interpreter", "test")
+    verdict = service._lost_verdict(_exercise(), LEARNERS / "good.py", 7, lost.value).to_json()
+    assert not verdict["passed"] and verdict["executor"] == "ray"
+    assert verdict["failures"][0]["kind"] == "worker-lost"
+    assert "worker lost, nothing was graded" in verdict["failures"][0]["message"]
+
+
+def _exercise():  # noqa: ANN202
+    from tritonlab.content.course import load_course
+
+    return load_course().exercise("vector-copy")
+
+
+# ---- on the cluster ---------------------------------------------------------------------------------------
+
+
+def test_cli_check_through_ray(cluster: dict) -> None:
+    started = time.monotonic()
+    env = dict(os.environ) | {"TRITONLAB_EXECUTOR": "ray"}
+    if not hardened_here():
+        env["TRITONLAB_RAY_ALLOW_UNHARDENED"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "check", "vector-copy", "--solution", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    verdict = json.loads(proc.stdout)  # one JSON object on stdout: Ray's own logs stay off it
+    assert verdict["passed"] and verdict["executor"] == "ray" and "ray node" in verdict["node"]
+    print(f"\n`tritonlab check --executor ray` (one worker started): {time.monotonic() - started:.1f} s")
+
+
+def test_a_worker_without_the_hardened_sandbox_is_not_used(cluster: dict, monkeypatch) -> None:
+    monkeypatch.setenv("TRITONLAB_SANDBOX", "basic")  # forwarded to the workers: their self-check fails
+    service = Service(backend="interpreter", executor="ray", remote_workers=1)
+    try:
+        with pytest.raises(executors.ExecutorError, match="no hardened sandbox"):
+            service.warm_up()
+    finally:
+        service.close()
+
+
+def test_same_verdicts_through_ray_as_locally(ray_service: Service, home: Path) -> None:
+    exercise = ray_service.exercise("vector-copy")
+    local = Service(backend="interpreter")
+    try:
+        for learner in ("good.py", "floor_grid.py"):
+            here = local.check(exercise, file=LEARNERS / learner, seed=11, record=False).to_json()
+            there = ray_service.check(exercise, file=LEARNERS / learner, seed=11, record=False).to_json()
+            assert here["executor"] == "local" and there["executor"] == "ray"
+            assert "ray node" in there["node"]
+            for key in ("passed", "cases", "failures", "seed", "file", "backend"):
+                assert here[key] == there[key], (learner, key)
+            assert here["passed"] is (learner == "good.py")
+    finally:
+        local.close()
+
+
+def test_stop_kills_the_remote_run_within_a_second(ray_service: Service, tmp_path: Path) -> None:
+    exercise = ray_service.exercise("vector-copy")
+    handles, output, stopped_at = [], [], []
+
+    def on_output(text: str) -> None:
+        output.append(text)
+        if "started" in "".join(output) and not stopped_at:
+            stopped_at.append(time.monotonic())
+            handles[0].stop()
+
+    verdict = ray_service.check(
+        exercise, file=sleeper(tmp_path), record=False, on_output=on_output, on_start=handles.append
+    )
+    took = time.monotonic() - stopped_at[0]
+    print(f"\nremote Stop: the check ended {took:.2f} s after stop()")
+    assert took < 1.5
+    assert not verdict.passed and "started" in verdict.output
+
+
+def test_a_full_cluster_queues_and_says_where(ray_service: Service, tmp_path: Path) -> None:
+    exercise = ray_service.exercise("vector-copy")
+    file = sleeper(tmp_path)
+    handles: list = []
+    positions: list[int] = []
+    threads = [
+        threading.Thread(
+            target=ray_service.check,
+            args=(exercise,),
+            kwargs={"file": file, "record": False, "on_start": handles.append},
+        )
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(handles) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(handles) == 2  # both workers busy
+
+    def third() -> None:
+        ray_service.check(
+            exercise, file=file, record=False, on_wait=positions.append, on_start=handles.append
+        )
+
+    waiter = threading.Thread(target=third)
+    waiter.start()
+    time.sleep(1.5)
+    assert positions and positions[0] == 1  # queued, first in line: told, not hung
+    for h in list(handles):
+        h.stop()
+    deadline = time.monotonic() + 30
+    while len(handles) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for h in list(handles):
+        h.stop()
+    for t in [*threads, waiter]:
+        t.join(30)
+        assert not t.is_alive()
+
+
+def test_a_node_killed_mid_check_is_retried_on_the_other(ray_service: Service, tmp_path: Path) -> None:
+    """SIGKILL the second node (its raylet and the worker) while it runs a check: the check runs again on the
+    head's worker and passes; the dead worker is never chosen again."""
+    pool = ray_service.remote()
+    head_node = next(n["NodeID"] for n in ray.nodes() if n["Alive"] and HEAD_MARK in n["Resources"])
+    pool.prefer = lambda w: (w.report["node_id"] == head_node, w.runs)  # first attempt: the second node
+    slow_good = tmp_path / "slow_good.py"
+    slow_good.write_text(
+        'import time\nprint("started", flush=True)\ntime.sleep(4)\n' + (LEARNERS / "good.py").read_text()
+    )
+    killed: list[float] = []
+    handles: list = []
+
+    def on_output(text: str) -> None:
+        if "started" in text and not killed:
+            victim = handles[0]._worker.report
+            assert victim["node_id"] != head_node
+            raylet = parent_links()[victim["pid"]]
+            for pid in (raylet, victim["pid"]):
+                os.kill(pid, signal.SIGKILL)
+            killed.append(time.monotonic())
+
+    exercise = ray_service.exercise("vector-copy")
+    verdict = ray_service.check(
+        exercise, file=slow_good, record=False, on_output=on_output, on_start=handles.append
+    )
+    print(f"\nnode lost: the retried check ended {time.monotonic() - killed[0]:.1f} s after the SIGKILL")
+    assert killed
+    assert verdict.passed, verdict.to_json()
+    assert "was lost" in verdict.output and "running again elsewhere" in verdict.output
+    assert head_node[:8] in verdict.node
+    assert pool.capacity == 1
