@@ -19,7 +19,7 @@ from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import cgroups, daemon, hardening, rundir, sandbox
+from tritonlab.runs import cgroups, daemon, hardening, pool, rundir, sandbox
 from tritonlab.runs import executor as executors
 from tritonlab.store.disk import DiskFull
 from tritonlab.store.progress import Store
