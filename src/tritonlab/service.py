@@ -432,7 +432,7 @@ class Service:
         path = Path(file).resolve()
         source = text if text is not None else grader.read_source(path)
         job = {"mode": "run", "file": str(path), "argv": argv or []}
-        return self.run_job(
+        result, error = self.run_job(
             job,
             "error.json",
             on_output=on_output,
@@ -441,6 +441,9 @@ class Service:
             timeout=timeout,
             source=source,
         )
+        if result.exit_code == 0 and not result.timed_out and not result.signal:
+            error = None  # error.json speaks only for a program that failed; one that ended well may leave junk
+        return result, error
 
     def run_job(
         self,

@@ -41,7 +41,7 @@ def main(work: Path) -> dict:
                 "growth_kib": peak_kib() - before,
             }
         before = peak_kib()
-        run, error = service.run_file(LEARNERS / "deep_json.py", timeout=60)
+        run, error = service.run_file(LEARNERS / "deep_error_json.py", timeout=60)
         report["deep_json_run"] = {"error": error, "growth_kib": peak_kib() - before}
         cases = vizrun.candidate_cases(exercise.id, None, 0)
         before = peak_kib()
