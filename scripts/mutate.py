@@ -88,7 +88,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cap-removed",
         "web/jobs.py",
-        "if self.active >= MAX_ACTIVE:",
+        "if self.active >= self.max_active:",
         "if False:",
         k(G, "max_active"),
         ci=True,
@@ -97,7 +97,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "loopback-refusal-removed",
         "cli/serve.py",
-        "if is_loopback(host) or allow_unhardened:",
+        "if not missing or is_loopback(host) or allow_unhardened:",
         "if True:",
         k(G, "shared_address"),
         ci=True,
@@ -142,7 +142,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "host-check-removed",
         "web/security.py",
-        "if self.allowed is not None and host_name(host) not in self.allowed:",
+        "if (host and name is None) or (self.allowed is not None and name not in self.allowed):",
         "if False:",
         k("tests/test_web_api.py", "host_and_origin"),
         what="DNS rebinding: any Host header is accepted",
@@ -301,8 +301,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "viz-cap-removed",
         "web/api.py",
-        "if not slots.acquire(blocking=False):",
-        "if not slots.acquire(blocking=True):",
+        "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
+        "    if not slots.acquire(blocking=False):",
+        "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
+        "    if not slots.acquire(blocking=True):",
         k(G, "four_pictures"),
         what="more than four pictures are drawn at once",
     ),
