@@ -442,7 +442,7 @@ class Service:
             source=source,
         )
         if result.exit_code == 0 and not result.timed_out and not result.signal:
-            error = None  # error.json speaks only for a program that failed; one that ended well may leave junk
+            error = None  # error.json speaks for a failed program only; a clean exit may leave junk
         return result, error
 
     def run_job(
