@@ -27,6 +27,10 @@ from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, r
 from tritonlab.grading.contracts.compare import add_hint, compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
 
+# Each case calls the function twice (dw must come back with the same bits), which the launch replay
+# (grading/replay.py) does not model yet: graded against float64 gradients and the torch-op recorder only.
+REPLAY = False
+
 FUNCTION = "rms_norm_backward"
 ARG_NAMES = ["x", "weight", "dy"]
 U32 = UNIT_ROUNDOFF["float32"]
