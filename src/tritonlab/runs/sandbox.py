@@ -180,6 +180,8 @@ class Run:
         self.log_fd, self.renamed = log_fd, renamed or {}
         self.pid: int | None = None
         self.group: cgroups.RunGroup | None = None
+        self.group_lock = threading.Lock()  # wait()'s clean-up against a late placement (_place)
+        self.closed = False
         self.limits_hold = False
         self.sandbox_error = ""
         self.status: dict | None = None
@@ -200,8 +202,10 @@ class Run:
             return self._wait(on_output)
         finally:
             os.close(self.log_fd)
-            if self.group is not None:  # whatever the run left in its cgroup dies with it
-                self.group.remove()
+            with self.group_lock:
+                self.closed = True  # a placement that comes later must not create a cgroup nobody removes
+                if self.group is not None:  # whatever the run left in its cgroup dies with it
+                    self.group.remove()
             rundir.sanitize(self.run_dir)
             rundir.restore_names(self.run_dir, self.renamed)
 
@@ -387,8 +391,11 @@ class Zygote:
             host = cgroups.host_pid(int(run.pid or 0), self.proc.pid)
             if host is None:
                 raise cgroups.CgroupError(3, f"no process with pid {run.pid} below the worker")
-            group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
-            run.group = group
+            with run.group_lock:
+                if run.closed:  # the run already ended (Stop, timeout, a dead worker): nothing to place
+                    raise cgroups.CgroupError(3, "the run ended before it was placed")
+                group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
+                run.group = group
             group.place(host)
         except Exception as exc:  # noqa: BLE001 - whatever broke, the held child must die, never hang
             run.sandbox_error = f"the run could not be placed in its own cgroup: {exc}"
