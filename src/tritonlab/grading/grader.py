@@ -448,13 +448,6 @@ def replay_cases(
         sandbox.remove_run_dir(replay_dir)
 
 
-def _as_float(bits: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "bfloat16":
-        return (bits.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    view = {"float32": np.float32, "float16": np.float16, "float64": np.float64}.get(dtype)
-    return bits.view(view).astype(np.float64) if view is not None else bits.astype(np.float64)
-
-
 def compare_replay(entry: dict, replayed: list[np.ndarray], tolerant: bool) -> str:
     """ "" when the replay's outputs equal what the function returned (bit for bit, or within a tolerance for
     a kernel with atomics on a GPU), else which output differs."""
@@ -466,7 +459,7 @@ def compare_replay(entry: dict, replayed: list[np.ndarray], tolerant: bool) -> s
             return f"output {k}: the launches alone give a different shape or dtype"
         if tolerant:
             dtype = entry["outputs"][k].get("dtype", "")
-            x, y = _as_float(a, dtype), _as_float(b, dtype)
+            x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
             same = np.isclose(x, y, rtol=1e-3, atol=1e-6, equal_nan=True)
         else:
             same = a == b
