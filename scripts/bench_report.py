@@ -19,50 +19,27 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab.perf import bench  # noqa: E402
+from tritonlab.perf import bench, targets  # noqa: E402
 
 #: Hand-written explanations, keyed by target id, added to the automatic reason when a target is short.
 #: Each rests on numbers in the recorded JSON (the tuning rounds are docs/gpu-runs/h200-tuning-round*.json).
 NOTES: dict[str, str] = {
-    "vector_add": "both run at the memory roof (a 3-stream kernel slightly beats the 2-stream copy used as "
-    "the ceiling); the ~0.5% gap to torch.add held across 16 block/warp/cache-hint variants and "
-    "8 persistent variants in tuning rounds 2–3, so it is not noise, and it was not closed",
-    "softmax-bw-bf16-4096": "0.8 points short; the same kernel moves 95% for fp32 rows, where each byte "
-    "carries half the per-element work",
-    "softmax-bw-bf16-16384": "a whole 32 KiB bf16 row, upcast to fp32 in registers, leaves room for one "
+    "softmax-bf16-65536x1024": "1.3 points short; the same kernel moves 96.9% for fp32 rows of this shape, where "
+    "each byte carries half the per-element work (upcast, exp, max, sum)",
+    "softmax-bf16-16384x4096": "2.8 points short; the same kernel moves 94.8% for fp32 rows of this shape, where "
+    "each byte carries half the per-element work",
+    "softmax-bf16-4096x16384": "a whole 32 KiB bf16 row, upcast to fp32 in registers, leaves room for one "
     "program per SM, so its load, reductions and store do not overlap; the two-pass "
     "online kernel (round 3: 5 chunk/warp variants) was slower",
-    "softmax-bw-bf16-32768": "a 64 KiB row does not fit one program's registers; the two-pass online kernel "
+    "softmax-bf16-2048x32768": "a 64 KiB row does not fit one program's registers; the two-pass online kernel "
     "re-reads the row from L2 and, at 2 bytes per element, is bound by its per-element "
     "work (exp, max, rescale) rather than by DRAM; round 3 tried 6 variants",
+    "rms_norm-bf16-8192x8192": "1.3 points short; torch.compile's kernel reaches 92.9% on this shape in the same "
+    "run, so the gap is our kernel's schedule, not the roof; its cause is not measured yet",
     "matmul-bf16": "per shape 0.97–1.02×, i.e. parity within run-to-run spread (cuBLAS's own decode time moved "
-    "from 17.9 to 19.3 µs within this run's tuning pass); the geo mean misses 1.00 by 0.3%",
-    "matmul-all": "fp16 meets 1.00×, bf16 misses by 0.3%: parity with cuBLAS, not a lead over it",
-    "mbg-compile": "the lesson-9 table of the same run measured this pair at 1.00×, so 1.04× here is within the "
-    "spread; torch.compile runs cuBLAS plus one fused bias+GELU kernel, and ours spends the erf "
-    "epilogue inside the persistent GEMM without overlapping it with tensor-core work",
-    "mbg-eager": "",
-    "rms_norm": "",
+    "from 17.9 to 19.3 µs within this run's tuning pass); the decode shape (0.97×) pulls the geo mean "
+    "0.3% under 1.00; this run timed once, so no spread over runs was recorded",
 }
-
-
-def fusion_context(data: dict[str, Any]) -> str:
-    """For the fused-GEMM targets: how fast eager would have to be beaten, against cuBLAS's bare matmul."""
-    rows = data.get("fusion", {}).get("rows", [])
-    big = next((r for r in rows if r["shape"] == [8192, 8192, 8192]), None)
-    if not big:
-        return ""
-    imp = big["impls"]
-    try:
-        need = imp["torch"]["ms"] / 1.2
-        bare = imp["cuBLAS matmul only"]["ms"]
-    except KeyError:
-        return ""
-    return (
-        f"1.2× eager needs ≤ {need:.3f} ms including the epilogue; cuBLAS's bare matmul alone takes "
-        f"{bare:.3f} ms ({imp['cuBLAS matmul only']['tflops']:.0f} TFLOP/s), so the target asks for a GEMM "
-        f"{bare / need:.2f}× faster than cuBLAS"
-    )
 
 
 def load_runs(runs: Path, prefix: str) -> dict[str, Any]:
@@ -86,29 +63,26 @@ def shape_str(shape: list[int]) -> str:
     return "×".join(map(str, shape))
 
 
-def reason(t: dict[str, Any], data: dict[str, Any] | None = None) -> str:
-    """Why a target is met or short, from the numbers recorded with it."""
+def reason(t: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """Context for a target, from the numbers recorded with it: the fastest peer on the same case, per shape."""
     parts = []
-    if t["id"] == "mbg-eager" and data:
-        parts.append(fusion_context(data))
-    if t["unit"] == "x" and t.get("peer_pct_copy_max"):
-        need = t["target"] * t["peer_pct_copy_max"]
-        parts.append(
-            f"fastest peer reaches {t['peer_pct_copy_max']:.0f}% of copy bandwidth on some shape"
-            + (
-                f"; {t['target']}× that would be {need:.0f}% > 100%, beyond the memory roof"
-                if need > 100
-                else ""
-            )
+    if t["rule"] == "memory":
+        row = next(
+            (r for r in rows if f"{r['kernel']}-{r['dtype']}-{'x'.join(map(str, r['shape']))}" == t["id"]),
+            None,
         )
-    if t.get("peer_pct_copy") and t.get("ours_pct_copy"):
-        parts.append(f"ours {t['ours_pct_copy']:.1f}% vs peer {t['peer_pct_copy']:.1f}% of copy bandwidth")
-    if t.get("ours_pct_copy_min"):
-        parts.append(f"ours ≥ {t['ours_pct_copy_min']:.0f}% of copy bandwidth on every shape")
+        peers = {
+            n: v["pct_copy"]
+            for n, v in (row or {}).get("impls", {}).items()
+            if n != "triton" and "pct_copy" in v
+        }
+        if peers:
+            best = max(peers, key=peers.get)
+            parts.append(f"fastest peer {best} {peers[best]:.1f}%")
+    if t.get("peers"):
+        parts.append("peers timed: " + ", ".join(t["peers"]))
     if t.get("per_shape"):
         parts.append("per shape: " + ", ".join(f"{k} {fmt(v)}×" for k, v in t["per_shape"].items()))
-    if t.get("ours_tflops"):
-        parts.append(f"ours {t['ours_tflops']:.0f} TFLOP/s")
     note = NOTES.get(t["id"]) if not t["met"] else None
     if note:
         parts.append(note)
@@ -269,22 +243,42 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
         "than the L2 flush reads as 30–60 µs.",
         "",
     ]
-    targets = res.get("targets", [])
-    if targets:
-        met = sum(t["met"] for t in targets)
+    rows = res.get("rows", [])
+    judged = targets.evaluate(rows, peaks)  # the restated targets, judged from the recorded rows
+    if judged:
+        met = sum(t["met"] for t in judged)
+        runs = {t.get("runs", 1) for t in judged}
         L += [
-            "## Targets (issue 8)",
+            "## Targets (restated in issue 19)",
             "",
-            f"{met} of {len(targets)} met.",
+            f"**Memory-bound kernels:** ≥ {targets.MEMORY_PCT:.0f}% of the measured copy bandwidth on every "
+            "benchmarked shape and dtype. **Compute-bound kernels** (the GEMM family): ≥ "
+            f"{targets.COMPUTE_X:.2f}× the best of {' / '.join(targets.COMPUTE_PEERS)}, geometric mean over the "
+            "kernel's shapes of one dtype, the decode shape included. Figures: the median of 3 interleaved runs "
+            "with the spread over runs (`tritonlab bench --all --runs 3`, `scripts/bench_gpu.py`); "
+            + (
+                "this recorded run timed every case once (before the 3-run protocol), so no spread is shown."
+                if runs == {1}
+                else f"runs per case: {sorted(runs)}."
+            ),
             "",
-            "| target | measured | goal | status | reason / context |",
-            "| --- | --- | --- | --- | --- |",
+            "They replace the targets of issue 8 that asked for more than the roof allows: 1.2× a peer that "
+            "already moves 97–98% of copy bandwidth (softmax, rms_norm), 1.0× torch.add when both run at the "
+            "roof (vector add), 1.05× torch.compile and 1.2× eager for the fused GEMM (1.2× eager would need a "
+            "GEMM faster than cuBLAS's bare matmul); and they raise the bandwidth bar from 85–90% to 92% for "
+            "every memory-bound case.",
+            "",
+            f"{met} of {len(judged)} met.",
+            "",
+            "| target | measured | spread (runs) | goal | status | reason / context |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
-        for t in targets:
+        for t in judged:
             unit = "×" if t["unit"] == "x" else "%"
+            spread = "–".join(map(str, t["spread"])) if t.get("spread") else "—"
             L.append(
-                f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | ≥ {t['target']}{unit} | "
-                f"{'met' if t['met'] else '**short**'} | {reason(t, data)} |"
+                f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | {spread} | "
+                f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
             )
         L.append("")
     corr = res.get("correctness") or []

@@ -1,12 +1,24 @@
-"""`make gpu-verify`: the GPU machine's substitute for CI, in one call of at most ~10 minutes.
+"""`make gpu-verify`: the GPU machine's substitute for CI, in one call of at most 9.5 minutes.
 
-Runs, each step timed and bounded: the environment (GPU, driver, Triton, torch), `tritonlab doctor --json` on the
-GPU backend, this GPU's measured roof, the first check after install (a fresh TRITONLAB_HOME: cold Triton cache),
-repeated checks of correct files through the real CLI and through one long-lived Service (what `serve` and
-`watch` do: the warm-worker pool and the cases drawn ahead), the speed line of a passing check (CLI text and
-JSON), a breakdown of where a GPU check's time goes, the GPU-marked tests and `tritonlab dev check --backend
-gpu`. Writes `gpu-verify.json` (everything) and `gpu-verify.md` (a summary) into --out. Budget: ≤ 9 minutes
-on an H200 (`--repeats` lowers it).
+Steps, each timed and bounded, in this order (the last one gets what is left of the budget):
+
+1. `environment`: date, GPU, driver, Triton, torch, Python;
+2. `doctor`: `tritonlab doctor --json --backend gpu`;
+3. `first_check`: the first check after install (a fresh TRITONLAB_HOME: no daemon, cold Triton cache);
+4. `peaks`: this GPU's measured copy bandwidth and bf16 matmul rate (the roof of every speed report);
+5. `speed`: the speed line of a passing check, as the CLI prints it and in `--json`;
+6. `cli_latency`: repeated `tritonlab check EXERCISE --solution` through the warm per-user check daemon
+   (cli/daemon.py), median of 5 per exercise after one warm-up call; and the modules the CLI process itself
+   imported (no torch, triton or NumPy);
+7. `service`: repeated checks through one long-lived Service (the web path);
+8. `breakdown`: the fixed costs of a GPU run in a fresh process (imports, CUDA context, first launch);
+9. `gpu_tests`: the GPU-marked tests;
+10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
+11. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
+    cases only while time is left; the restated targets judged from its rows (perf/targets.py).
+
+Writes `gpu-verify.json` (everything, saved after every step) and `gpu-verify.md` (the summary with every
+target and whether it is met) into --out. `--dry-run` writes both without running anything (the plan).
 
 Works from an installed tritonlab or a source checkout (PYTHONPATH=src): the CLI is `python -m tritonlab`.
 """
@@ -17,15 +29,38 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "tritonlab"]
-BUDGET_S = 530.0  # the whole script, so that one 10-minute GPU call always brings the report back
+BUDGET_S = 570.0  # 9.5 minutes: one 10-minute GPU call always brings the report back
+RESERVE_S = 10.0  # kept for writing the report
+# step -> its own limit in seconds (never more than what is left of the budget)
+LIMITS = {
+    "environment": 60,
+    "doctor": 120,
+    "first_check": 120,
+    "peaks": 150,
+    "speed": 120,
+    "cli_latency": 150,
+    "service": 180,
+    "breakdown": 90,
+    "gpu_tests": 150,
+    "dev_check": 150,
+    "bench": 600,
+}
+LATENCY = (("vector-copy", 3.0), ("softmax", 3.0), ("matmul", 5.0))  # exercise, target through the CLI (s)
+WEB_TARGET = {"vector-copy": 2.0, "softmax": 2.0, "matmul": 5.0}
+FIRST_CHECK_TARGET, DEV_CHECK_TARGET = 15.0, 90.0
+SPEED_AFTER_S = 1.5  # the speed line of a passing GPU check may follow the verdict by this much
+HEAVY = ("torch", "triton", "numpy")
 
 
 def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
@@ -36,6 +71,8 @@ def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         code, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+    except OSError as exc:  # e.g. no nvidia-smi
+        code, out, err = "error", "", str(exc)
     return {
         "argv": " ".join(argv[2:] if argv[:2] == [sys.executable, "-m"] else argv),
         "code": code,
@@ -45,7 +82,29 @@ def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
     }
 
 
-def environment() -> dict:
+def last_json(text: str) -> dict | None:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def whole_json(text: str) -> dict | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# ---- the steps: each takes (env, limit seconds) and returns what it measured ---------------------------------
+
+
+def environment(env: dict, limit: float) -> dict:
     info: dict = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
@@ -53,12 +112,154 @@ def environment() -> dict:
     smi = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], 30)
     info["gpu"] = smi["stdout"].strip()
     probe = sh(
-        [sys.executable, "-c", "import torch, triton; print(torch.__version__, triton.__version__)"],
-        120,
+        [sys.executable, "-c", "import torch, triton; print(torch.__version__, triton.__version__)"], limit
     )
     parts = probe["stdout"].split()
     info["torch"], info["triton"] = (parts + [None, None])[:2]
     return info
+
+
+def doctor(env: dict, limit: float) -> dict:
+    r = sh([*CLI, "doctor", "--json", "--backend", "gpu"], limit, env)
+    r["report"] = whole_json(r.pop("stdout"))
+    return r
+
+
+def first_check(env: dict, limit: float) -> dict:
+    """The very first check of a new install: its own home (no daemon yet, nothing compiled, no roof)."""
+    home = Path(env["TRITONLAB_HOME"] + "-fresh")
+    shutil.rmtree(home, ignore_errors=True)  # this script's own folder from an earlier run: fresh again
+    fresh = dict(env, TRITONLAB_HOME=str(home))
+    fresh["TRITONLAB_DAEMON_IDLE"] = "15"  # its daemon goes soon: the GPU is needed by the steps after
+    r = sh([*CLI, "check", "vector-add", "--solution", "--backend", "gpu", "--json"], limit, fresh)
+    verdict = whole_json(r["stdout"]) or {}
+    return {
+        "argv": r["argv"],
+        "code": r["code"],
+        "seconds": r["seconds"],
+        "passed": verdict.get("passed"),
+        "stderr": r["stderr"][-1500:],
+    }
+
+
+MEASURE_PEAKS = (
+    "from tritonlab import config; config.use_trusted_triton_cache(); "
+    "from tritonlab.perf.peaks import get_peaks; import json; print(json.dumps(get_peaks()))"
+)
+
+
+def peaks(env: dict, limit: float) -> dict:
+    r = sh([sys.executable, "-c", MEASURE_PEAKS], limit, env)
+    return last_json(r["stdout"]) or {"error": r["stderr"][-800:], "code": r["code"]}
+
+
+def speed(env: dict, limit: float) -> dict:
+    """The speed line of a passing GPU check, as a learner sees it (CLI text) and as tools read it (JSON)."""
+    text = sh([*CLI, "check", "softmax", "--solution", "--backend", "gpu"], limit / 2, env)
+    js = sh([*CLI, "check", "vector-add", "--solution", "--backend", "gpu", "--json"], limit / 2, env)
+    verdict = whole_json(js["stdout"]) or {}
+    lines = [line for line in text["stdout"].splitlines() if line.startswith("speed")]
+    return {
+        "cli_text": text["stdout"][-1500:],
+        "cli_speed_line": lines[-1] if lines else None,
+        "json_speed": verdict.get("speed"),
+        "json_passed": verdict.get("passed"),
+        "codes": [text["code"], js["code"]],
+    }
+
+
+def cli_check(exercise: str, env: dict, limit: float, backend: str = "gpu") -> dict:
+    """`tritonlab check EXERCISE --solution --backend gpu` as a learner runs it (text): the seconds until the
+    verdict line (✔/✘) was printed, and until the command ended (the speed line of a passing check comes
+    after the verdict). Never raises."""
+    argv = [*CLI, "--lang", "en", "check", exercise, "--solution", "--backend", backend]
+    start = time.perf_counter()
+    verdict_s, lines = None, []
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
+    timer = threading.Timer(limit, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if verdict_s is None and line.lstrip().startswith(("✔", "✘")):
+                verdict_s = round(time.perf_counter() - start, 3)
+        code = proc.wait()
+        err = proc.stderr.read() if proc.stderr else ""
+    finally:
+        timer.cancel()
+    wall = round(time.perf_counter() - start, 3)
+    speed = next((line for line in lines if line.startswith("speed")), None)
+    return {
+        "wall_s": wall,
+        "verdict_s": verdict_s,
+        "speed_after_verdict_s": round(wall - verdict_s, 3) if verdict_s is not None and speed else None,
+        "passed": code == 0,
+        "code": code,
+        "speed_line": speed,
+        "stderr": err[-600:],
+    }
+
+
+def cli_latency(env: dict, limit: float, repeats: int = 5) -> dict:
+    """`check EXERCISE --solution --json` through the CLI with the per-user check daemon warm: one warm-up
+    call per exercise (it also compiles the kernel into the learner's cache), then `repeats` timed calls."""
+    deadline = time.monotonic() + limit
+    out: dict = {"exercises": []}
+    for exercise, target in LATENCY:
+        warm = cli_check(exercise, env, max(5.0, deadline - time.monotonic()))
+        runs = []
+        for _ in range(repeats):
+            if time.monotonic() > deadline:
+                break
+            runs.append(cli_check(exercise, env, max(5.0, deadline - time.monotonic())))
+        walls = [r["wall_s"] for r in runs]
+        verdicts = [r["verdict_s"] for r in runs if r["verdict_s"] is not None]
+        after = [r["speed_after_verdict_s"] for r in runs if r["speed_after_verdict_s"] is not None]
+        out["exercises"].append(
+            {
+                "exercise": exercise,
+                "warm_up": warm,
+                "runs": runs,
+                "median_wall_s": statistics.median(walls) if walls else None,
+                "median_verdict_s": statistics.median(verdicts) if verdicts else None,
+                "median_speed_after_verdict_s": statistics.median(after) if after else None,
+                "target_s": target,
+                "all_passed": bool(runs) and all(r["passed"] for r in runs),
+            }
+        )
+    # What the CLI process itself imports when the daemon answers (Python's own import record).
+    traced = sh(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "tritonlab",
+            "check",
+            "vector-copy",
+            "--solution",
+            "--backend",
+            "gpu",
+            "--json",
+        ],
+        max(5.0, deadline - time.monotonic() + 30),
+        env,
+    )
+    modules = {
+        line.split("|")[-1].strip()
+        for line in traced["stderr"].splitlines()
+        if line.startswith("import time:")
+    }
+    out["client_imports_daemon_client"] = "tritonlab.cli.daemon" in modules
+    out["client_heavy_imports"] = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    out["client_module_count"] = len(modules)
+    start = sh([*CLI, "--help"], 60, env)  # (`--version` asks for a command too)
+    out["cli_start_s"] = start["seconds"]
+    out["daemon_sockets"] = len(list((Path(env["TRITONLAB_HOME"]) / "daemon").glob("*.sock")))
+    return out
 
 
 SERVICE_PROBE = r"""
@@ -87,61 +288,11 @@ print(json.dumps(out))
 """
 
 
-def service_checks(plan: list[tuple[str, int]], env: dict) -> dict:
+def service(env: dict, limit: float) -> dict:
     """Checks through one long-lived Service (a web-like caller): wall seconds of each `service.check`."""
-    r = sh([sys.executable, "-c", SERVICE_PROBE, json.dumps(plan)], 300, env)
-    try:
-        return json.loads(r["stdout"].strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": r["stderr"][-1500:], "code": r["code"]}
-
-
-def speed_report(env: dict) -> dict:
-    """The speed line of a passing GPU check, as a learner sees it (CLI text) and as tools read it (JSON)."""
-    text = sh([*CLI, "check", "softmax", "--solution", "--backend", "gpu"], 200, env)
-    js = sh([*CLI, "check", "vector-add", "--solution", "--backend", "gpu", "--json"], 200, env)
-    try:
-        verdict = json.loads(js["stdout"])
-    except ValueError:
-        verdict = {}
-    lines = [line for line in text["stdout"].splitlines() if line.startswith("speed")]
-    return {
-        "cli_text": text["stdout"][-1500:],
-        "cli_speed_line": lines[-1] if lines else None,
-        "json_speed": verdict.get("speed"),
-        "json_passed": verdict.get("passed"),
-        "codes": [text["code"], js["code"]],
-    }
-
-
-MEASURE_PEAKS = "from tritonlab import config; config.use_trusted_triton_cache(); from tritonlab.perf.peaks import get_peaks; import json; print(json.dumps(get_peaks()))"
-
-
-def timed_checks(exercise: str, repeats: int, env: dict) -> dict:
-    """`check EXERCISE --solution --json` through the CLI, `repeats` times: wall seconds per call."""
-    runs = []
-    for _ in range(repeats):
-        r = sh([*CLI, "check", exercise, "--solution", "--backend", "gpu", "--json"], 300, env)
-        try:
-            verdict = json.loads(r["stdout"])
-        except ValueError:
-            verdict = {}
-        runs.append(
-            {
-                "wall_s": r["seconds"],
-                "passed": verdict.get("passed"),
-                "inside_s": verdict.get("duration_s"),
-                "code": r["code"],
-                "speed": verdict.get("speed"),
-            }
-        )
-    walls = [r["wall_s"] for r in runs]
-    return {
-        "exercise": exercise,
-        "runs": runs,
-        "median_wall_s": statistics.median(walls),
-        "first_wall_s": walls[0],
-    }
+    plan = [("vector-copy", 5), ("softmax", 5), ("matmul", 4)]
+    r = sh([sys.executable, "-c", SERVICE_PROBE, json.dumps(plan)], limit, env)
+    return last_json(r["stdout"]) or {"error": r["stderr"][-1500:], "code": r["code"]}
 
 
 BREAKDOWN = r"""
@@ -168,146 +319,302 @@ print(json.dumps({k: round(v, 4) for k, v in t.items()}))
 """
 
 
-def breakdown(env: dict) -> dict:
-    """Where a GPU check's time goes, piece by piece, in a fresh process (a cold and a warm Triton cache)."""
+def breakdown(env: dict, limit: float) -> dict:
+    """Where a GPU run's fixed time goes, piece by piece, in a fresh process (a cold and a warm Triton cache)."""
     out = {}
     script = Path(env["TRITONLAB_HOME"]) / "breakdown_probe.py"  # @triton.jit needs its source in a file
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(BREAKDOWN)
     for label in ("cold_cache", "warm_cache"):
-        r = sh([sys.executable, str(script)], 300, env)
-        try:
-            out[label] = json.loads(r["stdout"].strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            out[label] = {"error": r["stderr"][-800:]}
+        r = sh([sys.executable, str(script)], limit / 2, env)
+        out[label] = last_json(r["stdout"]) or {"error": r["stderr"][-800:]}
     return out
 
 
+def gpu_tests(env: dict, limit: float) -> dict:
+    r = sh([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"], limit, env)
+    r["summary"] = (r["stdout"].strip().splitlines() or [""])[-1]
+    return r
+
+
+def dev_check(env: dict, limit: float) -> dict:
+    r = sh([*CLI, "dev", "check", "--backend", "gpu", "--json"], limit, env)
+    data = whole_json(r.pop("stdout")) or {}
+    items = data.get("items", [])
+    return {
+        "argv": r["argv"],
+        "code": r["code"],
+        "seconds": r["seconds"],
+        "ok": data.get("ok"),
+        "items": len(items),
+        "failed": [i["item"] for i in items if not i.get("ok")],
+        "problems": data.get("problems", [])[:20],
+        "stderr": r["stderr"][-1500:],
+    }
+
+
+def bench_all(env: dict, limit: float, out_dir: Path) -> dict:
+    """The reference kernels, 3 interleaved runs, no case started after the budget; rows to bench-all.json."""
+    budget = max(1.0, limit - 100.0)  # a case started just before the end, torch.compile included, finishes
+    argv = [*CLI, "bench", "--all", "--json", "--runs", "3", "--budget", f"{budget:.0f}"]
+    r = sh(argv, limit, env)
+    data = whole_json(r["stdout"]) if r["code"] == 0 else None
+    if data is None:
+        return {"argv": r["argv"], "code": r["code"], "seconds": r["seconds"], "stderr": r["stderr"][-1500:]}
+    (out_dir / "bench-all.json").write_text(json.dumps(data, indent=1))
+    return {
+        "argv": r["argv"],
+        "code": r["code"],
+        "seconds": r["seconds"],
+        "budget_s": budget,
+        "rows": len(data.get("rows", [])),
+        "skipped": data.get("skipped", []),
+        "targets": data.get("targets", []),
+        "file": "bench-all.json",
+    }
+
+
+# ---- the verdicts ----------------------------------------------------------------------------------------
+
+
+def judge(report: dict) -> list[dict]:
+    """Every latency and process target of the run: what, measured, target, met (None: not measured)."""
+    out: list[dict] = []
+
+    def add(what: str, measured: float | None, target: float, ok: bool | None = None) -> None:
+        met = None if measured is None else (measured <= target if ok is None else ok and measured <= target)
+        out.append({"what": what, "measured": measured, "target": f"≤ {target}", "met": met})
+
+    for c in report.get("cli_latency", {}).get("exercises", []):
+        n = len(c["runs"])
+        what = f"CLI check {c['exercise']}: verdict printed (median of {n}, warm daemon), s"
+        add(what, c.get("median_verdict_s"), c["target_s"], c["all_passed"])
+        if c.get("median_speed_after_verdict_s") is not None:
+            what = f"CLI check {c['exercise']}: speed line after the verdict (median), s"
+            add(what, c["median_speed_after_verdict_s"], SPEED_AFTER_S)
+        what = f"CLI check {c['exercise']}: whole command (median of {n}), s"
+        out.append({"what": what, "measured": c["median_wall_s"], "target": "(reported)", "met": None})
+    for c in report.get("service", {}).get("exercises", []):
+        target = WEB_TARGET.get(c["exercise"], 5.0)
+        passed = all(r["passed"] for r in c["runs"])
+        add(
+            f"web path (one Service) {c['exercise']}, median after the first, s",
+            c["median_after_first_s"],
+            target,
+            passed,
+        )
+    first = report.get("first_check") or {}
+    if "seconds" in first:
+        add("first check after install, s", first["seconds"], FIRST_CHECK_TARGET, bool(first.get("passed")))
+    dc = report.get("dev_check") or {}
+    if "seconds" in dc:
+        add("dev check --backend gpu, s", dc["seconds"], DEV_CHECK_TARGET, dc.get("code") == 0)
+    cli = report.get("cli_latency") or {}
+    if "client_heavy_imports" in cli:
+        heavy = cli["client_heavy_imports"]
+        out.append(
+            {
+                "what": "CLI process imports torch/triton/numpy (daemon answering)",
+                "measured": ", ".join(heavy) or "none",
+                "target": "none",
+                "met": not heavy and cli.get("client_imports_daemon_client"),
+            }
+        )
+    spd = report.get("speed") or {}
+    if spd:
+        shown = bool(spd.get("cli_speed_line")) and bool(spd.get("json_speed"))
+        out.append(
+            {
+                "what": "speed report on a passing check (CLI line and JSON)",
+                "measured": shown,
+                "target": "shown",
+                "met": shown,
+            }
+        )
+    if "total_s" in report:
+        add("the whole gpu-verify, s", report["total_s"], BUDGET_S)
+    return out
+
+
+def mark(met: object) -> str:
+    return {True: "met", False: "**short**", None: "not measured"}.get(met, str(met))  # type: ignore[arg-type]
+
+
 def summary_md(report: dict) -> str:
-    e = report["environment"]
+    e = report.get("environment") or {}
     lines = [
-        "# GPU verification run",
+        "# GPU verification run (`make gpu-verify`)",
         "",
-        f"- date: {e['date']}; GPU: {e['gpu']}; torch {e['torch']}; triton {e['triton']}; python {e['python']}",
-        f"- git commit: {report.get('commit')}; whole script {report.get('total_s')} s",
+        f"- date: {e.get('date')}; GPU: {e.get('gpu')}; torch {e.get('torch')}; triton {e.get('triton')}; "
+        f"python {e.get('python')}",
+        f"- git commit: {report.get('commit')}; whole script {report.get('total_s')} s of {report.get('budget_s', BUDGET_S):.0f}"
+        + (" — **dry run: nothing was run**" if report.get("dry_run") else ""),
         "",
-        "| step | result | seconds |",
-        "|---|---|---|",
+        "## Steps",
+        "",
+        "| step | seconds | limit (s) | result |",
+        "|---|---|---|---|",
     ]
-    for name, step in report["steps"].items():
+    for name, info in report.get("steps", {}).items():
+        lines.append(f"| {name} | {info.get('seconds')} | {info.get('limit_s')} | {info.get('status')} |")
+    lines += ["", "## Targets", "", "| target | measured | wanted | status |", "|---|---|---|---|"]
+    for t in report.get("targets", []):
+        lines.append(f"| {t['what']} | {t['measured']} | {t['target']} | {mark(t['met'])} |")
+    bench = report.get("bench") or {}
+    if bench.get("targets"):
+        lines += [
+            "",
+            "## Reference kernels (restated targets, `bench --all --runs 3`, medians; spread = runs)",
+            "",
+        ]
+        lines += ["| target | measured | spread | runs | wanted | status |", "|---|---|---|---|---|---|"]
+        for t in bench["targets"]:
+            m = t.get("measured")
+            measured = "n/a" if m is None else f"{m:.3g}{t['unit']}"
+            spread = "–".join(map(str, t["spread"])) if t.get("spread") else ""
+            lines.append(
+                f"| {t['what']} | {measured} | {spread} | {t.get('runs')} | ≥ {t['target']}{t['unit']} "
+                f"| {mark(t['met'])} |"
+            )
+        if bench.get("skipped"):
+            lines.append(
+                f"\nNot timed in the time box ({len(bench['skipped'])}): {', '.join(bench['skipped'])}"
+            )
+    cli = report.get("cli_latency") or {}
+    if cli.get("exercises"):
+        lines += ["", "## CLI check latency (warm daemon; wall seconds of `python -m tritonlab check`)", ""]
+        lines += [
+            "| exercise | warm-up (s) | verdict at (s) | whole command (s) | median verdict / whole (s) | all passed |"
+        ]
+        lines += ["|---|---|---|---|---|---|"]
+        for c in cli["exercises"]:
+            verdicts = ", ".join(str(r.get("verdict_s")) for r in c["runs"])
+            walls = ", ".join(str(r["wall_s"]) for r in c["runs"])
+            lines.append(
+                f"| {c['exercise']} | {c.get('warm_up', {}).get('wall_s')} | {verdicts} | {walls} "
+                f"| {c.get('median_verdict_s')} / {c['median_wall_s']} | {c['all_passed']} |"
+            )
         lines.append(
-            f"| {name} | {'ok' if step['code'] == 0 else 'exit ' + str(step['code'])} | {step['seconds']} |"
+            f"\nCLI start (`--help`): {cli.get('cli_start_s')} s; modules the CLI process imported "
+            f"while the daemon answered: {cli.get('client_module_count')}, of them torch/triton/numpy: "
+            f"{cli.get('client_heavy_imports')}"
         )
-    lines += ["", "## Check latency through the CLI (correct file, `--backend gpu`)", ""]
-    lines += ["| exercise | first (s) | median (s) | runs (wall s) | all passed |", "|---|---|---|---|---|"]
-    for c in report["latency"]:
-        walls = ", ".join(str(r["wall_s"]) for r in c["runs"])
-        ok = all(r["passed"] for r in c["runs"])
-        lines.append(f"| {c['exercise']} | {c['first_wall_s']} | {c['median_wall_s']} | {walls} | {ok} |")
-    first = report.get("first_check", {})
-    lines += [
-        "",
-        f"First check after install (fresh TRITONLAB_HOME, cold Triton cache): `{first.get('argv')}` "
-        f"{first.get('seconds')} s, exit {first.get('code')}",
-    ]
-    svc = report.get("service", {})
-    lines += ["", f"## Check latency through one Service (web-like; pool={svc.get('pool')})", ""]
-    lines += ["| exercise | first (s) | median (s) | median after first (s) | runs (wall s) | all passed |"]
-    lines += ["|---|---|---|---|---|---|"]
-    for c in svc.get("exercises", []):
-        walls = ", ".join(str(r["wall_s"]) for r in c["runs"])
-        ok = all(r["passed"] for r in c["runs"])
-        lines.append(
-            f"| {c['exercise']} | {c['first_wall_s']} | {c['median_wall_s']} | {c['median_after_first_s']} "
-            f"| {walls} | {ok} |"
-        )
-    if "error" in svc:
-        lines.append(f"- service probe failed: {svc['error'][-600:]}")
-    speed = report.get("speed", {})
-    lines += ["", "## Speed line of a passing check", ""]
-    lines.append(f"- CLI (softmax): {speed.get('cli_speed_line')}")
-    lines.append(f"- JSON (vector-add): `{json.dumps(speed.get('json_speed'))}`")
-    lines.append(f"- roof: `{json.dumps(report.get('peaks'))[:300]}`")
-    lines += ["", "## Breakdown of a GPU run's fixed costs (fresh process)", ""]
-    for label, parts in report["breakdown"].items():
-        lines.append(f"- {label}: " + ", ".join(f"{k} {v}" for k, v in parts.items()))
-    sandbox = report.get("doctor", {}).get("sandbox", {})
-    lines += ["", f"## Sandbox on the GPU (doctor): hardened={sandbox.get('hardened')}", ""]
-    lines.append(f"- reason: {sandbox.get('reason')}")
+    svc = report.get("service") or {}
+    if svc.get("exercises"):
+        lines += ["", f"## Check latency through one Service (web path; pool={svc.get('pool')})", ""]
+        lines += ["| exercise | first (s) | median after first (s) | runs (s) |", "|---|---|---|---|"]
+        for c in svc["exercises"]:
+            walls = ", ".join(str(r["wall_s"]) for r in c["runs"])
+            lines.append(f"| {c['exercise']} | {c['first_wall_s']} | {c['median_after_first_s']} | {walls} |")
+    spd = report.get("speed") or {}
+    if spd:
+        lines += ["", "## Speed line of a passing check", ""]
+        lines.append(f"- CLI (softmax): {spd.get('cli_speed_line')}")
+        lines.append(f"- JSON (vector-add): `{json.dumps(spd.get('json_speed'))}`")
+    if report.get("peaks"):
+        lines.append(f"- roof: `{json.dumps(report.get('peaks'))[:300]}`")
+    if report.get("breakdown"):
+        lines += ["", "## Fixed costs of a GPU run in a fresh process", ""]
+        for label, parts in report["breakdown"].items():
+            lines.append(f"- {label}: " + ", ".join(f"{k} {v}" for k, v in parts.items()))
+    dc = report.get("dev_check") or {}
+    if dc:
+        lines += [
+            "",
+            f"## dev check --backend gpu: exit {dc.get('code')}, {dc.get('items')} items, "
+            f"{dc.get('seconds')} s; failed: {dc.get('failed')}",
+        ]
+    tests = report.get("gpu_tests") or {}
+    if tests:
+        lines += ["", f"## GPU-marked tests: exit {tests.get('code')}: {tests.get('summary')}"]
+    sandbox = ((report.get("doctor") or {}).get("report") or {}).get("sandbox", {})
+    if sandbox:
+        lines += ["", f"## Sandbox on the GPU (doctor): hardened={sandbox.get('hardened')}", ""]
+        lines.append(f"- reason: {sandbox.get('reason')}")
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--skip-devcheck", action="store_true")
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    # The background workers the CLI checks start end a minute after the script (instead of ten).
-    env = dict(
-        os.environ, TRITONLAB_HOME=str(args.out / "home"), PYTHONUNBUFFERED="1", TRITONLAB_DAEMON_IDLE="60"
+    parser.add_argument("--repeats", type=int, default=5, help="timed CLI checks per exercise (default 5)")
+    parser.add_argument("--only", default="", help="comma-separated steps to run (default: all)")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="TRITONLAB_HOME of the run (default OUT/home; caches, sockets)",
     )
-    report: dict = {"environment": environment(), "steps": {}}
+    parser.add_argument("--dry-run", action="store_true", help="write the plan as the report; run nothing")
+    parser.add_argument(
+        "--budget", type=float, default=BUDGET_S, help=f"seconds for the whole run ({BUDGET_S:.0f})"
+    )
+    args = parser.parse_args(argv)
+    only = set(filter(None, args.only.split(",")))
+    unknown = only - set(LIMITS)
+    if unknown:
+        parser.error(f"unknown step(s) {', '.join(sorted(unknown))}; steps: {', '.join(LIMITS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    # The daemons the CLI checks start end a minute after the script (instead of ten).
+    env = dict(
+        os.environ,
+        TRITONLAB_HOME=str((args.home or args.out / "home").resolve()),
+        PYTHONUNBUFFERED="1",
+        TRITONLAB_DAEMON_IDLE="60",
+    )
+    report: dict = {"steps": {}, "dry_run": args.dry_run, "budget_s": args.budget}
     # A copy of the tree sent to a GPU machine may carry no (or a stale) .git: the caller can name the commit.
     report["commit"] = (
         os.environ.get("TRITONLAB_COMMIT")
         or sh(["git", "rev-parse", "--short", "HEAD"], 10)["stdout"].strip()
     )
 
-    doctor = sh([*CLI, "doctor", "--json", "--backend", "gpu"], 300, env)
-    report["steps"]["doctor"] = doctor
-    try:
-        report["doctor"] = json.loads(doctor["stdout"])
-    except ValueError:
-        report["doctor"] = {}
-    print("doctor", doctor["code"], doctor["seconds"], flush=True)
-
     def save() -> None:  # after every step, so a run cut short still leaves what it measured
-        (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1))
+        (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1, default=str))
 
+    steps: dict[str, Callable[[dict, float], object]] = {
+        "environment": environment,
+        "doctor": doctor,
+        "first_check": first_check,
+        "peaks": peaks,
+        "speed": speed,
+        "cli_latency": lambda e, s: cli_latency(e, s, args.repeats),
+        "service": service,
+        "breakdown": breakdown,
+        "gpu_tests": gpu_tests,
+        "dev_check": dev_check,
+        "bench": lambda e, s: bench_all(e, s, args.out),
+    }
+    for name, step in steps.items():
+        left = args.budget - RESERVE_S - (time.monotonic() - started)
+        limit = min(LIMITS[name], left)
+        info: dict = {"limit_s": round(limit, 1), "seconds": 0.0}
+        if only and name not in only:
+            info["status"] = "not asked for (--only)"
+        elif args.dry_run:
+            info["status"] = "dry run: not run"
+        elif limit < (60 if name == "bench" else 5):
+            info["status"] = "skipped: the time budget is spent"
+        else:
+            t0 = time.monotonic()
+            try:
+                report[name] = step(env, limit)
+                info["status"] = "ran"
+            except Exception as exc:  # noqa: BLE001 - one broken step must not lose the others' results
+                report[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                info["status"] = f"error: {type(exc).__name__}"
+            info["seconds"] = round(time.monotonic() - t0, 1)
+        report["steps"][name] = info
+        print(f"[gpu-verify] {name}: {info['status']} ({info['seconds']} s)", flush=True)
+        save()
+    report["total_s"] = round(time.monotonic() - started, 1)
+    report["targets"] = judge(report)
     save()
-    # The very first check of a new install: nothing compiled yet, no roof measured (no % of roof yet).
-    fresh = dict(env, TRITONLAB_HOME=str(args.out / "home-fresh"))
-    report["first_check"] = sh(
-        [*CLI, "check", "vector-add", "--solution", "--backend", "gpu", "--json"], 300, fresh
-    )
-    print("first check", report["first_check"]["code"], report["first_check"]["seconds"], flush=True)
-    peaks = sh([sys.executable, "-c", MEASURE_PEAKS], 300, env)
-    try:
-        report["peaks"] = json.loads(peaks["stdout"].strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        report["peaks"] = {"error": peaks["stderr"][-800:]}
-    print("peaks", peaks["code"], peaks["seconds"], flush=True)
-    report["speed"] = speed_report(env)
-    print("speed", report["speed"]["cli_speed_line"], flush=True)
-    save()
-    report["service"] = service_checks(
-        [("vector-copy", args.repeats), ("softmax", args.repeats), ("matmul", 3)], env
-    )
-    print("service", json.dumps(report["service"])[:400], flush=True)
-    save()
-    report["latency"] = []
-    for exercise, n in (("vector-copy", args.repeats), ("softmax", 3)):
-        report["latency"].append(timed_checks(exercise, n, env))
-        print(
-            "latency", report["latency"][-1]["exercise"], report["latency"][-1]["median_wall_s"], flush=True
-        )
-    report["breakdown"] = breakdown(env)
-    report["steps"]["gpu-tests"] = sh(
-        [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"], 300, env
-    )
-    print("gpu tests", report["steps"]["gpu-tests"]["code"], flush=True)
-    if not args.skip_devcheck:  # the last step gets what is left of the 9 minutes
-        left = max(60.0, BUDGET_S - (time.perf_counter() - started))
-        report["steps"]["dev-check-gpu"] = sh([*CLI, "dev", "check", "--backend", "gpu"], left, env)
-        print("dev check", report["steps"]["dev-check-gpu"]["code"], flush=True)
-    report["total_s"] = round(time.perf_counter() - started, 1)
-    (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1))
     (args.out / "gpu-verify.md").write_text(summary_md(report))
     print(summary_md(report))
-    return 0 if all(s["code"] == 0 for s in report["steps"].values()) else 1
+    failed = [t for t in report["targets"] if t["met"] is False]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "loopback-refusal-removed",
         "cli/serve.py",
-        "if not missing or is_loopback(host) or allow_unhardened:",
+        "if not missing or not shared or allow_unhardened:",
         "if True:",
         k(G, "shared_address"),
         ci=True,
@@ -115,8 +115,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "guard-off-by-one",
         "grading/guards.py",
-        "back = (bits[self.guard + self.numel :] != expected)",
-        "back = (bits[self.guard + self.numel + 1 :] != expected)",
+        "tail = bits[: self.guard], bits[self.guard + self.numel :]",
+        "tail = bits[: self.guard], bits[self.guard + self.numel + 1 :]",
         k(G, "past_either_end"),
         ci=True,
         what="a write one element past the end goes unnoticed",
@@ -265,8 +265,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "guard-front-off-by-one",
         "grading/guards.py",
-        "front = (bits[: self.guard] != expected)",
-        "front = (bits[: self.guard - 1] != expected)",
+        "head, tail = bits[: self.guard],",
+        "head, tail = bits[: self.guard - 1],",
         k(G, "past_either_end"),
         ci=True,
         what="a write one element before the start goes unnoticed",

@@ -3,10 +3,11 @@
     python scripts/slim_ray_wheel.py DIR [--python 3.12] [--ray 2.60.0]
 
 Downloads `ray` and its dependencies for CPython `--python` on manylinux x86_64 with pip (the ordinary client),
-then rewrites the ray wheel without `ray/jars/` (the Java worker, about 31 MB compressed; tritonlab's workers are
-Python) and without those files' lines in its RECORD. Install on the target with
-`pip install --no-index --find-links DIR ray==VERSION` (in a venv made with --system-site-packages, pip installs
-only the dependencies the machine lacks).
+then rewrites the ray wheel without what tritonlab never uses (see DROP: the Java worker alone is about 31 MB
+compressed) and without those files' lines in its RECORD. Install on the target with
+`pip install --no-index --find-links DIR ray==VERSION`, or, beside a machine's own packages, copy only the wheels
+it lacks and `pip install --no-index --no-deps --target SITE DIR/*.whl` with SITE on PYTHONPATH (a venv made with
+--system-site-packages does not see the packages of a Python that is itself a venv).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-DROP = ("ray/jars/",)
+# The Java worker, the dashboard's web client (tritonlab starts Ray with --include-dashboard=false), and the
+# RLlib and LLM libraries (never imported by Ray core or by tritonlab).
+DROP = ("ray/jars/", "ray/dashboard/client/", "ray/rllib/", "ray/llm/")
 
 
 def slim(wheel: Path) -> None:

@@ -298,7 +298,7 @@ def test_report_renders_from_recorded_json(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     text = out_md.read_text()
-    assert "## Targets (issue 8)" in text and "## Correctness" in text
+    assert "## Targets (restated in issue 19)" in text and "## Correctness" in text
     assert (runs / f"{prefix}-roofline.png").exists() and (runs / f"{prefix}-block-sweep.png").exists()
     for name in ("results", "bottlenecks", "block-sweep", "roofline", "fusion", "autotune-holdout"):
         env = json.loads((runs / f"{prefix}-{name}.json").read_text())["env"]
@@ -360,3 +360,32 @@ def test_kernels_not_imported_with_tritonlab() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not no_cuda(), reason="this machine has a GPU")
+def test_cli_bench_budget_lists_the_cases_it_did_not_start() -> None:
+    """`bench --all --budget S` (gpu_verify's time-boxed step) starts no case after S seconds and says which
+    cases it left out; with a budget of 0 none starts."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tritonlab",
+            "bench",
+            "--all",
+            "--force-interpreter",
+            "--json",
+            "--budget",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["rows"] == []
+    assert any(s.startswith("vector_add ") for s in data["skipped"])
+    assert any(s.startswith("matmul ") for s in data["skipped"])

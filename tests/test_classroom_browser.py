@@ -51,7 +51,17 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     )
     teacher = json.loads(made.stdout)["teacher"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tritonlab.web", "serve", "--classroom", "--port", "0", "--no-browser"],
+        [
+            sys.executable,
+            "-m",
+            "tritonlab.web",
+            "serve",
+            "--classroom",
+            "--port",
+            "0",
+            "--no-browser",
+            "--allow-unhardened",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import signal
 import subprocess
@@ -37,12 +38,12 @@ def room(classroom_url: str, home: Path) -> Classroom:
 
 def test_migrations_reach_head_and_are_idempotent(classroom_url: str) -> None:
     db = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)
-    assert schema_revision(db.engine) == "0001"
+    assert schema_revision(db.engine) == "0002"
     names = set(sa.inspect(db.engine).get_table_names())
     assert {"users", "sessions", "classes", "learner_attempts", "learner_code", "alembic_version"} <= names
     db.close()
     again = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)  # a second upgrade changes nothing
-    assert schema_revision(again.engine) == "0001"
+    assert schema_revision(again.engine) == "0002"
     again.close()
 
 
@@ -226,3 +227,161 @@ def test_acknowledged_attempts_survive_kill_9(
     user = db.user_by_name("w")
     assert len(db.learner(user.id).attempts()) >= acked
     db.close()
+
+
+# ---- the opt-in speed leaderboard (store/leaderboard.py), through the store API the check path uses ---------
+
+
+def gpu_verdict(exercise: str, ms: float | None, passed: bool = True, **speed: object) -> dict:
+    """A verdict as `Service.check` stores it: `speed` is perf/bench_learner.speed_summary's report."""
+    report = (
+        None if ms is None else {"ms": ms, "achieved": 1.0, "unit": "GB/s", "gpu": "NVIDIA H200", **speed}
+    )
+    return {"exercise": exercise, "backend": "gpu", "passed": passed, "seed": 1, "speed": report}
+
+
+def test_leaderboard_ranks_best_passing_gpu_times_of_opted_in_learners(room: Classroom) -> None:
+    from tritonlab.store import leaderboard
+
+    course = load_course(COURSE)
+    users = {n: room.add(n, n.title())[0] for n in ("anna", "ben", "carl", "dora")}
+    store = {n: room.db.learner(u.id) for n, u in users.items()}
+    store["anna"].record_attempt(gpu_verdict("vector-copy", 0.050))
+    store["anna"].record_attempt(gpu_verdict("vector-copy", 0.020))  # her best
+    store["anna"].record_attempt(gpu_verdict("vector-copy", 0.001, passed=False))  # failing: never ranked
+    store["ben"].record_attempt(gpu_verdict("vector-copy", 0.030))
+    store["ben"].record_attempt({**gpu_verdict("vector-copy", 0.002), "backend": "interpreter"})  # no GPU
+    store["ben"].record_attempt(gpu_verdict("vector-copy", 0.003, error="timed out"))  # no time measured
+    store["ben"].record_attempt(gpu_verdict("vector-copy", 0.004, pct_of_roof=400.0))  # beyond the roof
+    store["carl"].record_attempt(gpu_verdict("vector-copy", 0.010))  # fastest, but never chose a name
+    store["dora"].record_attempt(gpu_verdict("vector-copy", 0.015))
+    room.set_leaderboard_name(users["anna"], "  Anna K  ")
+    room.set_leaderboard_name(users["ben"], "<b>ben</b>")
+    room.set_leaderboard_name(users["dora"], "Dora")
+    room.set_disabled(users["dora"], True)  # a disabled account leaves the board
+
+    board = room.leaderboard(course)
+    assert board["enabled"]
+    rows = board["exercises"]["vector-copy"]
+    assert [(r["rank"], r["name"], r["ms"]) for r in rows] == [(1, "Anna K", 0.020), (2, "<b>ben</b>", 0.030)]
+    assert rows[0]["gpu"] == "NVIDIA H200"
+    assert room.leaderboard_name(users["carl"]) is None
+
+    with pytest.raises(AccountError, match="taken"):  # names are unique, whatever their case
+        room.set_leaderboard_name(users["carl"], "anna k")
+    with pytest.raises(AccountError, match="control"):
+        room.set_leaderboard_name(users["carl"], "carl\u202e")
+    with pytest.raises(AccountError, match="at most"):
+        room.set_leaderboard_name(users["carl"], "c" * (leaderboard.NAME_MAX + 1))
+    room.set_leaderboard_name(users["ben"], "")  # leaving
+    assert [r["name"] for r in room.leaderboard(course)["exercises"]["vector-copy"]] == ["Anna K"]
+
+    room.set_leaderboard(False)  # the teacher switches it off: nobody sees anything
+    assert room.leaderboard(course) == {"enabled": False, "exercises": {}}
+    room.set_leaderboard(True)
+    assert room.leaderboard(course)["exercises"]["vector-copy"][0]["name"] == "Anna K"
+
+
+def test_migration_0002_takes_existing_attempts_speed_from_their_verdicts(classroom_url: str) -> None:
+    from tritonlab.store.classroom import make_engine, upgrade
+
+    engine = make_engine(classroom_url)
+    upgrade(engine, NO_LEGACY, target="0001")  # a database made before the leaderboard existed
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO users (username, display_name, role, disabled, created_at) "
+                "VALUES ('old', 'Old', 'learner', false, 0)"
+            )
+        )
+        for passed, verdict in (
+            (True, gpu_verdict("vector-copy", 0.125)),
+            (False, gpu_verdict("vector-copy", 0.1)),
+        ):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO learner_attempts (user_id, exercise, at, backend, passed, duration_s, verdict) "
+                    "VALUES (1, 'vector-copy', 1, 'gpu', :passed, 0, :verdict)"
+                ),
+                {"passed": passed, "verdict": json.dumps({**verdict, "passed": passed})},
+            )
+    engine.dispose()
+    db = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)
+    assert schema_revision(db.engine) == "0002"
+    with db.engine.begin() as conn:
+        rows = conn.execute(
+            sa.text("SELECT passed, speed_ms, speed_gpu FROM learner_attempts ORDER BY id")
+        ).fetchall()
+    assert [(bool(p), ms, gpu) for p, ms, gpu in rows] == [(True, 0.125, "NVIDIA H200"), (False, None, None)]
+    db.close()
+
+
+# ---- argon2id cost (config.argon2_cost) --------------------------------------------------------------------
+
+
+def test_argon2_cost_production_default_test_setting_and_rehash(room: Classroom, monkeypatch) -> None:  # noqa: ANN001
+    from tritonlab import config
+    from tritonlab.classroom import auth
+
+    monkeypatch.delenv("TRITONLAB_ARGON2")  # production: RFC 9106's low-memory choice
+    assert config.argon2_cost() == {"t": 3, "m": 65536, "p": 4} and not config.argon2_is_weak(
+        config.argon2_cost()
+    )
+    assert auth.hash_password("correct horse").startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    monkeypatch.setenv("TRITONLAB_ARGON2", "t=1,m=1024,p=1")  # what the tests use (tests/conftest.py)
+    assert config.argon2_is_weak(config.argon2_cost())
+    user, password = room.add("erin")
+    assert room.db.password_hash(user.id).startswith("$argon2id$v=19$m=1024,t=1,p=1$")
+    monkeypatch.setenv("TRITONLAB_ARGON2", "t=2,m=2048,p=1")  # the cost changed: upgraded at the next log-in
+    assert room.auth.authenticate("erin", password, "10.0.0.9").id == user.id
+    assert room.db.password_hash(user.id).startswith("$argon2id$v=19$m=2048,t=2,p=1$")
+    assert room.auth.authenticate("erin", password, "10.0.0.9").id == user.id
+    for bad in ("t=0", "m=lots", "q=3", "t=1,m=4,p=1"):
+        monkeypatch.setenv("TRITONLAB_ARGON2", bad)
+        with pytest.raises(ValueError, match="TRITONLAB_ARGON2"):
+            config.argon2_cost()
+
+
+def test_serve_refuses_a_test_argon2_cost_beyond_loopback(home: Path) -> None:
+    from conftest import cli
+
+    weak = {"TRITONLAB_ARGON2": "t=1,m=1024,p=1", "TRITONLAB_HOME": str(home)}
+    refused = cli("serve", "--classroom", "--host", "10.1.2.3", "--no-browser", env=weak)
+    assert refused.returncode == 2 and "refusing to serve a class on 10.1.2.3" in refused.stderr, (
+        refused.stderr
+    )
+    assert "below the minimum" in refused.stderr
+    garbled = cli("serve", "--classroom", "--no-browser", env={**weak, "TRITONLAB_ARGON2": "fast"})
+    assert garbled.returncode == 2 and "TRITONLAB_ARGON2='fast'" in garbled.stderr
+    # on loopback it is only a warning (then: no class here yet)
+    local = cli("serve", "--classroom", "--no-browser", env=weak)
+    assert "warning: TRITONLAB_ARGON2" in local.stderr and "no class yet" in local.stderr
+
+
+@pytest.mark.gpu
+def test_a_passing_gpu_check_puts_its_measured_time_on_the_leaderboard(home: Path) -> None:
+    """The real path on a GPU: a learner's check of vector-add through `LearnerService.check` (grade, then the
+    sandboxed timing run) records the verdict's speed report, and the board ranks it once they chose a name."""
+    from tritonlab.service import Service
+
+    service = Service(course_dir=ROOT / "course", workspace_dir=home / "ws", backend="gpu", lang="en")
+    room = Classroom(f"sqlite:///{home / 'classroom.db'}", adopt=NO_LEGACY)
+    try:
+        room.init("GPU class")
+        anna = room.add("anna")[0]
+        mine = room.learner_service(service, anna)
+        exercise = service.exercise("vector-add")
+        mine.save_code(exercise, exercise.solution.read_text(), mine.read_code(exercise)[1])
+        verdict = mine.check(exercise)
+        assert verdict.passed and verdict.speed and "ms" in verdict.speed, (
+            verdict.speed,
+            verdict.speed_reason,
+        )
+        assert room.leaderboard(service.course)["exercises"]["vector-add"] == []  # not opted in yet
+        room.set_leaderboard_name(anna, "Anna")
+        (row,) = room.leaderboard(service.course)["exercises"]["vector-add"]
+        assert row["name"] == "Anna" and row["ms"] == pytest.approx(verdict.speed["ms"])
+        assert row["gpu"] == verdict.speed.get("gpu")
+    finally:
+        service.close()
+        room.close()

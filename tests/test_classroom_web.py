@@ -386,3 +386,86 @@ def test_teacher_manages_the_roster(env: dict) -> None:
     )
     assert teacher.post(f"/api/classroom/users/{own_id}/disabled", json={"value": True}).status_code == 400
     assert time.time() > 0
+
+
+# ---- the opt-in leaderboard ---------------------------------------------------------------------------------
+
+
+def test_leaderboard_api_page_escaping_and_the_teachers_switch(env: dict) -> None:
+    anna, ben, teacher = As(env, "anna"), As(env, "ben"), As(env, "teacher")
+    room = env["room"]
+    hostile = '<img src=x onerror="alert(1)">'
+    for name, ms in (("anna", 0.5), ("ben", 0.25)):  # the store API the GPU check path records through
+        user = room.user(name)
+        room.db.learner(user.id).record_attempt(
+            {
+                "exercise": "vector-copy",
+                "backend": "gpu",
+                "passed": True,
+                "seed": 3,
+                "speed": {"ms": ms, "achieved": 10.0, "unit": "GB/s", "gpu": "NVIDIA H200"},
+            }
+        )
+    assert anna.get("/api/leaderboard").json()["exercises"]["vector-copy"] == []  # nobody opted in yet
+    assert anna.put("/api/leaderboard/name", json={"name": hostile}).json() == {"name": hostile}
+    assert ben.put("/api/leaderboard/name", json={"name": hostile.upper()}).status_code == 400  # taken
+    assert ben.put("/api/leaderboard/name", json={"name": "Ben \u0007"}).status_code == 400
+    assert ben.put("/api/leaderboard/name", json={"name": "Speedy Ben"}).status_code == 200
+    data = ben.get("/api/leaderboard").json()
+    assert data["enabled"] and data["me"] == {"name": "Speedy Ben"}
+    assert [(r["name"], r["ms"]) for r in data["exercises"]["vector-copy"]] == [
+        ("Speedy Ben", 0.25),
+        (hostile, 0.5),
+    ]
+    page = ben.get("/leaderboard")
+    assert page.status_code == 200 and hostile not in page.text
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page.text and "Speedy Ben" in page.text
+    teacher_page = teacher.get("/teacher").text
+    assert 'id="leaderboard-toggle" data-on="true"' in teacher_page
+    assert ben.post("/api/classroom/leaderboard", json={"value": False}).status_code == 403  # teachers only
+    assert teacher.post("/api/classroom/leaderboard", json={"value": False}).json() == {"enabled": False}
+    off = anna.get("/api/leaderboard").json()
+    assert off["enabled"] is False and off["exercises"] == {}
+    assert (
+        'id="leaderboard-off"' in anna.get("/leaderboard").text
+        and hostile not in anna.get("/leaderboard").text
+    )
+    teacher.post("/api/classroom/leaderboard", json={"value": True})
+    anna.put("/api/leaderboard/name", json={"name": None})  # leave: off the board again
+    assert [r["name"] for r in anna.get("/api/leaderboard").json()["exercises"]["vector-copy"]] == [
+        "Speedy Ben"
+    ]
+
+
+# ---- the classroom pages in pt and es ---------------------------------------------------------------------
+
+
+def test_classroom_pages_speak_the_browsers_language(env: dict) -> None:
+    from tritonlab import i18n
+
+    teacher = As(env, "teacher")
+    fresh = TestClient(env["app"], base_url=BASE)
+    join_path = env["made"]["join_path"]
+    for lang in ("pt", "es"):
+        switched = fresh.post(
+            "/settings/lang",
+            data={"lang": lang, "next": "/login"},
+            headers={"Origin": BASE},
+            follow_redirects=False,
+        )
+        assert switched.status_code == 303  # public: a visitor can choose before logging in
+        login = fresh.get("/login").text
+        assert f'<html lang="{lang}">' in login and i18n.t("classroom_ui.login.password", lang) in login
+        assert i18n.t("classroom_ui.join.display_name", lang) in fresh.get(join_path).text
+        teacher.client.cookies.set("tritonlab_lang", lang)
+        page = teacher.get("/teacher").text
+        for key in (
+            "classroom_ui.teacher.roster_title",
+            "classroom_ui.teacher.matrix_caption",
+            "classroom_ui.teacher.reset_password",
+        ):
+            assert i18n.t(key, lang) in page, (lang, key)
+        assert i18n.t("classroom_ui.teacher.roster_title", "en") not in page
+        strings = json.loads(re.search(r'id="tl-strings">(.*?)</script>', page).group(1))["strings"]
+        assert strings["js.classroom.logout"] == i18n.t("js.classroom.logout", lang)
+    teacher.client.cookies.set("tritonlab_lang", "en")

@@ -168,8 +168,8 @@ def test_unwritten_2d_names_rows_and_columns() -> None:
     grid = np.zeros((6, 9), dtype=bool)
     grid[4:, :] = True
     grid[:, 8:] = True
-    cause = unwritten_cause_2d(np.flatnonzero(grid), (6, 9))
-    assert "rows ≥ 4" in cause and "columns ≥ 8" in cause
+    cause, grid_error = unwritten_cause_2d(np.flatnonzero(grid), (6, 9))
+    assert "rows ≥ 4" in cause and "columns ≥ 8" in cause and grid_error
 
 
 def test_bench_protocol_judges_median_units_and_calls() -> None:

@@ -317,3 +317,28 @@ def test_quiz_items_are_unambiguous(lang: str) -> None:
 def test_pyproject_requires_triton_3_6() -> None:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'"triton>=3\.6"', text)
+
+
+# ---- exercise ladder: a last hint guides, it does not hand over the code -----------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_last_hints_hold_no_statement_to_copy(lang: str) -> None:
+    """No code span in an exercise's last hint is a statement (an assignment, `+=`, or `;`-joined code)."""
+    import re
+
+    for toml in sorted(COURSE.glob("*/exercises/*/exercise.toml")):
+        last = tomllib.loads(toml.read_text(encoding="utf-8"))["hints"][lang][-1]
+        for span in re.findall(r"`([^`]+)`", last):
+            statement = re.match(r"[\w.\[\], ]+ [-+*/]?= ", span) or ";" in span
+            assert not statement, (toml.parent.name, lang, span)
+
+
+def test_lesson_7_to_9_starters_leave_the_grid_and_program_ids_to_the_learner() -> None:
+    for folder in ("07-2d-layout", "08-softmax", "09-matmul-fusion"):
+        for starter in sorted((COURSE / folder / "exercises").glob("*/starter.py")):
+            if starter.parent.name == "grouped-matmul-order":  # its subject is the pid → tile map itself
+                continue
+            text = starter.read_text()
+            assert "tl.program_id(" not in text, starter
+            assert "triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)" not in text, starter

@@ -1,40 +1,43 @@
-"""The per-user background worker one-shot CLI commands reuse (runs/daemon.py), forced on the interpreter."""
+"""The per-user check daemon one-shot `tritonlab check` commands go through (cli/daemon.py), forced on the
+interpreter: the client imports no torch, triton or NumPy; checks share one warm daemon whose runs are
+single-use processes; a client that goes away has its run stopped; an idle daemon ends."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE_COURSE, LEARNERS, cli
+from conftest import FIXTURE_COURSE, LEARNERS
 
-from tritonlab.content.course import load_course
-from tritonlab.grading import grader
-from tritonlab.runs import daemon, sandbox
-from tritonlab.service import Service
+from tritonlab.cli import daemon
 
 
 @pytest.fixture
 def forced(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TRITONLAB_DAEMON", "1")
-    monkeypatch.setenv("TRITONLAB_POOL", "1")
+    monkeypatch.setenv("TRITONLAB_POOL", "1")  # the GPU's single-use warm children, on the interpreter
     monkeypatch.setenv("TRITONLAB_SANDBOX", "basic")
-    monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "3")
+    monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "20")
+    monkeypatch.setenv("TRITONLAB_COURSE", str(FIXTURE_COURSE))
+    monkeypatch.setenv("TRITONLAB_BACKEND", "interpreter")
     return home
 
 
-def gone(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def wait_until(predicate, seconds: float = 15.0) -> bool:  # noqa: ANN001
@@ -46,73 +49,160 @@ def wait_until(predicate, seconds: float = 15.0) -> bool:  # noqa: ANN001
     return False
 
 
+def check(file: Path, events: list[dict] | None = None) -> dict:
+    msg = {"op": "check", "exercise": "vector-copy", "file": str(file), "record": False, "cwd": "/"}
+    return daemon.request(msg, (events if events is not None else []).append)
+
+
+def stop_daemon(events: list[dict]) -> None:
+    for pid in {e["daemon"] for e in events if "daemon" in e}:
+        os.kill(pid, 15)  # SIGTERM: the tests do not wait for the idle timeout
+
+
 def test_wanted_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TRITONLAB_DAEMON", raising=False)
-    assert daemon.wanted("gpu", hardened=False) and not daemon.wanted("interpreter", hardened=False)
-    assert not daemon.wanted("gpu", hardened=True)
+    for name in ("TRITONLAB_DAEMON", "TRITONLAB_SANDBOX", "TRITONLAB_EXECUTOR", "TRITONLAB_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    assert daemon.wanted("gpu") and not daemon.wanted("interpreter")
+    assert not daemon.wanted("gpu", executor="ray")  # a cluster check runs in the command
+    monkeypatch.setenv("TRITONLAB_SANDBOX", "hardened")
+    assert not daemon.wanted("gpu")
+    monkeypatch.delenv("TRITONLAB_SANDBOX")
     monkeypatch.setenv("TRITONLAB_DAEMON", "0")
-    assert not daemon.wanted("gpu", hardened=False)
+    assert not daemon.wanted("gpu")
+    monkeypatch.setenv("TRITONLAB_DAEMON", "1")
+    assert daemon.wanted("interpreter")
 
 
-def test_two_commands_share_one_daemon_that_stops_when_idle(
-    forced: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_key_changes_with_the_environment_and_the_course(
+    forced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(
-        "TRITONLAB_DAEMON_IDLE", "10"
-    )  # outlives the gap between the two commands on a busy CI
-    pids, paths = [], []
+    first = daemon.key("interpreter")
+    assert daemon.key("interpreter") == first and daemon.key("gpu") != first
+    monkeypatch.setenv("TRITONLAB_POOL", "3")
+    assert daemon.key("interpreter") != first
+    monkeypatch.setenv("TRITONLAB_POOL", "1")
+    course = tmp_path / "course"
+    subprocess.run(["cp", "-r", str(FIXTURE_COURSE), str(course)], check=True)
+    monkeypatch.setenv("TRITONLAB_COURSE", str(course))
+    before = daemon.key("interpreter")
+    toml = next(course.rglob("exercise.toml"))
+    os.utime(toml, ns=(toml.stat().st_atime_ns, toml.stat().st_mtime_ns + 10**9))  # an author's edit
+    assert daemon.key("interpreter") != before
+
+
+def test_the_cli_client_imports_no_torch_triton_or_numpy(forced: Path) -> None:
+    """Two `tritonlab check` commands: the first starts the daemon, both are answered by it, and neither CLI
+    process imports torch, triton or NumPy (read from the interpreter's own -X importtime record)."""
+    argv = [sys.executable, "-X", "importtime", "-m", "tritonlab", "check", "vector-copy", "--solution"]
     for _ in range(2):
-        service = Service(course_dir=FIXTURE_COURSE, workspace_dir=forced / "ws", backend="interpreter")
-        service.use_daemon = True
-        try:
-            z = service.zygote()
-            assert isinstance(z, daemon.RemoteZygote)
-            verdict = service.check(service.exercise("vector-copy"), file=LEARNERS / "good.py", record=False)
-            assert verdict.passed, verdict.failures
-            pids.append(z.info["pid"])
-            paths.append(z.socket_path)
-        finally:
-            service.close()
-    assert pids[0] == pids[1]  # the second command found the first one's warm zygote
-    path = paths[0]
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert gone(pids[0], 40) and wait_until(lambda: not path.exists())  # idle: daemon and zygote end
-
-
-def test_timeout_and_a_vanished_client_kill_the_run(forced: Path) -> None:
-    z = daemon.connect("interpreter", 1)
-    try:
-        z.wait_ready()
-        exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-        verdict = grader.check(exercise, LEARNERS / "hang.py", "interpreter", z, seed=3, timeout=3)
-        assert verdict.failures[0].kind == "timeout"
-        run_dir = sandbox.new_run_dir()
-        job = {"mode": "run", "file": str(LEARNERS / "hang.py"), "argv": []}
-        (run_dir / "job.json").write_text(json.dumps(job))
-        run = z.start(run_dir, sandbox.Limits(wall_seconds=60))
-        assert wait_until(lambda: run.pid is not None)
-    finally:
-        z.close()  # like a CLI killed mid-run: the daemon kills what it started
-    assert gone(run.pid)
-
-
-def test_the_cli_check_uses_the_daemon(forced: Path) -> None:
-    env = {"TRITONLAB_COURSE": str(FIXTURE_COURSE), "TRITONLAB_BACKEND": "interpreter"}
-    first = cli("check", "vector-copy", "--solution", "--json", env=env)
-    assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["passed"]
+        done = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["passed"]
+        imported = {
+            line.split("|")[-1].strip()
+            for line in done.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "tritonlab.cli.daemon" in imported  # it went through the daemon ...
+        heavy = {m for m in imported if m.split(".")[0] in ("torch", "triton", "numpy")}
+        assert heavy == set(), heavy  # ... and loaded nothing heavy
+        assert "tritonlab.service" not in imported and "tritonlab.grading.grader" not in imported
     socks = list((forced / "daemon").glob("*.sock"))
     assert len(socks) == 1
-    second = cli("check", "vector-copy", "--solution", "--json", env=env)
-    assert second.returncode == 0 and json.loads(second.stdout)["passed"]
-    assert wait_until(lambda: not socks[0].exists(), 20)
+    assert stat.S_IMODE(socks[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(socks[0].parent.stat().st_mode) == 0o700
+    # Through the daemon, as in the command itself: the text output and an unknown exercise.
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+    assert text.returncode == 0 and "vector-copy" in text.stdout, text.stderr[-2000:]
+    unknown = subprocess.run([*argv[:5], "check", "nope"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "vector-copy" in unknown.stderr  # names the known exercises
+
+
+def test_daemon_runs_are_single_use_and_an_idle_daemon_ends(
+    forced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each check runs the learner's code in a process of its own that ends with it: two checks through the
+    same daemon report two different process ids, both gone afterwards. A malformed request gets an error,
+    never a crash, and the daemon goes on serving; left idle, it ends and removes its socket."""
+    monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "3")
+    learner = tmp_path / "learner.py"
+    learner.write_text("import os\nprint('RUN-PID', os.getpid())\n" + (LEARNERS / "good.py").read_text())
+    events: list[dict] = []
+    sock = daemon.connect("interpreter")
+    try:
+        sock.sendall(b"not json\n")
+        reply = json.loads(sock.makefile("rb").readline())
+        assert reply["final"] and reply["error"] == "unavailable"
+    finally:
+        sock.close()
+    try:
+        pids = []
+        for _ in range(2):
+            reply = check(learner, events)
+            assert reply["verdict"]["passed"], reply
+            pids.append(int(reply["output"].split("RUN-PID", 1)[1].split()[0]))
+        daemons = {e["daemon"] for e in events if "daemon" in e}
+        assert len(daemons) == 1  # one warm daemon answered both
+        assert pids[0] != pids[1] and daemons.isdisjoint(pids)
+        assert wait_until(lambda: not any(alive(p) for p in pids), 10)
+        socks = list((forced / "daemon").glob("*.sock"))
+        assert wait_until(lambda: not alive(next(iter(daemons))), 40) and not socks[0].exists()
+    finally:
+        stop_daemon([e for e in events if "daemon" in e and alive(e["daemon"])])
+
+
+def test_a_client_that_goes_away_has_its_run_stopped(forced: Path, tmp_path: Path) -> None:
+    pid_file = tmp_path / "run.pid"
+    learner = tmp_path / "hang.py"
+    learner.write_text(
+        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        + (LEARNERS / "hang.py").read_text()
+    )
+    sock = daemon.connect("interpreter")
+    events: list[dict] = []
+    try:
+        msg = {"op": "check", "exercise": "vector-copy", "file": str(learner), "record": False, "cwd": "/"}
+        sock.sendall((json.dumps(msg) + "\n").encode())
+        events.append(json.loads(sock.makefile("rb").readline()))
+        assert wait_until(lambda: pid_file.is_file() and pid_file.read_text().isdigit(), 60)
+        pid = int(pid_file.read_text())
+        assert alive(pid)
+        sock.close()  # Ctrl-C in the CLI
+        assert wait_until(lambda: not alive(pid), 15)
+    finally:
+        sock.close()
+        stop_daemon(events)
 
 
 def test_a_daemon_that_cannot_start_fails_fast(forced: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(daemon, "key", lambda backend, pool: "broken")
+    monkeypatch.setattr(daemon, "key", lambda requested: "broken")
     monkeypatch.setattr(daemon.sys, "executable", "/bin/false")
     started = time.monotonic()
-    with pytest.raises(sandbox.SandboxError):
-        daemon.connect("interpreter", 1)
+    with pytest.raises(daemon.Unavailable):
+        daemon.connect("interpreter")
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.gpu
+def test_gpu_checks_go_through_the_daemon_verdict_first(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU, by default: `tritonlab check` goes through the daemon, the CLI process imports no torch,
+    triton or NumPy, and a passing check prints its verdict before its speed line."""
+    for name in ("TRITONLAB_DAEMON", "TRITONLAB_POOL", "TRITONLAB_SANDBOX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "30")
+    argv = [sys.executable, "-X", "importtime", "-m", "tritonlab", "--lang", "en", "check", "softmax"]
+    for _ in range(2):
+        done = subprocess.run(
+            [*argv, "--solution", "--backend", "gpu"], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        lines = done.stdout.splitlines()
+        verdict = next(i for i, line in enumerate(lines) if line.startswith("✔"))
+        speed = next(i for i, line in enumerate(lines) if line.startswith("speed"))
+        assert verdict < speed
+        imported = {
+            x.split("|")[-1].strip() for x in done.stderr.splitlines() if x.startswith("import time:")
+        }
+        assert "tritonlab.cli.daemon" in imported
+        assert not {m for m in imported if m.split(".")[0] in ("torch", "triton", "numpy")}
+    assert len(list((home / "daemon").glob("*.sock"))) == 1

@@ -166,6 +166,9 @@ def test_switch_to_portuguese_shows_the_translated_lesson_and_ui(context: object
     kind_id = kind.get_attribute("title") or ""
     expect(kind).to_have_text(i18n.kind_label(kind_id, "pt"))
     assert kind_id in FAILURE_KINDS and i18n.kind_label(kind_id, "pt") != kind_id
+    message = pg.locator(".problems .failure-message").first  # the grader's own words, in Portuguese too
+    expect(message).to_have_attribute("lang", "pt")
+    expect(pg.locator(".problems .failure-cause span").first).to_have_attribute("lang", "pt")
     expect(pg.locator("[data-term=out]")).to_contain_text("casos falham")
     expect(pg.locator("[data-role=save-state]")).to_have_text("Salvo")
 

@@ -354,3 +354,122 @@ def test_translations_are_complete(course: Course) -> None:
     `-k "not complete"` while translations are being written)."""
     missing = missing_translations(course)
     assert not missing, f"{len(missing)} translation(s) missing:\n" + "\n".join(missing)
+
+
+def grader_failures() -> list:
+    """Real failures and notes, built by the grader's own code paths from results a wrong kernel gives."""
+    import numpy as np
+
+    from tritonlab.grading import contracts, grader
+    from tritonlab.grading.contracts import Case, Tensor
+    from tritonlab.grading.contracts.compare import compare_values, host_checks, unwritten_cause
+
+    case = Case("n=100", (Tensor(np.ones(100), "float32"),))
+    base = {"status": "returned", "function": "vector_add", "returned": "NoneType"}
+    failures = host_checks(
+        case,
+        base
+        | {
+            "guard_violations": [{"label": "output #1", "numel": 100, "after": [100, 101], "before": []}],
+            "inputs_modified": ["input `x`"],
+            "torch_ops": ["compute:aten.add"],
+            "launches": [],
+        },
+        allow_copies=False,
+        needs_launch=True,
+    )
+    failures += host_checks(
+        case,
+        base
+        | {
+            "guard_violations": [{"label": "output #1", "numel": 100, "after": [150], "before": [-3]}],
+            "launches": [{"kernel": "k", "grid": [1]}] * 3,
+        },
+        allow_copies=True,
+        needs_launch=True,
+        max_launches=1,
+    )
+    expected = np.arange(100.0)
+
+    def outputs(values: np.ndarray, dtype: str = "float32", shape: tuple = (100,)) -> dict:
+        raw = contracts.to_storage(np.asarray(values, dtype=np.float64), dtype)
+        meta = {"file": "o.npy", "dtype": dtype, "shape": list(shape), "guarded": True}
+        launch = {"kernel": "k", "grid": [6], "constexprs": {"BLOCK": 16}}
+        return base | {"outputs": [meta], "arrays": [raw], "launches": [launch]}
+
+    compare = lambda result: compare_values(case, result, expected, "float32", 1e-6, 1e-6)  # noqa: E731
+    failures += compare(base | {"outputs": []})
+    failures += compare(outputs(expected, shape=(10, 10)))
+    failures += compare(outputs(expected, "float16"))
+    off = expected.copy()
+    off[3] += 1
+    failures += compare(outputs(off))
+    off[5] = np.nan
+    failures += compare(outputs(off))
+    unwritten = outputs(expected)
+    unwritten["arrays"][0].view(np.uint32)[96:] = 0x7FA5A5A5  # the poison of a never-written float32
+    failures += compare(unwritten)
+    guard = outputs(expected)
+    guard["arrays"][0].view(np.uint32)[7] = 0x7FC0BAD0  # the input guard: read out of bounds
+    failures += compare(guard)
+    failures += compare_values(case, outputs(off), expected, "float32", 1e-6, 1e-6, nan_is_oob_read=True)
+    causes = [
+        unwritten_cause(np.arange(96, 100), 100, 16, {"launches": [{"grid": [6]}]})[0],
+        unwritten_cause(np.arange(0, 100), 100, 16, {"launches": [{"grid": [0]}]})[0],
+        unwritten_cause(np.arange(16, 100), 100, 16, {"launches": [{"grid": [7]}]})[0],
+        unwritten_cause(np.arange(22, 100), 100, 16, {"launches": [{"grid": [7]}]})[0],
+        unwritten_cause(np.arange(40, 60), 100, 16, {"launches": [{"grid": [7]}]})[0],
+    ]
+    entry = {
+        "outputs": [{"shape": [100], "dtype": "float32"}],
+        "host_copies": [
+            {"arg": "x", "op": "aten._to_copy", "convert": True, "where": "f.py:3"},
+            {"arg": "y", "op": "aten.clone", "convert": False, "bytes": 400, "where": "f.py:4"},
+            {"arg": "z", "op": "aten.clone", "convert": False, "bytes": 400},
+        ],
+        "host_computed": "output 0: 3 of 100 element(s) differ when the launches run alone",
+    }
+    costs: dict = {}
+    failures += grader.judge_host(case, entry, {"layout_copies": ["z"]}, costs)
+    texts = [t for f in failures for t in (f.message, f.cause) if t] + causes + grader.cost_notes(costs)
+    return texts
+
+
+def test_grader_messages_and_causes_are_translated() -> None:
+    """Every message and likely cause the grader built above matches a [grader] template, so the web page and
+    the CLI show it in pt and es; when a message changes in the grader, its template must change with it."""
+    texts = grader_failures()
+    assert len(texts) >= 30
+    untranslated = []
+    for text in texts:
+        for lang in TRANSLATIONS:
+            translated, in_lang = i18n.translate_grader(text, lang)
+            if in_lang != lang or translated == text:
+                untranslated.append(f"{text!r} ({lang})")
+    assert not untranslated, "no [grader] template matches these messages:\n" + "\n".join(untranslated)
+
+
+def test_classroom_templates_and_scripts_use_only_catalog_keys_present_in_every_language() -> None:
+    """Every key the classroom pages (log-in, join, teacher, roster, code, leaderboard) and their scripts look
+    up exists, with the same placeholders, in en, pt and es, and pt/es say it in their own words."""
+    templates = sorted((SRC / "web" / "templates").glob("classroom_*.html"))
+    used = set()
+    for path in templates:
+        used |= {k for k in re.findall(r"""t(?:_html)?\('([a-z_.]+)'""", path.read_text()) if k[-1] != "_"}
+        used |= {
+            f"classroom_ui.teacher.role_{r}" for r in ("learner", "teacher")
+        }  # built as 'role_' ~ u.role
+    for script in ("classroom.js", "classroom-teacher.js"):
+        text = (SRC / "web" / "static" / script).read_text()
+        used |= {f"js.classroom.{k}" for k in re.findall(r"""\btr\("([a-z_]+)\"""", text) if k[-1] != "_"}
+    used |= {f"js.classroom.role_{r}" for r in ("learner", "teacher")}  # tr("role_" + me.role)
+    assert len(used) >= 60, sorted(used)
+    english = i18n.catalog("en")
+    for lang in TRANSLATIONS:
+        mine = i18n.catalog(lang)
+        missing = sorted(k for k in used if k not in mine or k not in english)
+        assert not missing, (lang, missing)
+        for key in used:
+            assert i18n.placeholders(mine[key]) == i18n.placeholders(english[key]), (lang, key)
+        same = [k for k in used if mine[k] == english[k] and english[k] not in ("#", "{ms} ms", "GPU")]
+        assert not same, (lang, same)

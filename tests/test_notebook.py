@@ -4,11 +4,14 @@ with the course's solution and its starter)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import has_cuda
 
 from tritonlab.models import CaseResult, Failure, Verdict
 
@@ -77,7 +80,7 @@ def test_passing_verdict_html() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, tritonlab, tritonlab.notebook, tritonlab.notebook.render, tritonlab.cli.notebook; "
+        "import sys, tritonlab, tritonlab.notebook, tritonlab.notebook.render, tritonlab.cli.serve; "
         "print(sorted(m for m in ('torch', 'triton', 'IPython', 'nbformat') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -163,16 +166,6 @@ def test_quiz_prints_questions_and_answer_grades_and_records(
 # ---- executed in a real kernel -----------------------------------------------------------------------------
 
 
-def _kernel_available() -> bool:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        KernelSpecManager().get_kernel_spec("python3")
-        return True
-    except NoSuchKernel:
-        return False
-
-
 def _outputs(cell) -> str:  # noqa: ANN001
     parts = []
     for out in cell.get("outputs", []):
@@ -183,23 +176,29 @@ def _outputs(cell) -> str:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_notebooks_execute_in_a_real_kernel(nb_env: Path, tmp_path: Path) -> None:
+def test_notebooks_execute_in_a_real_kernel(
+    nb_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    if not _kernel_available():
-        subprocess.run(
-            [sys.executable, "-m", "ipykernel", "install", "--sys-prefix"], check=True, capture_output=True
-        )
+    import os
+
     import nbformat
 
     from tritonlab.content.course import load_course
-    from tritonlab.notebook.build import execute, smoke_notebook, write_lesson
+    from tritonlab.notebook.build import execute, kernelspec_for_this_python, smoke_notebook, write_lesson
 
+    monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # restored after the test
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    kernel = kernelspec_for_this_python(tmp_path / "jupyter")  # the kernel scripts/run_notebooks.py uses
     course = load_course()
     smoke = tmp_path / "check-smoke.ipynb"
     nbformat.write(smoke_notebook(course, "vector-add"), str(smoke))
-    nb = execute(smoke, timeout=300)
-    _, _, passing, viz, failing, plain, hint, bench = nb.cells
+    nb = execute(smoke, timeout=300, kernel_name=kernel)
+    _, _, passing, viz, bench, failing, plain, hint, env = nb.cells
+    shown_env = json.loads(_outputs(env).split("tritonlab-env: ", 1)[1].splitlines()[0])
+    assert os.path.realpath(shown_env["executable"]) == os.path.realpath(sys.executable)
+    assert shown_env["backend"] == "interpreter"
     assert 'data-exercise="vector-add"' in _outputs(passing) and 'data-passed="true"' in _outputs(passing)
     assert "passed" in _outputs(passing)
     text = _outputs(failing)
@@ -209,7 +208,9 @@ def test_notebooks_execute_in_a_real_kernel(nb_env: Path, tmp_path: Path) -> Non
     assert "Hint 1/" in _outputs(hint)
     assert "needs an NVIDIA GPU" in _outputs(bench)  # on the interpreter: a message, no timing
 
-    lesson_nb = execute(write_lesson(course, course.lesson(5), tmp_path / "nb"), timeout=300)
+    lesson_nb = execute(
+        write_lesson(course, course.lesson(5), tmp_path / "nb"), timeout=300, kernel_name=kernel
+    )
     every = "\n".join(_outputs(c) for c in lesson_nb.cells)
     assert "Every bug is caught by the full protocol" in every  # an example ran
     assert 'data-exercise="vector-add"' in every and 'data-passed="false"' in every  # the starter's verdict
@@ -242,3 +243,160 @@ def test_check_takes_a_file_or_the_code_itself(nb_env: Path, tmp_path: Path) -> 
         session.exercise("vector-ad")
     session.close()
     assert not code.path.exists()
+
+
+# ---- what a notebook shows, in pt and es -------------------------------------------------------------------
+
+
+def _failing_verdict(tmp_path: Path):  # noqa: ANN202
+    from tritonlab.notebook.session import Source
+
+    code = "import triton\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
+    path = tmp_path / "vector_add.py"
+    path.write_text(code)
+    failure = Failure("n=7", "out-of-bounds-write", "wrote past the end", "no mask?", f"{path}:5")
+    verdict = Verdict("vector-add", "interpreter", 3, str(path), [CaseResult("n=7", False)], [failure])
+    return verdict, Source(path, code, offset=1, from_cell=True)
+
+
+@pytest.mark.parametrize(
+    ("lang", "phrases"),
+    [
+        ("pt", ["linha 6 da célula", "ainda não aprovado", "Repita exatamente estes casos", "travou?"]),
+        (
+            "es",
+            ["línea 6 de la celda", "todavía no aprobado", "Repite exactamente estos casos", "¿atascado?"],
+        ),
+    ],
+)
+def test_verdict_and_hint_html_are_translated(tmp_path: Path, lang: str, phrases: list[str]) -> None:
+    from tritonlab.notebook.render import hint_html, verdict_html
+
+    verdict, source = _failing_verdict(tmp_path)
+    html = verdict_html(verdict, source, lang=lang)
+    for phrase in phrases:
+        assert phrase in html
+    assert "cell line" not in html and "not passed yet" not in html and "Replay exactly" not in html
+    assert "<code>%%check vector-add --seed 3</code>" in html  # the command itself stays runnable
+    hint = hint_html("vector-add", 1, 3, "use a <mask>", lang=lang)
+    assert ("Dica 1/3 para" if lang == "pt" else "Pista 1/3 para") in hint and "&lt;mask&gt;" in hint
+
+
+@pytest.mark.parametrize("lang", ["pt", "es"])
+def test_generated_notebook_cells_are_in_the_lessons_language(nb_env: Path, lang: str) -> None:
+    from tritonlab import i18n
+    from tritonlab.content.course import load_course
+    from tritonlab.notebook.build import lesson_notebook
+
+    course = load_course()
+    nb = lesson_notebook(course, course.lesson(5), lang)
+    text = "\n".join(c.source for c in nb.cells)
+    english = i18n.catalog("en")
+    for key in [k for k in english if k.startswith("notebook.build.")]:
+        # each generated text (up to its first placeholder) is there in this language, and not in English
+        assert i18n.template(key, lang).split("{")[0].splitlines()[0][:30] in text, key
+        assert english[key].split("{")[0].splitlines()[0][:30] not in text, key
+    heading = {"pt": "## Exercício `vector-add`", "es": "## Ejercicio `vector-add`"}[lang]
+    assert heading in text and "%pip install tritonlab-0.1.0-py3-none-any.whl" in text
+    assert "YOUR-ORG" not in text and "github.com" not in text  # no made-up repository address
+
+
+def test_quiz_cells_speak_spanish(nb_env: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    import tritonlab.notebook as nbapi
+    from tritonlab.content.quiz import letter, load_bank
+    from tritonlab.notebook import session
+    from tritonlab.service import Service
+
+    monkeypatch.setenv("TRITONLAB_LANG", "es")
+    session._SESSION = None
+    try:
+        nbapi.quiz(5)
+        shown = capsys.readouterr().out
+        bank = load_bank(Service().lesson(5).quiz_path("es"))
+        first = bank.questions[0]
+        assert (
+            "Cuestionario de la lección 5" in shown and "responde con: tritonlab.notebook.answer(5," in shown
+        )
+        assert first.prompt in shown  # the Spanish bank's own text
+        assert nbapi.answer(5, first.id, letter(next(iter(first.keyed)))) is True
+        assert nbapi.answer(5, first.id, "zz") is False
+        assert nbapi.answer(5, "nope", "a") is False
+        out = capsys.readouterr().out
+        assert "✔ correcto" in out and "no tiene la pregunta 'nope'" in out
+        assert "is not a choice" not in out and "no es una opción" in out  # the input error, translated
+    finally:
+        session.get_session().close()
+        session._SESSION = None
+
+
+# ---- Colab's conventions -------------------------------------------------------------------------------------
+
+
+def _clean_env(tmp_path: Path) -> dict[str, str]:
+    """This environment without tritonlab's and Triton's own settings, HOME a fresh folder (a fresh VM)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITONLAB_", "TRITON_", "XDG_"))}
+    env["HOME"] = str(tmp_path / "vm-home")
+    env["PYTHONPATH"] = str(ROOT / "src")
+    return env
+
+
+def test_home_defaults_to_a_writable_user_folder(tmp_path: Path) -> None:
+    from tritonlab.content.quiz import load_bank
+
+    question = load_bank(ROOT / "course" / "05-vector-add" / "quiz.en.toml").questions[0].id
+    code = (
+        "import tritonlab.notebook as nb\nfrom tritonlab import config\n"
+        f"nb.answer(5, {question!r}, 'a')\nprint('HOME=' + str(config.home()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    expected = tmp_path / "vm-home" / ".local" / "share" / "tritonlab"
+    assert f"HOME={expected}" in out.stdout
+    assert (expected / "progress.sqlite3").is_file()  # the answer was recorded there
+
+
+@pytest.mark.skipif(
+    has_cuda() or bool(shutil.which("nvidia-smi")) or Path("/dev/nvidiactl").exists(),
+    reason="the no-GPU path",
+)
+def test_without_a_gpu_the_interpreter_is_chosen(tmp_path: Path) -> None:
+    code = (
+        "import os, tritonlab.notebook as nb\n"
+        "print('NOTE=' + nb.use_interpreter_without_gpu())\n"
+        "print('AGAIN=' + nb.use_interpreter_without_gpu())\n"
+        "print('INTERPRET=' + os.environ.get('TRITON_INTERPRET', ''))\n"
+        "from tritonlab.runs.backend import choose\nprint('BACKEND=' + choose().backend)"
+    )
+    env = _clean_env(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "NOTE=tritonlab: no GPU here" in out.stdout and "AGAIN=\n" in out.stdout  # said once
+    assert "INTERPRET=1" in out.stdout and "BACKEND=interpreter" in out.stdout
+    env["TRITON_INTERPRET"] = "0"  # a choice the learner made is left alone
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert "NOTE=\n" in out.stdout and "INTERPRET=0" in out.stdout
+
+
+def test_a_sandbox_that_cannot_harden_says_so_once(nb_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonlab.notebook.render import verdict_html
+    from tritonlab.notebook.session import Session
+
+    monkeypatch.setenv("TRITONLAB_SANDBOX", "basic")  # what a hosted notebook without bubblewrap gets
+    session = Session(lang="pt")
+    try:
+        result = session.check("vector-add", "def vector_add(x, y):\n    return x + y\n")  # quick to judge
+        assert not result.verdict.passed and result.verdict.cases
+        assert (
+            "sem a sua camada reforçada" in result.sandbox_note
+            and "TRITONLAB_SANDBOX=basic" in result.sandbox_note
+        )
+        assert "sem a sua camada reforçada" in verdict_html(
+            result.verdict, result.source, "pt", result.sandbox_note
+        )
+        assert session.sandbox_note() == ""  # once per session
+    finally:
+        session.close()

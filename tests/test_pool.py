@@ -52,7 +52,8 @@ def run_program(z: sandbox.Zygote, file: Path, limits: sandbox.Limits, argv: lis
 
 def test_wanted_defaults_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRITONLAB_POOL", raising=False)
-    assert pool.wanted("gpu", hardened=False) == 1
+    assert pool.wanted("gpu", hardened=False) == 2  # the check run, and the next one warming meanwhile
+    assert pool.wanted("gpu", hardened=False, slots=4) == 5
     assert pool.wanted("interpreter", hardened=False) == 0
     assert pool.wanted("gpu", hardened=True) == 0  # a hardened run isolates itself before CUDA starts
     monkeypatch.setenv("TRITONLAB_POOL", "2")

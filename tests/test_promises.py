@@ -29,15 +29,26 @@ def case_names(exercise_id: str, backend: str) -> list[str]:
     return sorted(names)
 
 
-def unkept(promises: dict[str, list[str]], interpreter: list[str], gpu: list[str]) -> list[str]:
-    """`promise: tag` for every tag that matches no case of the backend it names."""
+def huge_names(exercise_id: str) -> list[str]:
+    """The ≥ 2³¹-element cases of a GPU check with --huge (grading/huge.py), where the contract has them."""
+    contract = contracts.get(exercise_id)
+    if not hasattr(contract, "huge_cases"):
+        return []
+    return [c.name for c in contract.huge_cases(np.random.default_rng(1))]
+
+
+def unkept(
+    promises: dict[str, list[str]], interpreter: list[str], gpu: list[str], huge: list[str] | None = None
+) -> list[str]:
+    """`promise: tag` for every tag that matches no case of the backend it names ("huge:" = `check --huge`)."""
     missing = []
     for promise, tags in promises.items():
         if not tags:
             missing.append(f"{promise}: (no case listed)")
         for tag in tags:
-            names = gpu if tag.startswith("gpu:") else interpreter
-            text = tag.removeprefix("gpu:")
+            kind, _, rest = tag.partition(":") if tag.startswith(("gpu:", "huge:")) else ("", "", tag)
+            names = {"gpu": gpu, "huge": huge or []}.get(kind, interpreter)
+            text = rest
             if not any(text in name for name in names):
                 missing.append(f"{promise}: {tag}")
     return missing
@@ -48,7 +59,12 @@ def test_every_promise_has_a_case(path: Path) -> None:
     promises = tomllib.loads(path.read_text(encoding="utf-8")).get("promises")
     assert isinstance(promises, dict) and promises, f"{path}: list the summary's promises in [promises]"
     exercise_id = path.parent.name
-    missing = unkept(promises, case_names(exercise_id, "interpreter"), case_names(exercise_id, "gpu"))
+    missing = unkept(
+        promises,
+        case_names(exercise_id, "interpreter"),
+        case_names(exercise_id, "gpu"),
+        huge_names(exercise_id),
+    )
     assert not missing, f"{exercise_id}: promises without a case: {missing}"
 
 
@@ -57,3 +73,16 @@ def test_a_promise_without_a_case_is_caught() -> None:
     assert unkept({"0-d to 3-d": ["0-d", "2-D"]}, names, names) == ["0-d to 3-d: 0-d"]
     assert unkept({"huge": ["gpu:n=2147483648"]}, names, names) == ["huge: gpu:n=2147483648"]
     assert unkept({"empty promise": []}, names, names) == ["empty promise: (no case listed)"]
+    assert unkept({"huge": ["huge:n=2147"]}, names, names, ["huge: n=2147483650 float16"]) == []
+
+
+# The 1-D exercises promise "any size": each has a case past 2³¹ elements (a GPU check with --huge).
+ONE_D = ("vector-copy", "vector-add", "pid-map")
+
+
+@pytest.mark.parametrize("exercise_id", ONE_D)
+def test_one_dimensional_exercises_have_a_case_past_two_to_the_31(exercise_id: str) -> None:
+    cases = contracts.get(exercise_id).huge_cases(np.random.default_rng(3))
+    assert cases and all(c.extra["huge"]["n"] >= 2**31 for c in cases)
+    for case in cases:  # generated on the device, never built as arrays in the parent
+        assert not any(hasattr(a, "values") for a in case.args)

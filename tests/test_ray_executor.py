@@ -173,8 +173,18 @@ def cluster() -> dict:
 
 @pytest.fixture(scope="module")
 def ray_service(cluster: dict):
-    service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
-    service.warm_up()
+    # The workers keep a warm single-use child (forced on the interpreter, as on a GPU by default), passed
+    # to them like TRITONLAB_SANDBOX: CI exercises the path a GPU worker takes.
+    saved = os.environ.get("TRITONLAB_POOL")
+    os.environ["TRITONLAB_POOL"] = "1"
+    try:
+        service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
+        service.warm_up()
+    finally:
+        if saved is None:
+            os.environ.pop("TRITONLAB_POOL", None)
+        else:
+            os.environ["TRITONLAB_POOL"] = saved
     yield service
     service.close()
 
@@ -297,6 +307,43 @@ def test_same_verdicts_through_ray_as_locally(ray_service: Service, home: Path) 
             assert here["passed"] is (learner == "good.py")
     finally:
         local.close()
+
+
+def test_remote_checks_start_warm_and_report_their_phases(ray_service: Service) -> None:
+    """Three checks at once on two workers: each run and replay starts in a warm child made ahead; the third
+    waits its turn with its cases made while it waited; every verdict says where its time went."""
+    exercise = ray_service.exercise("vector-copy")
+    verdicts: list[dict] = []
+    threads = [
+        threading.Thread(
+            target=lambda: verdicts.append(
+                ray_service.check(exercise, file=LEARNERS / "good.py", record=False).to_json()
+            )
+        )
+        for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert len(verdicts) == 3 and all(v["passed"] for v in verdicts), verdicts
+    for v in verdicts:
+        t = v["timings"]
+        for key in ("queue_wait_s", "cases_s", "check_run_s", "replay_s", "judge_s", "total_s"):
+            assert isinstance(t[key], float), (key, t)
+        for run in ("check_run", "replay_run"):
+            phases = t[run]
+            assert phases["attempts"] == 1 and phases["worker.warm_child"] is True, (run, phases)
+            assert phases["worker.run_s"] <= phases["worker.worker_s"] <= phases["remote_s"] + 0.01
+        assert t["check_run_s"] >= t["check_run"]["remote_s"]
+    queued = max(verdicts, key=lambda v: v["timings"]["queue_wait_s"])
+    assert queued["timings"]["queue_wait_s"] > 0.2 and queued["timings"]["cases_ahead"] is True
+    overheads = [
+        v["timings"][r]["remote_s"] - v["timings"][r]["worker.run_s"]
+        for v in verdicts
+        for r in ("check_run", "replay_run")
+    ]
+    print(f"\nray round trip beyond the sandboxed run: max {max(overheads) * 1000:.0f} ms per run")
 
 
 def test_stop_kills_the_remote_run_within_a_second(ray_service: Service, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def test_every_exercise_has_two_right_styles() -> None:
         "row_reduce",
         "softmax",
         "matmul",
+        "grouped_matmul_order",
         "matmul_bias",
         "autotune",
         "debug_rmsnorm",

@@ -601,3 +601,69 @@ def test_inspect_compiles_the_learners_kernel_for_a_gpu_without_one(env: dict) -
     bad = client.post("/api/exercises/vector-copy/inspect", json={"target": "cuda:1"}, headers=ORIGIN)
     assert bad.status_code == 422
     assert client.post("/api/exercises/vector-copy/inspect").status_code == 403
+
+
+def test_inspect_refuses_hostile_requests_with_clear_errors(env: dict) -> None:
+    client = env["client"]
+    url = "/api/exercises/vector-copy/inspect"
+    for body in (
+        {"target": 90},
+        {"target": "cuda:90; rm -rf /"},
+        {"target": "x" * 10_000},
+        {"target": ["cuda:90"]},
+        {"text": 5},
+        {"base_version": "v" * 100},
+    ):
+        answer = client.post(url, json=body, headers=ORIGIN)
+        assert answer.status_code == 422, (body, answer.status_code)
+        assert answer.json()["error"]
+    huge = client.post(url, json={"text": "x" * 3_000_000}, headers=ORIGIN)
+    assert huge.status_code == 413 and huge.json()["error"]
+    raw = client.post(url, content=b"\xff{not json", headers=ORIGIN | {"Content-Type": "application/json"})
+    assert raw.status_code in (400, 422) and raw.json()["error"]
+    missing = client.post("/api/exercises/no-such/inspect", json={}, headers=ORIGIN)
+    assert missing.status_code == 404 and missing.json()["error"]
+    assert client.post(url, json={}, headers={"Origin": "http://evil.example"}).status_code == 403
+
+
+def test_inspect_result_written_by_the_learner_is_cleaned_never_a_500(env: dict) -> None:
+    """The inspect child imports the learner's file, which can write inspect.json itself and exit."""
+    client = env["client"]
+    forged = {
+        "kernels": [
+            {"kernel": 5, "stages": "x", "resources": [], "occupancy": {"limits": 3}},
+            {
+                "kernel": "k",
+                "stages": {"ptx": 7, "evil": "x", "ttir": "module"},
+                "resources": {"registers": -4},
+            },
+            "not a kernel",
+        ],
+        "problems": "a string",
+        "import_error": ["no"],
+        "case": {"x": 1},
+    }
+    text = f"import json, os\nopen('inspect.json', 'w').write(json.dumps({forged!r}))\nos._exit(0)\n"
+    code = client.get("/api/exercises/vector-copy/code").json()
+    body = {"text": text, "base_version": code["version"], "target": "cuda:80"}
+    answer = client.post("/api/exercises/vector-copy/inspect", json=body, headers=ORIGIN)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()["data"]
+    assert data["target"] == "cuda:80" and data["problems"] == [] and "case" not in data
+    first, second, third = data["kernels"]
+    assert first["kernel"] == "kernel" and first["stages"] == {} and first["occupancy"]["limits"] == {}
+    assert second["stages"] == {"ptx": "", "ttir": "module"} and "registers" not in second["resources"]
+    assert third["kernel"] == "kernel"
+    assert "== kernel k ==" in answer.json()["report"]
+
+
+def test_inspect_cuts_long_stages_for_the_page() -> None:
+    from tritonlab.web.api import MAX_STAGE_LINES, cap_stages
+
+    long = "\n".join(f"line {i}" for i in range(MAX_STAGE_LINES + 25))
+    capped = cap_stages(
+        {"kernels": [{"kernel": "k", "stages": {"ptx": long, "ttir": "a\nb"}}, {"error": "x"}]}
+    )
+    kernel = capped["kernels"][0]
+    assert kernel["truncated"] == {"ptx": 25} and kernel["stages"]["ttir"] == "a\nb"
+    assert kernel["stages"]["ptx"].splitlines()[-1] == f"line {MAX_STAGE_LINES - 1}"

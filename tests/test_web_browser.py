@@ -220,7 +220,8 @@ def test_wrong_solution_shows_a_failing_case(page: object, server: str) -> None:
     expect = playwright_api.expect
     expect(page.locator(".verdict.fail")).to_be_visible(timeout=120_000)
     failing = page.locator("table.cases tbody tr.fail").first
-    expect(failing.locator(".failure-message")).not_to_be_empty()
+    expect(failing.locator(".kind")).not_to_be_empty()
+    expect(page.locator(".problems .failure-message").first).not_to_be_empty()
     expect(failing.locator(".result")).to_have_text("✗ fail")
 
 
@@ -275,6 +276,33 @@ def test_visualize_shows_the_picture_of_the_launch(page: object, server: str) ->
     assert page.evaluate("document.querySelector('img.viz-image').naturalWidth") > 200
     expect(page.locator("[data-viz-for='vector-add'] figcaption")).to_contain_text("tritonlab viz vector-add")
     expect(page.locator("[data-action=viz]")).to_be_enabled()
+
+
+def test_inspect_tab_shows_ptx_and_a_register_count(page: object, server: str) -> None:
+    """The Inspect panel compiles the saved file for a GPU in the sandbox (no GPU here) and shows the report."""
+    expect = playwright_api.expect
+    page.goto(f"{server}lessons/5")
+    replace_code(page, SOLUTION)
+    page.click("[data-action=inspect]")
+    panel = page.locator("[data-inspect-for='vector-add']")
+    kernel = panel.locator("article.inspect-kernel[data-kernel='add_kernel']")
+    expect(kernel).to_be_visible(timeout=180_000)
+    registers = kernel.locator("dd[data-inspect=registers]")
+    assert int(registers.inner_text()) > 0
+    expect(kernel.locator("dd[data-inspect=occupancy]")).to_contain_text("programs per SM")
+    tabs = kernel.locator("[role=tablist] [role=tab]")
+    assert [tabs.nth(i).inner_text() for i in range(tabs.count())] == ["TTIR", "TTGIR", "LLIR", "PTX"]
+    kernel.locator("[role=tab][data-stage=ptx]").click()
+    ptx = kernel.locator("pre[data-stage=ptx]")
+    expect(ptx).to_be_visible()
+    expect(ptx).to_contain_text(".entry add_kernel")
+    expect(kernel.locator("pre[data-stage=ttir]")).to_be_hidden()
+    kernel.locator("[role=tab][data-stage=ptx]").press("ArrowLeft")  # keyboard: the previous stage
+    expect(kernel.locator("pre[data-stage=llir]")).to_be_visible()
+    panel.locator("[data-role=inspect-target]").select_option("cuda:80")
+    panel.locator("[data-action=inspect-again]").click()
+    expect(panel.locator(".inspect-report p").first).to_contain_text("cuda:80", timeout=180_000)
+    expect(panel.locator("[data-action=inspect-again]")).to_be_enabled()
 
 
 def test_a_failing_case_links_to_its_picture(page: object, server: str) -> None:
@@ -520,3 +548,84 @@ def test_axe_finds_no_serious_accessibility_violations(page: object, server: str
         }"""
     )
     assert not found, json.dumps(found, indent=1)
+
+
+SMALL_GRID = SOLUTION.replace(
+    "add_kernel[(triton.cdiv(n, BLOCK),)]", "grid = (n // BLOCK,)\n    add_kernel[grid]"
+)
+
+
+def cursor_line(page: object) -> int:
+    return page.evaluate(
+        "(() => { const v = TLWorkbench.exercises[0].editor.view;"
+        " return v.state.doc.lineAt(v.state.selection.main.head).number; })()"
+    )
+
+
+def test_failures_are_grouped_and_file_line_moves_the_editor(page: object, server: str) -> None:
+    """Issue 16: one entry per problem ("N cases — kind"), its `file:line` a link that puts the editor's
+    cursor on that line (here the line computing a too-small grid), inline code shown as <code>."""
+    expect = playwright_api.expect
+    page.goto(f"{server}lessons/5")
+    replace_code(page, SMALL_GRID)
+    grid_line = SMALL_GRID.splitlines().index("    grid = (n // BLOCK,)") + 1
+    page.click("[data-action=check]")
+    expect(page.locator(".verdict.fail")).to_be_visible(timeout=120_000)
+    problem = page.locator(".problems li.problem[data-kind='unwritten-output']").first
+    expect(problem).to_be_visible()
+    cases = int(problem.get_attribute("data-cases") or "0")
+    assert cases > 1
+    expect(problem.locator(".problem-title")).to_have_text(f"{cases} cases — unwritten-output")
+    failing = page.locator("table.cases tbody tr.fail").count()
+    assert page.locator(".problems li.problem").count() < failing  # each problem said once, not per case
+    expect(problem.locator(".problem-cases")).to_contain_text("also in: ")
+    cause = problem.locator(".failure-cause")
+    expect(cause.locator("code").first).to_have_text("triton.cdiv(n, 1024)")
+    assert "`" not in cause.inner_text()
+    link = problem.locator("a.where-link")
+    expect(link).to_have_text(re.compile(rf"\.py:{grid_line}$"))
+    page.click(".exercise .cm-content")
+    page.keyboard.press("Control+Home")
+    assert cursor_line(page) == 1
+    link.click()
+    page.wait_for_function("document.activeElement.closest('.cm-editor') !== null")
+    assert cursor_line(page) == grid_line
+
+
+def test_verdict_text_from_the_grader_is_never_html(page: object, server: str) -> None:
+    """Messages quote the learner's names: a message holding markup shows it as text, backticks as <code>."""
+    expect = playwright_api.expect
+    evil = "<img src=x onerror=window.__pwned=1>"
+    verdict = {
+        "exercise": "vector-add", "passed": False, "backend": "interpreter", "seed": 7, "duration_s": 1.5,
+        "cases": [{"name": "a", "passed": False}, {"name": "b", "passed": False}],
+        "failures": [
+            {"case": c, "kind": "exception", "message": f"NameError: `{evil}` is not defined",
+             "cause": f"define `{evil}` first <b>bold</b>", "where": "/w/vector_add.py:3"}
+            for c in ("a", "b")
+        ],
+        "notes": [], "stopped": False, "solution_available": False,
+    }  # fmt: skip
+    stream = (
+        'event: begin\ndata: {"kind": "check", "backend": "interpreter", "command": "tritonlab check x"}\n\n'
+        f"event: verdict\ndata: {json.dumps(verdict)}\n\nevent: end\ndata: {{}}\n\n"
+    )
+    page.route(
+        "**/api/exercises/vector-add/check",
+        lambda route: route.fulfill(
+            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
+        ),
+    )
+    page.route(
+        "**/api/jobs/fake/events",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
+    )
+    page.goto(f"{server}lessons/5")
+    page.click("[data-action=check]")
+    problem = page.locator(".problems li.problem")
+    expect(problem).to_have_count(1)
+    expect(problem.locator(".problem-title")).to_have_text("2 cases — exception")
+    expect(problem.locator(".failure-message code")).to_have_text(evil)
+    expect(problem.locator(".failure-cause")).to_contain_text("<b>bold</b>")
+    assert page.locator(".problems img, .problems b").count() == 0
+    assert page.evaluate("window.__pwned") is None

@@ -4,10 +4,12 @@ TRITONLAB_HOME    data directory (progress database, caches); default: the platf
 TRITONLAB_COURSE  course folder; default: the repo's course/ (editable install) or the packaged copy
 TRITONLAB_BACKEND auto | interpreter | gpu (default auto)
 TRITONLAB_LANG    en | pt | es (default: from the system locale, else en)
-TRITONLAB_POOL    warm single-use run workers per zygote (default: 1 on a GPU, 0 on the interpreter; runs/pool.py)
-TRITONLAB_DAEMON  1 | 0: one-shot CLI checks reuse a per-user background worker (default: GPU only; runs/daemon.py)
-TRITONLAB_DAEMON_IDLE  seconds the background worker waits idle before it ends (default 600)
+TRITONLAB_POOL    warm single-use run workers per zygote (default: 2 on a GPU, 0 on the interpreter; runs/pool.py)
+TRITONLAB_DAEMON  1 | 0: one-shot CLI checks go through a per-user check daemon (default: GPU only; cli/daemon.py)
+TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (default 600)
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
+TRITONLAB_ARGON2  classroom password hashing cost `t=3,m=65536,p=4` (time cost, memory KiB, lanes; default
+                  RFC 9106's low-memory choice; docs/classroom.md, "Password hashing cost")
 """
 
 from __future__ import annotations
@@ -97,3 +99,33 @@ def language(explicit: str | None = None) -> str:
         if code in LANGUAGES:
             return code
     return "en"
+
+
+# argon2id cost for classroom passwords: RFC 9106's recommendation for machines without GiBs to spare, and
+# argon2-cffi's own default, so hashes made before this setting existed never need rehashing.
+ARGON2_DEFAULT = {"t": 3, "m": 65536, "p": 4}
+ARGON2_FLOOR = {"t": 2, "m": 19456, "p": 1}  # OWASP's minimum for argon2id: below it `argon2_is_weak()`
+
+
+def argon2_cost() -> dict[str, int]:
+    """{t: time cost, m: memory in KiB, p: lanes} from TRITONLAB_ARGON2 (`t=3,m=65536,p=4`, any subset),
+    else the default. A malformed value is an error, never silently the default."""
+    cost = dict(ARGON2_DEFAULT)
+    raw = os.environ.get("TRITONLAB_ARGON2", "").strip()
+    if not raw:
+        return cost
+    for part in raw.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key not in cost or not value.strip().isdigit():
+            raise ValueError(
+                f"TRITONLAB_ARGON2={raw!r}: expected t=N,m=KiB,p=N (for example t=3,m=65536,p=4)"
+            )
+        cost[key] = int(value)
+    if cost["t"] < 1 or cost["p"] < 1 or cost["m"] < 8 * cost["p"]:
+        raise ValueError(f"TRITONLAB_ARGON2={raw!r}: needs t >= 1, p >= 1 and m >= 8 * p KiB")
+    return cost
+
+
+def argon2_is_weak(cost: dict[str, int]) -> bool:
+    return cost["t"] < ARGON2_FLOOR["t"] or cost["m"] < ARGON2_FLOOR["m"]

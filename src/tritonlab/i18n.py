@@ -160,3 +160,31 @@ def translate_known(section: str, text: str, lang: str | None) -> str:
             }
             return t(key, lang, **values)
     return text
+
+
+GRADER = "grader"  # the catalog section holding the grader's messages and likely causes (issue 16)
+
+
+def translate_grader(text: str, lang: str | None) -> tuple[str, str]:
+    """A grader message or likely cause in `lang` when the catalog knows its template: (text, its language)."""
+    done = translate_known(GRADER, text, lang)
+    return done, (normalize(lang) if done != text or normalize(lang) == REFERENCE else REFERENCE)
+
+
+def translate_verdict(data: dict, lang: str | None) -> dict:
+    """A verdict's JSON with every failure message, likely cause and note the catalog knows in `lang`; each
+    text says its language (`message_lang`, `cause_lang`, `notes_lang`), so the page marks English that is
+    left (a message added to the grader without a catalog entry yet)."""
+    failures = []
+    for f in data.get("failures", []):
+        f = dict(f)
+        f["message"], f["message_lang"] = translate_grader(f.get("message", ""), lang)
+        if f.get("cause"):
+            f["cause"], f["cause_lang"] = translate_grader(f["cause"], lang)
+        failures.append(f)
+    notes = [translate_grader(n, lang) for n in data.get("notes", [])]
+    return data | {
+        "failures": failures,
+        "notes": [n for n, _ in notes],
+        "notes_lang": [k for _, k in notes],
+    }

@@ -177,10 +177,38 @@ class Verdict:
     speed_reason: str = ""  # why there is no speed, when there is none
     executor: str = "local"  # where it ran: "local" (this machine's zygote) or "ray" (a cluster worker)
     node: str = ""  # the machine that ran it
+    timings: dict = field(default_factory=dict)  # seconds per phase (queue, cases, runs, replay, judge)
 
     @property
     def passed(self) -> bool:
         return bool(self.cases) and not self.failures and all(c.passed for c in self.cases)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Verdict:
+        """The verdict `to_json` wrote (the check daemon sends it to the CLI this way)."""
+        return cls(
+            exercise=str(data.get("exercise", "")),
+            backend=str(data.get("backend", "")),
+            seed=int(data.get("seed") or 0),
+            file=str(data.get("file", "")),
+            cases=[CaseResult(str(c.get("name", "")), bool(c.get("passed"))) for c in data.get("cases", [])],
+            failures=[
+                Failure(
+                    str(f.get("case", "")),
+                    str(f.get("kind", "")),
+                    str(f.get("message", "")),
+                    str(f.get("cause", "")),
+                    str(f.get("where", "")),
+                )
+                for f in data.get("failures", [])
+            ],
+            notes=[str(n) for n in data.get("notes", [])],
+            duration_s=float(data.get("duration_s") or 0.0),
+            speed=data.get("speed") if isinstance(data.get("speed"), dict) else None,
+            speed_reason=str(data.get("speed_reason", "")),
+            executor=str(data.get("executor", "local")),
+            node=str(data.get("node", "")),
+        )
 
     def to_json(self) -> dict:
         return {
@@ -197,4 +225,12 @@ class Verdict:
             **({"speed_reason": self.speed_reason} if self.speed is None and self.speed_reason else {}),
             "executor": self.executor,
             "node": self.node,
+            **({"timings": _rounded(self.timings)} if self.timings else {}),
         }
+
+
+def _rounded(value: object) -> object:
+    """Timings for JSON: floats to milliseconds, nested dicts alike."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return round(value, 3) if isinstance(value, float) else value

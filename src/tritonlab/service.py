@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,9 +20,9 @@ from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import cgroups, daemon, hardening, pool, rundir, sandbox
+from tritonlab.runs import cgroups, hardening, pool, rundir, sandbox
 from tritonlab.runs import executor as executors
-from tritonlab.store.disk import DiskFull
+from tritonlab.store.disk import DiskFull, is_full
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
 
@@ -32,6 +33,7 @@ SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
 speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
 ExecutorError = executors.ExecutorError
+disk_is_full = is_full  # ENOSPC, EDQUOT, SQLite's "database or disk is full": for the CLI's last resort
 __all__ = [
     "MAX_SOURCE_BYTES",
     "BackendError",
@@ -43,6 +45,7 @@ __all__ = [
     "Service",
     "Store",
     "WorkspaceError",
+    "disk_is_full",
     "open_store",
     "speed_line",
 ]
@@ -147,14 +150,21 @@ class Service:
         self._gates: dict[str, FairGate] = {}
         self.hardened: bool | None = None  # known once the worker started: is sandbox layer 2 active?
         self.hardened_reason = ""
+        # The hardened sandbox shows runs this workspace read-only. A classroom keeps every learner's code in
+        # its database instead and turns this off (`private_workspaces`), so runs see no shared workspace.
+        self.sandbox_reads_workspace = True
         self.swept_runs = sandbox.sweep_stale_runs()  # run folders of a server that died (kill -9)
         # Seeds drawn ahead, with their cases made in the background (case_cache.py): on a GPU the next check
-        # of an exercise finds its (large) cases ready. None: only when the backend is gpu.
-        self.prefetch_cases: bool | None = None
+        # of an exercise finds its (large) cases ready.
         self._next_seed: dict[str, int] = {}
-        # One-shot CLI commands set this: borrow the per-user background worker (runs/daemon.py) when it
-        # applies (a GPU by default), instead of starting a zygote and a CUDA context of their own.
-        self.use_daemon = False
+        # Told why, when a GPU worker starts without the hardened layer (auto could not verify CUDA inside
+        # bubblewrap): the single-user CLI prints it; `serve` refuses to serve others instead (cli/serve.py).
+        self.on_unhardened: Callable[[str], None] | None = None
+        # Runs at once on this backend (None: one on a GPU, INTERPRETER_POOL on the interpreter); `dev check`
+        # raises it to check the course's files side by side. The warm pool grows with it on a GPU.
+        self.slots: int | None = None
+        # Whether the next seed's cases are made ahead (None: on a GPU). A one-shot command turns it off.
+        self.prefetch_cases: bool | None = None
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -196,41 +206,72 @@ class Service:
             cluster.wait_ready()  # its workers' self-checks say whether the sandbox is hardened
             self.hardened, self.hardened_reason = cluster.hardened, cluster.hardened_reason
             return cluster
+        return self._local_zygote(self.backend)
+
+    def _local_zygote(self, backend: str) -> sandbox.Zygote:
         with self._lock:
-            z = self._zygotes.get(self.backend)
+            z = self._zygotes.get(backend)
             if z is None or z.dead:
                 if z is not None:
                     z.close()  # a worker that died: release what it held (its shared runs-folder mount)
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
-                self.hardened, self.hardened_reason = hardening.decide(self.backend)
-                size = pool.wanted(self.backend, bool(self.hardened))
-                z = None
-                if self.use_daemon and daemon.wanted(self.backend, bool(self.hardened)):
-                    try:
-                        z = daemon.connect(self.backend, size)
-                    except (OSError, sandbox.SandboxError):
-                        z = None  # no background worker: start one of our own, as before
-                if z is None:
-                    z = sandbox.Zygote(
-                        self.backend,
-                        hardened=self.hardened,
-                        read_only=(self.workspace.root,),
-                        hidden=tuple(e.solution for e in self.course.exercises()),
-                        pool=size,
+                self.hardened, self.hardened_reason = hardening.decide(backend)
+                if not self.hardened and backend == "gpu" and self.on_unhardened is not None:
+                    self.on_unhardened(
+                        "WARNING: GPU runs use sandbox layer 1 only (your own code on your own machine is "
+                        f"fine; do not run other people's code): {self.hardened_reason}"
                     )
-                self._zygotes[self.backend] = z
+                size = pool.wanted(backend, bool(self.hardened), self.slots or 1)
+                z = sandbox.Zygote(
+                    backend,
+                    hardened=self.hardened,
+                    read_only=(self.workspace.root,) if self.sandbox_reads_workspace else (),
+                    hidden=tuple(e.solution for e in self.course.exercises()),
+                    pool=size,
+                )
+                self._zygotes[backend] = z
             return z
+
+    def private_workspaces(self) -> None:
+        """Classroom mode: runs read no shared workspace folder (each learner's file is copied into their own
+        run directory). A local worker already started with the folder bound is replaced."""
+        if not self.sandbox_reads_workspace:
+            return
+        self.sandbox_reads_workspace = False
+        with self._lock:
+            started, self._zygotes = list(self._zygotes.values()), {}
+        for zygote in started:
+            zygote.close()
 
     def run_limits(self) -> dict:
         """Per-run cgroups: whether runs get them, and which limits a probe saw stop something."""
-        report = cgroups.report()
         zygote = self._zygotes.get(self.backend)
+        report = cgroups.report(bool(zygote.hardened) if zygote is not None else bool(self.hardened))
         if zygote is not None and not zygote.run_cgroups:  # the worker started without them
-            report = report | {"per_run_cgroups": False, "reason": "the worker places runs in no cgroup"}
+            report = report | {
+                "per_run_cgroups": False,
+                "memory_limit": False,
+                "complete": False,
+                "active": [],
+                "reason": "the worker places runs in no cgroup",
+            }
         return report
 
     def warm_up(self) -> None:
-        """Start the worker now (in the background), so the first run does not wait for imports."""
+        """Start the worker now (in the background), so the first run does not wait for imports. When the GPU
+        was asked for by name and its probe is not answered yet (a subprocess creating a CUDA context: seconds),
+        the GPU worker starts importing torch while the probe runs; a probe that finds no usable GPU raises
+        BackendError as before, and the worker started for nothing is closed."""
+        wanted = (self.requested_backend or config.default_backend()).lower()
+        if self.executor == "local" and self._choice is None and wanted == "gpu":
+            early = self._local_zygote("gpu")
+            try:
+                _ = self.choice
+            except backends.BackendError:
+                with self._lock:
+                    self._zygotes.pop("gpu", None)
+                early.close()
+                raise
         self.zygote()
 
     def gate(self) -> FairGate:
@@ -240,7 +281,7 @@ class Service:
                     gate = FairGate(max(1, self._remote.capacity))
                     self._remote.on_capacity = lambda n: setattr(gate, "size", max(1, n))
                 else:
-                    gate = FairGate(1 if self.backend == "gpu" else INTERPRETER_POOL)
+                    gate = FairGate(self.slots or (1 if self.backend == "gpu" else INTERPRETER_POOL))
                 self._gates[self.backend] = gate
             return self._gates[self.backend]
 
@@ -271,8 +312,11 @@ class Service:
 
     # ---- the learner's code -------------------------------------------------------------------------------
 
-    def learner_file(self, exercise: Exercise) -> Path:
-        return self.workspace.ensure(exercise)
+    def learner_file(self, exercise: Exercise, start: Path | None = None) -> Path:
+        """The learner's copy of the exercise, in this service's workspace, or in the workspace of the folder
+        `start` (the check daemon serves commands run from any folder)."""
+        workspace = self.workspace if start is None else Workspace(locate(start), self.course)
+        return workspace.ensure(exercise)
 
     def read_code(self, exercise: Exercise) -> tuple[str, str]:
         return self.workspace.read(exercise)
@@ -301,16 +345,27 @@ class Service:
         timeout: float = 120.0,
         text: str | None = None,
         speed: bool = True,
+        on_verdict: Callable[[Verdict], None] | None = None,
+        huge: bool = False,
     ) -> Verdict:
         """Grade `text` when given (the text a request sent), else the file's text as it is now — read before
         waiting in the queue, so a later save never changes what this check grades. On a GPU a passing file
-        is then timed once (`verdict.speed`, never graded)."""
+        is then timed once (`verdict.speed`, never graded); `on_verdict` gets the verdict before that timing run,
+        so an interface can show it at once and the speed line after. `huge`: the cases past 2³¹ elements
+        (a GPU only)."""
+        if huge and self.backend != "gpu":
+            raise ValueError(
+                f"huge cases (≥ 2³¹ elements) run on a GPU only, not on the {self.backend} backend"
+            )
+        began = time.monotonic()
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else grader.read_source(target)
         zygote = self.zygote()
         if seed is None:
             with self._lock:
                 seed = self._next_seed.pop(exercise.id, None)
+        if seed is None:
+            seed = random.SystemRandom().randrange(1, 2**31)
         gate = self.gate()
         handles: list = []
 
@@ -319,7 +374,19 @@ class Service:
             if on_start:
                 on_start(run)
 
-        gate.acquire(on_wait)
+        ahead: list[threading.Thread] = []
+
+        def waiting(position: int) -> None:
+            # Next in line: make this check's cases now (case_cache, one maker per seed), so the worker that
+            # frees up never waits for the parent's NumPy. Only the head of the queue: memory stays bounded.
+            if position == 1 and not ahead and case_cache.CASES.budget > 0:
+                ahead.append(self._make_cases_soon(exercise, seed))
+            if on_wait:
+                on_wait(position)
+
+        asked = time.monotonic()
+        gate.acquire(waiting)
+        queued = time.monotonic() - asked
         try:
             verdict = grader.check(
                 exercise,
@@ -331,6 +398,7 @@ class Service:
                 on_start=started,
                 timeout=timeout,
                 source=source,
+                huge_cases=huge,
             )
         except executors.WorkerLost as lost:
             return self._lost_verdict(exercise, target, seed, lost)
@@ -339,26 +407,22 @@ class Service:
         verdict.executor = self.executor
         verdict.node = getattr(handles[0], "node", "") if handles else ""
         verdict.node = verdict.node or executors.this_node()
+        verdict.timings = {"queue_wait_s": queued, "cases_ahead": bool(ahead)} | verdict.timings
+        if on_verdict:
+            on_verdict(verdict)
+        mark = time.monotonic()
         self._add_speed(verdict, exercise, target, speed, on_wait)
+        if verdict.speed is not None:
+            verdict.timings["speed_s"] = time.monotonic() - mark
+        verdict.timings["total_s"] = time.monotonic() - began
         self.prepare_cases(exercise)
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
         return verdict
 
-    def prepare_cases(self, exercise: Exercise) -> None:
-        """Draw the seed of this exercise's next check now and make its cases in a background thread."""
-        long_lived = not self.use_daemon  # a one-shot CLI command ends before the next check
-        wanted = (
-            self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu" and long_lived
-        )
-        if not wanted:
-            return
-        with self._lock:
-            if exercise.id in self._next_seed:
-                return
-            seed = random.SystemRandom().randrange(1, 2**31)
-            self._next_seed[exercise.id] = seed
+    def _make_cases_soon(self, exercise: Exercise, seed: int) -> threading.Thread:
+        """Make (and cache) the cases of (exercise, seed) in a background thread."""
         backend = self.backend
 
         def make() -> None:
@@ -367,7 +431,21 @@ class Service:
                 (exercise.id, backend, seed), lambda: grader.make_cases(contract, seed, backend)
             )
 
-        threading.Thread(target=make, name=f"cases-{exercise.id}", daemon=True).start()
+        thread = threading.Thread(target=make, name=f"cases-{exercise.id}", daemon=True)
+        thread.start()
+        return thread
+
+    def prepare_cases(self, exercise: Exercise) -> None:
+        """Draw the seed of this exercise's next check now and make its cases in a background thread."""
+        wanted = self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu"
+        if not wanted:
+            return
+        with self._lock:
+            if exercise.id in self._next_seed:
+                return
+            seed = random.SystemRandom().randrange(1, 2**31)
+            self._next_seed[exercise.id] = seed
+        self._make_cases_soon(exercise, seed)
 
     def _add_speed(
         self, verdict: Verdict, exercise: Exercise, target: Path, wanted: bool, on_wait: Callable | None
@@ -515,7 +593,7 @@ class Service:
                 "problems": [f"the inspect run ended without a result ({why})"],
                 "output": result.output[-2000:],
             }
-        return data
+        return kernel_inspect.checked(data, target)
 
     # ---- hints and progress -------------------------------------------------------------------------------
 

@@ -176,6 +176,21 @@ FILE_FLOOD = Case(
     needs="run folder cap",
 )
 
+KERNEL_NEVER_RETURNS = Case(
+    "a kernel that never returns (spins on a flag nothing sets)",
+    "kernel_spins_forever.py",
+    "wall-clock timeout; the run's whole process tree is killed (on a GPU that frees its context)",
+    failed_with("timeout"),
+    timeout=3,
+)
+GPU_MEMORY_HOG = Case(
+    "4 GiB of GPU memory under a 2 GiB soft cap",
+    "gpu_memory_hog.py",
+    "soft GPU memory cap: torch's allocator (set_per_process_memory_fraction)",
+    failed_with(),
+    timeout=60,
+)
+
 CASES = [
     Case(
         "fork bomb (bounded: 2^7 processes)",
@@ -187,6 +202,7 @@ CASES = [
         limits={"processes": 32},
     ),
     Case("infinite loop", "infinite_loop.py", "wall-clock timeout", failed_with("timeout"), timeout=3),
+    KERNEL_NEVER_RETURNS,
     Case(
         "memory bomb (bounded: 6 GiB)",
         "memory_bomb.py",
@@ -337,14 +353,14 @@ class Record:
 class Bench:
     """A Service on the fixture course, with canaries outside every run dir and a listening loopback port."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, backend: str = "interpreter") -> None:
         self.root = root
         self.canary_dir = root / "canary"
         self.canary_dir.mkdir(parents=True)
         self.canary = self.canary_dir / "secret.txt"
         self.canary.write_text(SECRET + "\n")
         self.canary.chmod(0o644)
-        self.service = Service(course_dir=FIXTURE_COURSE, workspace_dir=root / "ws", backend="interpreter")
+        self.service = Service(course_dir=FIXTURE_COURSE, workspace_dir=root / "ws", backend=backend)
         self.exercise = self.service.exercise("vector-copy")
         self.service.learner_file(self.exercise)  # the workspace exists, and is protected
         self.service.store.record_attempt(

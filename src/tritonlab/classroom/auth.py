@@ -13,20 +13,44 @@ not affected, so nobody can lock a learner out from elsewhere; a teacher's unloc
 
 from __future__ import annotations
 
+import functools
+import os
 import secrets
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from tritonlab import config
 from tritonlab.store.classroom import ClassroomDB, User
 
 FREE_TRIES = 5
 MAX_DELAY_S = 900.0
-_hasher = PasswordHasher()  # argon2id, the library's current defaults
-_DUMMY = _hasher.hash("tritonlab-no-such-user")  # verified against for unknown users: equal timing
+# At most this many hashes at once: each holds `m` KiB for its duration, so a burst of 200 log-ins at the start
+# of a lab costs at most HASH_SLOTS x 64 MiB and leaves the other request threads a core to serve pages.
+HASH_SLOTS = max(1, min(4, (os.cpu_count() or 2) - 1))
+_slots = threading.BoundedSemaphore(HASH_SLOTS)
+# The web server's log-ins wait for a hash here, not in the request thread pool: a burst of log-ins queues
+# in this executor while pages keep being served.
+HASHING = ThreadPoolExecutor(max_workers=HASH_SLOTS, thread_name_prefix="argon2")
+
+
+@functools.cache
+def _hasher_for(t: int, m: int, p: int) -> tuple[PasswordHasher, str]:
+    hasher = PasswordHasher(time_cost=t, memory_cost=m, parallelism=p)  # argon2id
+    return hasher, hasher.hash("tritonlab-no-such-user")  # the dummy: unknown users cost the same time
+
+
+def hasher() -> tuple[PasswordHasher, str]:
+    """The argon2id hasher for the configured cost (config.argon2_cost) and its dummy hash."""
+    cost = config.argon2_cost()
+    return _hasher_for(cost["t"], cost["m"], cost["p"])
+
+
 WORDS = (
     "amber anvil arch aspen atlas basil beacon birch bison blaze brook cable cedar cinder cobalt comet coral "
     "crane delta dune ember fable falcon fern fjord flint forge garnet glacier harbor hazel heron indigo "
@@ -38,7 +62,8 @@ WORDS = (
 
 
 def hash_password(password: str) -> str:
-    return _hasher.hash(password)
+    with _slots:
+        return hasher()[0].hash(password)
 
 
 def new_password() -> str:
@@ -77,8 +102,10 @@ class PasswordAuthenticator:
             raise LoginRefused("too many wrong passwords from here: wait and try again", retry_after=wait)
         user = self.db.user_by_name(name)
         stored = self.db.password_hash(user.id) if user else None
+        hash_, dummy = hasher()
         try:
-            _hasher.verify(stored or _DUMMY, password)
+            with _slots:
+                hash_.verify(stored or dummy, password)
             ok = stored is not None
         except (VerificationError, InvalidHashError):
             ok = False
@@ -88,6 +115,6 @@ class PasswordAuthenticator:
         if user.disabled:
             raise LoginRefused("this account is disabled; ask your teacher")
         self.db.clear_failures(name, address)
-        if _hasher.check_needs_rehash(stored or ""):
+        if hash_.check_needs_rehash(stored or ""):  # the configured cost changed: upgrade on the next log-in
             self.db.set_password_hash(user.id, hash_password(password))
         return user

@@ -19,6 +19,7 @@ from tritonlab import config
 from tritonlab.classroom.auth import PasswordAuthenticator, hash_password, new_password
 from tritonlab.models import Course, Exercise
 from tritonlab.service import Service
+from tritonlab.store import leaderboard
 from tritonlab.store.classroom import ROLES, AccountError, ClassroomDB, User, database_url, redact
 
 USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
@@ -266,6 +267,30 @@ class Classroom:
                 row += [bool(cell.get("passed")), cell.get("attempts", 0), cell.get("last_failure") or ""]
             writer.writerow([csv_safe(v) for v in row])
         return out.getvalue()
+
+    # ---- the opt-in speed leaderboard (store/leaderboard.py) --------------------------------------------------
+
+    def leaderboard(self, course: Course) -> dict:
+        """{"enabled", "exercises": {id: [{rank, name, ms, gpu, at}]}}: empty while the teacher has it off."""
+        if not leaderboard.enabled(self.db):
+            return {"enabled": False, "exercises": {}}
+        return {"enabled": True, "exercises": leaderboard.board(self.db, [e.id for e in course.exercises()])}
+
+    def leaderboard_enabled(self) -> bool:
+        return leaderboard.enabled(self.db)
+
+    def set_leaderboard(self, on: bool) -> None:
+        leaderboard.set_enabled(self.db, on)
+
+    def leaderboard_name(self, user: User) -> str | None:
+        return leaderboard.name_of(self.db, user.id)
+
+    def set_leaderboard_name(self, user: User, name: str | None) -> str | None:
+        """Join the board under `name`, rename, or leave it (None / ""); AccountError if it cannot be used."""
+        try:
+            return leaderboard.set_name(self.db, user.id, name)
+        except leaderboard.NameError_ as exc:
+            raise AccountError(str(exc)) from None
 
     def learner_code(self, user: User, exercise: Exercise, course: Course) -> tuple[str, str]:
         return self.db.code(user.id, course).read(exercise)

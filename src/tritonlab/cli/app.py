@@ -21,6 +21,7 @@ from tritonlab.cli.common import (
     lang,
     make_service,
     print_verdict,
+    t_known,
     tr,
 )
 from tritonlab.i18n import language_name
@@ -202,14 +203,28 @@ def check(
     seed: Annotated[int | None, typer.Option(help="Replay the cases of an earlier check.")] = None,
     show_output: Annotated[bool, typer.Option("--output", help="Show what your code printed.")] = False,
     executor: ExecutorOpt = None,
+    huge: Annotated[
+        bool,
+        typer.Option("--huge", help="Also run the cases past 2³¹ elements (1-D exercises; GPU only)."),
+    ] = False,
 ) -> None:
     """Grade your kernel on many shapes, dtypes and layouts. Exit 0 when it passes, 1 when not."""
+    if file is not None and not solution and not file.is_file():
+        raise fail(tr("cli.missing_file", path=file))
+    from tritonlab.cli import daemon
+
+    if not huge and daemon.wanted(backend, executor):  # --huge: several GiB, in this command's own worker
+        code = _check_through_daemon(exercise_id, file, solution, json_out, backend, seed, show_output)
+        if code is not None:
+            raise typer.Exit(code)
     from tritonlab.service import ExecutorError
 
     # A one-off check needs one worker: on a cluster it starts one actor, not one per GPU.
     service = make_service(backend, executor=executor, remote_workers=1)
     exercise = find_exercise(service, exercise_id)
-    service.use_daemon = True  # a one-shot command: reuse the background worker where there is one
+    service.prefetch_cases = False  # this process ends after one check
+    if huge and service.backend != "gpu":  # several GiB per tensor: never on the interpreter
+        raise fail(tr("cli.huge.needs_gpu", backend=service.backend))
     try:
         service.warm_up()
     except ExecutorError as exc:
@@ -226,7 +241,9 @@ def check(
             sys.stderr.write(f"waiting for a free worker: position {position} in the queue\n")
 
     try:
-        verdict = service.check(exercise, file=target, seed=seed, record=not solution, on_wait=queued)
+        verdict = service.check(
+            exercise, file=target, seed=seed, record=not solution, on_wait=queued, huge=huge
+        )
     except ExecutorError as exc:
         service.close()
         raise fail(str(exc)) from None
@@ -236,8 +253,81 @@ def check(
     else:
         if show_output and verdict.output:
             console().print(verdict.output, markup=False)
-        print_verdict(verdict, exercise, service.lang)
+        print_verdict(verdict, exercise.id, service.lang)
     raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _check_through_daemon(
+    exercise_id: str,
+    file: Path | None,
+    solution: bool,
+    json_out: bool,
+    backend: str | None,
+    seed: int | None,
+    show_output: bool,
+) -> int | None:
+    """The check, run by this user's background check daemon (cli/daemon.py): this process imports neither
+    torch, triton nor NumPy. None when no daemon answered (the caller checks in this process instead)."""
+    from tritonlab.cli import daemon
+    from tritonlab.models import Verdict
+
+    msg = {
+        "op": "check",
+        "exercise": exercise_id,
+        "file": str(file.resolve()) if file is not None and not solution else None,
+        "solution": solution,
+        "seed": seed,
+        "record": not solution,
+        "cwd": str(Path.cwd()),
+        "backend": backend,
+    }
+
+    early: list[Verdict] = []
+
+    def progress(event: dict) -> None:
+        if json_out:
+            return
+        if isinstance(event.get("verdict"), dict):  # the verdict first; its speed line follows (GPU)
+            early.append(Verdict.from_json(event["verdict"]))
+            output = str(event.get("output") or "")
+            if show_output and output:
+                console().print(output, markup=False)
+            print_verdict(early[0], early[0].exercise, lang())
+        elif "checking" in event:
+            sys.stderr.write(tr("cli.check.checking", file=event["checking"], backend=event.get("backend")))
+            sys.stderr.write("\n")
+        elif "queued" in event:
+            sys.stderr.write(f"waiting for a free worker: position {event['queued']} in the queue\n")
+
+    try:
+        reply = daemon.request(msg, progress)
+    except (daemon.Unavailable, OSError, ValueError):
+        return None
+    error = reply.get("error")
+    if error == "no_exercise":
+        raise fail(tr("cli.no_exercise", id=exercise_id, known=", ".join(map(str, reply.get("known", [])))))
+    if error == "course":
+        raise fail(tr("cli.course_problem", detail=reply.get("detail", "")))
+    if error == "backend":
+        raise fail(t_known("backend_reason", str(reply.get("detail", ""))))
+    if error or not isinstance(reply.get("verdict"), dict):
+        return None
+    data = reply["verdict"]
+    if json_out:
+        print(json.dumps(data))
+    elif early:  # already printed: only the speed line is left
+        speed = reply.get("speed_line")
+        if speed:
+            from rich.markup import escape
+
+            console().print(f"[cyan]{escape(str(speed))}[/]")
+    else:
+        verdict = Verdict.from_json(data)
+        output = str(reply.get("output") or "")
+        if show_output and output:
+            console().print(output, markup=False)
+        print_verdict(verdict, verdict.exercise, lang(), speed_text=reply.get("speed_line"))
+    return 0 if data.get("passed") else 1
 
 
 @app.command()
@@ -348,29 +438,57 @@ def dev_check(
     json_out: Annotated[bool, typer.Option("--json")] = False,
     only: Annotated[list[str] | None, typer.Option("--only", help="Only these exercise ids.")] = None,
     backend: Annotated[str, typer.Option("--backend", help="interpreter or gpu.")] = "interpreter",
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", min=1, max=8, help="Checks at once (default: 2; on a GPU one per 4 CPU cores, ≤ 4)."
+        ),
+    ] = None,
 ) -> None:
     """Verify the whole course: starters fail, solutions pass, hints, quizzes and examples are valid."""
     from tritonlab.cli.devcheck import run_dev_check
 
-    problems = run_dev_check(console(), json_out=json_out, only=only, backend=backend)
+    problems = run_dev_check(console(), json_out=json_out, only=only, backend=backend, jobs=jobs)
     raise typer.Exit(1 if problems else 0)
 
 
 def _register_optional() -> None:
-    """Commands that live in their own modules (quiz, bench, serve)."""
+    """Commands that live in their own modules (quiz, bench, serve, viz, notebook, classroom)."""
     import importlib
 
-    for name in ("quiz", "bench", "serve", "viz", "notebook", "classroom"):
+    # command -> (module, its register function); `notebook` lives beside `serve` (cli/serve.py)
+    for module_name, function in {
+        "quiz": ("quiz", "register"),
+        "bench": ("bench", "register"),
+        "serve": ("serve", "register"),
+        "viz": ("viz", "register"),
+        "notebook": ("serve", "register_notebook"),
+        "classroom": ("classroom", "register"),
+    }.values():
         try:
-            module = importlib.import_module(f"tritonlab.cli.{name}")
+            module = importlib.import_module(f"tritonlab.cli.{module_name}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"tritonlab.cli.{name}":
+            if exc.name != f"tritonlab.cli.{module_name}":
                 raise
             continue
-        module.register(app)
+        getattr(module, function)(app)
 
 
 _register_optional()
+
+
+def full_disk(exc: BaseException) -> BaseException | None:
+    """The innermost full-disk error (ENOSPC, EDQUOT, SQLite's "database or disk is full") behind `exc`."""
+    from tritonlab.service import disk_is_full as is_full
+
+    found, seen = None, set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if is_full(current):
+            found = current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return found
 
 
 def main() -> None:
@@ -379,3 +497,14 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("\n" + tr("cli.interrupted") + "\n")
         sys.exit(130)
+    except Exception as exc:  # a full disk is the machine's state, not a bug: say so, no traceback
+        cause = full_disk(exc)
+        if cause is None:
+            raise
+        from tritonlab import config
+
+        detail = getattr(cause, "strerror", None) or str(cause)
+        filename = getattr(cause, "filename", None)  # the file it could not write, when the error says
+        where = Path(filename).parent if isinstance(filename, str) else config.home()
+        sys.stderr.write(tr("disk_full.cli", detail=detail, where=where) + "\n")
+        sys.exit(1)

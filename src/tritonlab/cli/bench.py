@@ -34,10 +34,24 @@ def _err(message: str) -> None:
 
 
 def run_bench(
-    targets: list[str], *, json_out: bool, plot: Path | None, sweep: bool, force: bool, refresh_peaks: bool
+    targets: list[str],
+    *,
+    json_out: bool,
+    plot: Path | None,
+    sweep: bool,
+    force: bool,
+    refresh_peaks: bool,
+    budget_s: float | None = None,
+    runs: int = 1,
 ) -> int:
-    """Benchmark ``targets``; return the process exit code."""
+    """Benchmark ``targets``; return the process exit code. With ``budget_s``, no case starts after that many
+    seconds: the cases left are listed under ``"skipped"`` (a time-boxed run, e.g. in `make gpu-verify`)."""
+    import time
+
     from tritonlab.perf import bench
+    from tritonlab.perf import targets as targets_mod
+
+    deadline = None if budget_s is None else time.monotonic() + budget_s
 
     config.use_trusted_triton_cache()  # the course's own kernels: never the cache learner runs write
     ok, why = bench.gpu_status()
@@ -63,12 +77,26 @@ def run_bench(
     device = "cuda" if gpu else "cpu"
     peaks = get_peaks(refresh=refresh_peaks) if gpu else None
     result: dict[str, Any] = {"env": bench.environment(), "peaks": peaks, "interpreter": not gpu, "rows": []}
+    cases = []
     for name in targets:
         if sweep:
             result.setdefault("sweeps", {})[name] = run_sweep(C.sweep_for(name, device, tiny=not gpu), gpu)
             continue
-        for case in C.cases_for(name, device, tiny=not gpu):
-            result["rows"].append(bench.measure_case(case, peaks, gpu=gpu))
+        cases += C.cases_for(name, device, tiny=not gpu)
+    # Interleaved runs: run 1 of every case, then run 2, ...; each case's median and spread (perf/targets.py).
+    timed: list[list[dict[str, Any]]] = []
+    for run in range(runs):
+        timed.append([])
+        for case in cases:
+            if deadline is not None and time.monotonic() > deadline:
+                label = f"{case.kernel} {case.dtype} {'x'.join(map(str, case.shape))} (run {run + 1})"
+                result.setdefault("skipped", []).append(label)
+                continue
+            timed[-1].append(bench.measure_case(case, peaks, gpu=gpu))
+    if cases:
+        result["rows"] = targets_mod.combine(timed) if runs > 1 else timed[0]
+        result["runs"] = runs
+        result["targets"] = targets_mod.evaluate(result["rows"], peaks)
     if json_out:
         typer.echo(json.dumps(result, indent=1, default=str))
     else:
@@ -80,6 +108,15 @@ def run_bench(
             )
         if result["rows"]:
             typer.echo(bench.format_rows(result["rows"]))
+        for t in result.get("targets", []):
+            measured = "n/a" if t["measured"] is None else f"{t['measured']:.3g}{t['unit']}"
+            spread = f" (runs {t['spread'][0]}–{t['spread'][1]})" if t.get("spread") else ""
+            typer.echo(
+                f"{'MET  ' if t['met'] else 'SHORT'} {t['id']:32s} {measured:>9s}{spread} "
+                f"(target ≥ {t['target']}{t['unit']})"
+            )
+        if result.get("skipped"):
+            typer.echo(f"not timed (time budget of {budget_s:.0f} s spent): {', '.join(result['skipped'])}")
         for name, grid in result.get("sweeps", {}).items():
             typer.echo(format_grid(name, grid))
     if plot is not None:
@@ -254,6 +291,18 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--refresh-peaks", help="Measure this GPU's copy bandwidth and matmul rate again."),
         ] = False,
+        runs: Annotated[
+            int,
+            typer.Option(
+                "--runs", min=1, max=9, help="Time every case this many times, interleaved; report medians."
+            ),
+        ] = 1,
+        budget: Annotated[
+            float | None,
+            typer.Option(
+                "--budget", min=0, help="Start no case after this many seconds; list the rest as skipped."
+            ),
+        ] = None,
     ) -> None:
         """Time your kernel (an exercise id) or the reference kernels next to torch, torch.compile and cuBLAS.
 
@@ -295,5 +344,7 @@ def register(app: typer.Typer) -> None:
             sweep=sweep,
             force=force_interpreter,
             refresh_peaks=refresh_peaks,
+            budget_s=budget,
+            runs=runs,
         )
         raise typer.Exit(code)

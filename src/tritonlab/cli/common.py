@@ -3,12 +3,13 @@ making the service, and printing a verdict. Cheap to import: no torch, triton or
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from tritonlab.i18n import kind_label, t
+from tritonlab.i18n import kind_label, t, translate_grader
 
 if TYPE_CHECKING:
     from tritonlab.models import Exercise, Verdict
@@ -65,6 +66,7 @@ def make_service(
             remote_workers=remote_workers,
         )
         _ = service.choice  # resolve the backend now: forcing a missing GPU is a usage error
+        service.on_unhardened = lambda message: typer.secho(message, fg="yellow", err=True)
         return service
     except CourseError as exc:
         raise fail(tr("cli.course_problem", detail=exc)) from None
@@ -89,9 +91,13 @@ def find_exercise(service: Service, exercise_id: str) -> Exercise:
         raise fail(tr("cli.no_exercise", id=exercise_id, known=known)) from None
 
 
-def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = None) -> None:
-    """A check's verdict for people. The grader's messages and causes are English (contracts/); the
-    failure kind gets its translated name, the id kept beside it."""
+def print_verdict(
+    verdict: Verdict, exercise_id: str, language: str | None = None, speed_text: str | None = None
+) -> None:
+    """A check's verdict for people: the grader's messages and causes in `language` where the catalog knows
+    them (`i18n.translate_grader`), else in English; the failure kind gets its translated name, the id kept
+    beside it. `speed_text`: the speed line already written (by the check daemon), so that this process need
+    not import the service to write it."""
     from rich.markup import escape
 
     lang_ = language or lang()
@@ -100,7 +106,7 @@ def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = N
     header = t(
         "cli.verdict.header",
         lang_,
-        id=exercise.id,
+        id=exercise_id,
         backend=verdict.backend,
         seed=verdict.seed,
         seconds=f"{verdict.duration_s:.2f}",
@@ -112,15 +118,21 @@ def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = N
         # One entry per distinct problem: the first case in full, then the other cases it also hit.
         groups: dict[tuple[str, str], list] = {}
         for f in verdict.failures:
-            groups.setdefault((f.kind, f.cause), []).append(f)
+            # the same advice with other numbers in it (sizes, program counts) is the same problem
+            groups.setdefault((f.kind, re.sub(r"\d+(\.\d+)?", "#", f.cause)), []).append(f)
+        english_left = False
         for same in list(groups.values())[:6]:
             f = same[0]
+            message, message_lang = translate_grader(f.message, lang_)
+            english_left = english_left or message_lang != lang_
             where = f" [dim]({escape(f.where)})[/]" if f.where else ""
             out.print(
-                f"\n[bold]{escape(f.case)}[/] — [red]{kind_label(f.kind, lang_)}[/]{where}\n  {escape(f.message)}"
+                f"\n[bold]{escape(f.case)}[/] — [red]{kind_label(f.kind, lang_)}[/]{where}\n  {escape(message)}"
             )
             if f.cause:
-                out.print(f"  [yellow]{t('cli.verdict.likely_cause', lang_)}[/] {escape(f.cause)}")
+                cause, cause_lang = translate_grader(f.cause, lang_)
+                english_left = english_left or cause_lang != lang_
+                out.print(f"  [yellow]{t('cli.verdict.likely_cause', lang_)}[/] {escape(cause)}")
             if len(same) > 1:
                 others = ", ".join(g.case for g in same[1:5]) + (", …" if len(same) > 5 else "")
                 out.print(
@@ -128,12 +140,15 @@ def print_verdict(verdict: Verdict, exercise: Exercise, language: str | None = N
                 )
         if len(groups) > 6:
             out.print("\n" + t("cli.verdict.more", lang_, count=len(groups) - 6))
-        out.print("\n" + t("cli.verdict.replay", lang_, seed=verdict.seed, id=exercise.id))
-        if lang_ != "en" and verdict.failures:
+        out.print("\n" + t("cli.verdict.replay", lang_, seed=verdict.seed, id=exercise_id))
+        if lang_ != "en" and english_left:
             out.print(f"[dim]{t('cli.verdict.english_details', lang_)}[/]")
     for note in verdict.notes:
+        note = translate_grader(note, lang_)[0]
         out.print(f"[dim]{escape(t('cli.verdict.note', lang_, note=note))}[/]")
-    if verdict.speed:
+    if verdict.speed and not speed_text:
         from tritonlab.service import speed_line
 
-        out.print(f"[cyan]{escape(speed_line(verdict.speed))}[/]")
+        speed_text = speed_line(verdict.speed)
+    if verdict.speed and speed_text:
+        out.print(f"[cyan]{escape(speed_text)}[/]")

@@ -35,8 +35,19 @@ def sandbox_report(chosen: str) -> dict:
         "reason": probe["reason"],
         "layers": list(LAYER_ONE) + (probe["layers"] if probe["hardened"] else []),
         "evidence": probe["evidence"],
-        "run_limits": cgroups.report() | {"run_folder": runfolder.probe()},
+        "run_limits": cgroups.report(probe["hardened"]) | {"run_folder": runfolder.probe()},
     }
+    if chosen == "gpu":
+        from tritonlab.runs import sandbox
+
+        report["gpu_memory"] = {
+            "cap_bytes": sandbox.gpu_memory_cap(),
+            "kind": "soft",
+            "how": "torch.cuda.set_per_process_memory_fraction in each GPU run before learner code "
+            "(TRITONLAB_GPU_MEMORY_GIB)",
+            "not_covered": "the CUDA context and memory allocated outside torch's caching allocator; without "
+            "MPS or MIG nothing stronger exists, and GPU settings are left untouched",
+        }
     if not probe["hardened"]:
         report["not_active"] = probe["layers"]  # what the probe saw working; NOT used without the rest
         report["warning"] = (
@@ -101,7 +112,7 @@ def run_doctor(requested: str | None = None) -> dict[str, Any]:
         "data_dir": str(config.home()),
         "course_dir": str(config.course_dir()),
     }
-    gpu = backend.probe_gpu()
+    gpu = backend.probe_gpu(fresh=True)  # doctor verifies: never the cached answer
     report["gpu"] = {k: gpu.get(k) for k in ("cuda", "name", "capability", "cuda_version", "triton_backend")}
     report["gpu"]["driver"] = backend.driver_version()
     problems: list[dict] = []
@@ -206,11 +217,23 @@ def print_report(report: dict, out: Any, lang: str = "en") -> None:
     if box.get("warning"):
         out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(box['warning'])}")
     limits = box.get("run_limits") or {}
-    if limits.get("per_run_cgroups"):
-        for name in limits.get("active", []):
+    warn = f"[yellow]{t('doctor.warning', lang)}[/]"
+    for name, entry in (limits.get("controllers") or {}).items():  # per controller: active, or why not
+        if entry["state"] == "active":
             out.print(f"  ✔ {known(f'per-run cgroup limit ({name}): a probe exceeded it and was stopped')}")
-    elif limits:
-        out.print(f"[yellow]{t('doctor.warning', lang)}[/] {known(limits.get('note') or limits['reason'])}")
+        elif entry["state"] == "set, not probed":
+            out.print(f"  ✔ per-run cgroup {name}: {entry['reason']}")
+        else:
+            out.print(
+                f"{warn} per-run cgroup {name}: {entry['state']} ({entry['reason']}); instead: {entry['instead']}"
+            )
+    if limits and not limits.get("per_run_cgroups"):
+        out.print(f"{warn} {known(limits.get('note') or limits['reason'])}")
+    if gpu_cap := box.get("gpu_memory"):
+        out.print(
+            f"  ✔ soft GPU memory cap per run: {gpu_cap['cap_bytes'] / (1 << 30):.1f} GiB ({gpu_cap['how']}; "
+            f"not covered: {gpu_cap['not_covered']})"
+        )
     folder = limits.get("run_folder") or {}
     if folder.get("capped"):
         cap = f"{folder['bytes'] >> 20} MiB, {folder['files']} files"

@@ -1,4 +1,4 @@
-"""`tritonlab serve`: the course in the browser, safe by default.
+"""`tritonlab serve`: the course in the browser, safe by default; and `tritonlab notebook`: the course in Jupyter.
 
 Binds 127.0.0.1, prints a URL with a fresh random token (exchanged for a cookie on first visit), refuses to
 listen on any other address unless a token was given explicitly, and warms up the sandbox worker so that
@@ -11,6 +11,8 @@ import socket
 import threading
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -81,9 +83,13 @@ def check_sandbox(
     reason: str,
     allow_unhardened: bool,
     run_limits: dict | None = None,
+    shared: bool | None = None,
 ) -> bool:
-    """Say loudly when learner code runs without sandbox layer 2 or without per-run cgroups; refuse a shared
-    server without both. `run_limits` is the cgroup probe's report (Service.run_limits; None: not probed)."""
+    """Say loudly when learner code runs without sandbox layer 2 or without a per-run memory limit; refuse to
+    serve other people (a non-loopback address, or `shared=True`: a classroom) without both, unless
+    --allow-unhardened. `run_limits` is the cgroup probe's report (Service.run_limits; None: not probed).
+    A per-run memory limit is what a shared server needs; a missing pids controller (a host that delegates
+    memory only) is a warning: RLIMIT_NPROC per run stands in for it in the hardened layer."""
     missing = []
     if hardened:
         typer.echo("Sandbox: hardened (bubblewrap, unprivileged user; `tritonlab doctor` lists the layers).")
@@ -91,19 +97,33 @@ def check_sandbox(
         typer.secho(
             f"WARNING: learner code runs WITHOUT the hardened sandbox layer: {reason}", fg="yellow", err=True
         )
-        missing.append("the hardened sandbox (install bubblewrap)")
+        missing.append("the hardened sandbox (install bubblewrap; on a GPU its CUDA probe must pass)")
     if run_limits is not None:
-        if run_limits.get("per_run_cgroups"):
-            typer.echo("Runs: one cgroup each (memory and process limits verified by a probe).")
+        active = list(run_limits.get("active") or [])
+        if run_limits.get("per_run_cgroups") and "memory" in active:
+            typer.echo(f"Runs: one cgroup each ({', '.join(active)} limits verified by a probe).")
+            if not run_limits.get("complete"):
+                typer.secho(
+                    "WARNING: per-run cgroups hold only "
+                    + ", ".join(active)
+                    + ": "
+                    + str(run_limits["reason"]),
+                    fg="yellow",
+                    err=True,
+                )
         else:
             typer.secho(
-                "WARNING: runs are NOT in per-run cgroups: "
+                "WARNING: runs are NOT in per-run cgroups with a memory limit: "
                 + str(run_limits.get("reason") or "not available"),
                 fg="yellow",
                 err=True,
             )
-            missing.append("per-run cgroups (run as root, or give the service a delegated cgroup subtree)")
-    if not missing or is_loopback(host) or allow_unhardened:
+            missing.append(
+                "per-run cgroups with a memory limit (run as root, or give the service a delegated cgroup subtree)"
+            )
+    if shared is None:
+        shared = not is_loopback(host)
+    if not missing or not shared or allow_unhardened:
         return True
     typer.secho(
         f"Refusing to serve other people's code on {host!r} without {' and '.join(missing)}; check "
@@ -133,7 +153,7 @@ def run_server(
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
-    room = open_classroom() if classroom else None
+    room = open_classroom(host) if classroom else None
     if room is None:
         check_host(host, token)
     if token is not None and not token.strip():
@@ -142,6 +162,8 @@ def run_server(
     sock = bind(host, port)
     try:
         service = Service(backend=backend, lang=global_lang(), executor=executor)
+        if room is not None:
+            service.private_workspaces()  # before the worker starts: no shared workspace in the sandbox
         _ = service.choice  # a forced but missing GPU is a usage error, reported now
     except (CourseError, BackendError, ExecutorError) as exc:
         sock.close()
@@ -159,8 +181,9 @@ def run_server(
         sock.close()
         typer.secho(t("serve.cannot_serve", lang(), detail=exc), fg="red", err=True)
         raise typer.Exit(2) from None
-    limits = None if is_loopback(host) else service.run_limits()  # the probe takes a few seconds
-    if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened, limits):
+    shared = room is not None or not is_loopback(host)  # a classroom serves others even behind a proxy
+    limits = service.run_limits() if shared else None  # the probe takes a few seconds
+    if not check_sandbox(host, service.hardened, service.hardened_reason, allow_unhardened, limits, shared):
         service.close()
         sock.close()
         if room is not None:
@@ -200,10 +223,34 @@ def run_server(
             room.close()
 
 
-def open_classroom():  # type: ignore[no-untyped-def]
+def check_argon2(host: str) -> None:
+    """A password-hashing cost below OWASP's floor (TRITONLAB_ARGON2, meant for tests) is refused for a class
+    served beyond loopback, and warned about on loopback."""
+    from tritonlab import config
+
+    try:
+        cost = config.argon2_cost()
+    except ValueError as exc:
+        typer.secho(str(exc), fg="red", err=True)
+        raise typer.Exit(2) from None
+    if not config.argon2_is_weak(cost):
+        return
+    floor = config.ARGON2_FLOOR
+    what = (
+        f"TRITONLAB_ARGON2 sets argon2id to t={cost['t']}, m={cost['m']} KiB: below the minimum of "
+        f"t={floor['t']}, m={floor['m']} KiB (a setting for tests)"
+    )
+    if not is_loopback(host):
+        typer.secho(f"refusing to serve a class on {host}: {what}; unset it", fg="red", err=True)
+        raise typer.Exit(2)
+    typer.secho(f"warning: {what}", fg="yellow", err=True)
+
+
+def open_classroom(host: str = "127.0.0.1"):  # type: ignore[no-untyped-def]
     """The classroom database for `serve --classroom`, or a clear refusal when there is no class yet."""
     from tritonlab.classroom.room import Classroom
 
+    check_argon2(host)
     try:
         room = Classroom()
     except Exception as exc:
@@ -268,3 +315,51 @@ def register(app: typer.Typer) -> None:
             public_url=public_url,
             executor=executor,
         )
+
+
+# ---- `tritonlab notebook` ----------------------------------------------------------------------------------
+
+NOTEBOOK_HELP = """Write lessons as Jupyter notebooks, to open in Jupyter or Colab (see docs/notebooks.md).
+
+Each notebook holds the lesson text as Markdown cells, its examples as code cells, the exercise starter in a
+`%%check` cell and the quiz.
+
+Use the global --lang for the language: `tritonlab --lang pt notebook 5`. --lang after the command works too."""
+
+
+def register_notebook(app: typer.Typer) -> None:
+    """Add `tritonlab notebook LESSON|--all`: write lessons as .ipynb (imports neither nbformat nor IPython
+    until it runs). Exit codes: 0 written, 2 usage error (unknown lesson, no lesson given, nbformat missing)."""
+
+    @app.command("notebook", help=NOTEBOOK_HELP)
+    def notebook(
+        lesson: Annotated[
+            str | None, typer.Argument(metavar="LESSON", help="Lesson number (5) or id (05-vector-add).")
+        ] = None,
+        all_lessons: Annotated[bool, typer.Option("--all", help="Write every lesson.")] = False,
+        out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the notebooks to.")] = Path(
+            "notebooks"
+        ),
+        lang: Annotated[str | None, typer.Option("--lang", help="Language: en, pt or es.")] = None,
+    ) -> None:
+        from tritonlab import config
+        from tritonlab.cli.common import State, console, fail, make_service
+
+        if (lesson is None) == (not all_lessons):
+            raise fail("give one LESSON (for example: tritonlab notebook 5) or --all")
+        try:
+            from tritonlab.notebook.build import write_lesson
+        except ModuleNotFoundError as exc:  # nbformat is a dependency; a broken install says so
+            raise fail(f"{exc.name} is not installed: pip install nbformat") from None
+        language = config.language(lang or State.lang)
+        service = make_service(backend="interpreter")
+        if all_lessons:
+            lessons = list(service.course.lessons)
+        else:
+            try:
+                lessons = [service.lesson(lesson)]
+            except KeyError:
+                raise fail(f"no lesson {lesson!r}; lessons are 1 to {len(service.course.lessons)}") from None
+        for item in lessons:
+            path = write_lesson(service.course, item, out, language)
+            console().print(f"wrote {path}")

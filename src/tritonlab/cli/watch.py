@@ -79,7 +79,7 @@ def watch_loop(service: Service, out: Any, max_seconds: float | None = None) -> 
     def run_check(ex: Any) -> bool:
         out.print(t("watch.checking", lang, id=ex.id, backend=service.backend))
         verdict = service.check(ex)
-        print_verdict(verdict, ex, lang)
+        print_verdict(verdict, ex.id, lang)
         return verdict.passed
 
     exercise, mtime = announce()

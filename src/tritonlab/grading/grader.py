@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from tritonlab import config
-from tritonlab.grading import case_cache, contracts
+from tritonlab.grading import case_cache, contracts, huge
+from tritonlab.grading import where as lines
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
 from tritonlab.runs import rundir, sandbox
@@ -35,6 +36,8 @@ SIGNAL_NAMES = {
 
 
 def encode_arg(arg: object, case_index: int, arg_index: str, run_dir: Path) -> object:
+    if isinstance(arg, huge.Generated):  # made on the device by the child (a huge case)
+        return {"generated": arg.spec(), "label": f"input `{arg_index}`"}
     if isinstance(arg, Tensor):
         name = f"c{case_index}_a{arg_index}.npy"
         np.save(run_dir / name, contracts.to_storage(arg.values, arg.dtype), allow_pickle=False)
@@ -217,12 +220,17 @@ LOOK_FOR = {
 
 
 def where_to_look(failure: Failure, file: Path, function: str) -> Failure:
+    """Fill in `where` when the evidence named no line: the last `return` of a function that launched nothing
+    (the host computed what it returns), else the first line of the kind's usual suspect."""
     if failure.where:
         return failure
+    where = ""
+    if failure.kind in ("no-kernel-launch", "torch-fallback"):
+        where = lines.return_line(file, function)
     needle = LOOK_FOR.get(failure.kind)
     if failure.kind in ("no-kernel-launch", "torch-fallback", "missing-validation"):
         needle = f"def {function}"
-    where = line_containing(file, needle) if needle else ""
+    where = where or (line_containing(file, needle) if needle else "")
     if not where:
         return failure
     return Failure(failure.case, failure.kind, failure.message, failure.cause, where)
@@ -283,8 +291,13 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
     )
 
 
-def make_cases(contract: object, seed: int, backend: str) -> list[Case]:
-    return contract.cases(np.random.default_rng(seed), backend)
+def make_cases(contract: object, seed: int, backend: str, huge_cases: bool = False) -> list[Case]:
+    """The contract's cases; with `huge_cases` (a GPU check only) also its ≥ 2³¹-element ones (grading/huge.py)."""
+    rng = np.random.default_rng(seed)
+    cases = contract.cases(rng, backend)
+    if huge_cases and hasattr(contract, "huge_cases"):
+        cases += contract.huge_cases(rng)
+    return cases
 
 
 def check(
@@ -298,8 +311,10 @@ def check(
     on_start: Callable[[sandbox.Run], None] | None = None,
     keep_run_dir: bool = False,
     source: str | None = None,
+    huge_cases: bool = False,
 ) -> Verdict:
-    """Grade `source` (the text a request sent), or else `file`'s text as read now, under `file`'s name."""
+    """Grade `source` (the text a request sent), or else `file`'s text as read now, under `file`'s name. With
+    `huge_cases` (GPU only), the contract's ≥ 2³¹-element cases run too."""
     started = time.monotonic()
     file = Path(
         file
@@ -308,8 +323,13 @@ def check(
         source = read_source(file)
     seed = int(seed if seed is not None else random.SystemRandom().randrange(1, 2**31))
     contract = contracts.get(exercise.id)
-    cases = case_cache.CASES.get((exercise.id, backend, seed), lambda: make_cases(contract, seed, backend))
+    cases = case_cache.CASES.get(
+        (exercise.id, backend, seed) + (("huge",) if huge_cases else ()),
+        lambda: make_cases(contract, seed, backend, huge_cases),
+    )
     verdict = Verdict(exercise=exercise.id, backend=backend, seed=seed, file=str(file))
+    timings = verdict.timings  # where this check's time went (seconds), per phase, in the verdict JSON
+    timings["cases_s"] = time.monotonic() - started
     run_dir = sandbox.new_run_dir()
     graded = file
     try:
@@ -324,22 +344,40 @@ def check(
             getattr(contract, "ARG_NAMES", None),
             search_dir=file.parent if graded != file else None,
         )
+        timings["write_job_s"] = time.monotonic() - started - timings["cases_s"]
+        mark = time.monotonic()
         handle = zygote.start(run_dir, sandbox.default_limits(backend, timeout))
         if on_start:
             on_start(handle)
         run = handle.wait(on_output)
+        timings["check_run_s"] = time.monotonic() - mark
+        if run.timings:
+            timings["check_run"] = run.timings
         verdict.output = run.output
         try:
             result = read_result(run_dir, output_budget(cases))
+            child_seconds(
+                timings,
+                "check_child",
+                [e.get("seconds") for e in result.get("cases", []) if isinstance(e, dict)],
+            )
             if source is not None and not run.timed_out:
-                replay_cases(contract, cases, result, run_dir, source, file, backend, zygote, timeout)
+                mark = time.monotonic()
+                replay_cases(
+                    contract, cases, result, run_dir, source, file, backend, zygote, timeout, timings
+                )
+                timings["replay_s"] = time.monotonic() - mark
+            mark = time.monotonic()
             judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
+            timings["judge_s"] = time.monotonic() - mark
         except rundir.Malformed as problem:
             verdict.failures = [malformed_failure(problem)]
             verdict.cases = [CaseResult(c.name, False) for c in cases]
             result = {}
         if hasattr(contract, "compile_items") and result and not result.get("import_error"):
+            mark = time.monotonic()
             trusted_compile(verdict, contract, file, source, backend, zygote, timeout)
+            timings["compile_s"] = time.monotonic() - mark
         if graded != file:
             rename_in_verdict(verdict, graded, file)
     finally:
@@ -347,6 +385,16 @@ def check(
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
+
+
+def child_seconds(timings: dict, name: str, values: list) -> None:
+    """What a child said its own cases took (diagnostics only, never judged: a learner's process wrote it):
+    the sum, and the first one (which pays the kernel's compile), when they are plain numbers."""
+    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    numbers = [v for v in numbers if 0 <= v < 1e6]
+    if numbers:
+        timings[f"{name}_s"] = sum(numbers)
+        timings[f"{name}_first_s"] = numbers[0]
 
 
 # ---- the fresh replay: the launches alone, in a child that never imports the learner's module ------------
@@ -378,9 +426,11 @@ def replay_cases(
     backend: str,
     zygote: sandbox.Zygote,
     timeout: float,
+    timings: dict | None = None,
 ) -> None:
     """Redo each returned case's recorded launches in a fresh child (grading/replay.py) and compare its
-    outputs with what the check child returned: a difference is the host's doing (`host_computed`)."""
+    outputs with what the check child returned: a difference is the host's doing (`host_computed`).
+    `timings` (the verdict's) gets the replay run's phases when the run was remote."""
     if not getattr(contract, "REPLAY", True) or result.get("import_error"):
         return
     entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
@@ -415,22 +465,32 @@ def replay_cases(
         job_cases = []
         for i, _entry, record in todo:
             args, kwargs = encode_case(cases[i], i, getattr(contract, "ARG_NAMES", None), replay_dir)
-            job_cases.append({"index": i, "args": args, "kwargs": kwargs, "record": record})
+            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record}
+            if cases[i].extra.get("huge"):
+                job_case["huge"] = cases[i].extra["huge"]
+            job_cases.append(job_case)
         job = {
             "mode": "replay",
             "backend": backend,
             "file": str(file),
             "source": "source.py",
             "cases": job_cases,
+            "tile_map": bool(getattr(contract, "TILE_MAP", False)),
         }
         (replay_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(replay_dir, sandbox.default_limits(backend, timeout)).wait()
+        if timings is not None:
+            timings["replay_run_s"] = run.seconds
+            if run.timings:
+                timings["replay_run"] = run.timings
         try:
             reply = rundir.read_json(replay_dir / "replay.json")  # capped and depth-checked like any run's
             replayed = reply.get("cases", {})
             result["replay_seconds"] = {k: reply.get(k) for k in ("lower_seconds", "seconds")} | {
                 "wall": run.seconds
             }
+            if timings is not None:
+                child_seconds(timings, "replay_child", [reply.get("seconds")])
         except (OSError, ValueError, AttributeError, rundir.Malformed):
             replayed = {}
         atomics = backend == "gpu" and "atomic_" in source
@@ -441,20 +501,38 @@ def replay_cases(
                 entry["host_computed"] = f"the replay of your launches {how} before this case"
             elif got.get("refused"):
                 entry["host_computed"] = str(got["refused"])[:600]
+            elif cases[i].extra.get("huge"):
+                entry["huge_summary"] = got.get("huge")
+                entry["host_computed"] = compare_huge(entry, got.get("huge"))
             else:
                 arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
-                entry["host_computed"] = compare_replay(entry, arrays, tolerant=atomics)
+                entry["host_computed"] = compare_replay(
+                    entry, arrays, tolerant=atomics, indices=getattr(contract, "REPLAY_OUTPUTS", None)
+                )
+                if "tiles" in got and isinstance(entry.get("data"), dict):
+                    # the map the replay child saw replaces the one from the process that ran learner code
+                    entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
     finally:
         sandbox.remove_run_dir(replay_dir)
 
 
-def compare_replay(entry: dict, replayed: list[np.ndarray], tolerant: bool) -> str:
+def compare_replay(
+    entry: dict, replayed: list[np.ndarray], tolerant: bool, indices: tuple[int, ...] | None = None
+) -> str:
     """ "" when the replay's outputs equal what the function returned (bit for bit, or within a tolerance for
-    a kernel with atomics on a GPU), else which output differs."""
-    returned = entry.get("arrays", [])
+    a kernel with atomics on a GPU), else which output differs. `indices` (the contract's `REPLAY_OUTPUTS`)
+    picks the returned outputs the launches must produce, where a custom contract returns more (autotune's
+    per-config snapshots, autograd-wrap's loss, which the grader computes itself)."""
+    arrays = entry.get("arrays", [])
+    if indices is None:
+        indices = tuple(range(len(arrays)))
+    if any(k >= len(arrays) for k in indices):
+        return f"your function returned {len(arrays)} output(s), fewer than the launches must reproduce"
+    returned = [arrays[k] for k in indices]
     if len(replayed) != len(returned):
         return f"the launches alone give {len(replayed)} output(s), your function returned {len(returned)}"
-    for k, (a, b) in enumerate(zip(returned, replayed, strict=True)):
+    for j, (a, b) in enumerate(zip(returned, replayed, strict=True)):
+        k = indices[j]
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"output {k}: the launches alone give a different shape or dtype"
         if tolerant:
@@ -466,6 +544,19 @@ def compare_replay(entry: dict, replayed: list[np.ndarray], tolerant: bool) -> s
         if not bool(np.all(same)):
             differ = int(np.size(same) - np.count_nonzero(same))
             return f"output {k}: {differ} of {a.size} element(s) differ when the launches run alone"
+    return ""
+
+
+def compare_huge(entry: dict, summary: object) -> str:
+    """A huge case: the digest of what the function returned (check child) against the digest of what the
+    launches alone gave (replay child)."""
+    if not isinstance(summary, dict):
+        return "the replay of your launches reported nothing for this case"
+    if summary.get("problem"):
+        return ""  # judged as wrong-shape/wrong-dtype from the summary
+    returned = [o.get("digest") for o in entry.get("huge_outputs", []) if isinstance(o, dict)]
+    if returned != [summary.get("digest")]:
+        return "the tensor your function returned differs from what its launches alone produce"
     return ""
 
 
@@ -568,6 +659,37 @@ def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
         ) from exc
 
 
+def judge_huge(case: Case, entry: dict) -> list[Failure]:
+    """A huge case (grading/huge.py): exceptions and crashes as usual; values, shape and dtype from the replay
+    child's summary; no launch, no verdict."""
+    from tritonlab.grading.contracts.compare import exception_failure
+
+    exc = exception_failure(case, entry)
+    if exc is not None:
+        return [exc]
+    failures = []
+    if not entry.get("launches"):
+        failures.append(
+            Failure(case.name, "no-kernel-launch", "your function launched no Triton kernel on this case", "")
+        )
+    for violation in entry.get("guard_violations", [])[:1]:
+        failures.append(
+            Failure(
+                case.name,
+                "out-of-bounds-write",
+                f"{violation.get('count')} element(s) written outside {violation.get('label')}",
+                "mask every tl.store with `offsets < n`",
+            )
+        )
+    if entry.get("inputs_modified"):
+        failures.append(
+            Failure(case.name, "input-modified", f"{', '.join(entry['inputs_modified'])} changed", "")
+        )
+    if entry.get("launches") and not entry.get("host_computed") and "huge_summary" not in entry:
+        failures.append(Failure(case.name, "crash", "the replay of your launches reported nothing", ""))
+    return failures + huge.judge(case.name, entry)
+
+
 def trusted_compile(
     verdict: Verdict,
     contract: object,
@@ -641,7 +763,10 @@ def judge_all(
             note = f"skipped {case.name}: {entry.get('reason', '')}"
             verdict.notes.append(note)
             continue
-        judged = judge_case(contract, case, entry) + judge_host(case, entry, policy, costs)
+        if case.extra.get("huge"):
+            judged = judge_huge(case, entry) + judge_host(case, entry, policy, costs)
+        else:
+            judged = judge_case(contract, case, entry) + judge_host(case, entry, policy, costs)
         failures = [where_to_look(f, file, function) for f in judged]
         verdict.failures.extend(failures)
         verdict.cases.append(CaseResult(case.name, not failures))

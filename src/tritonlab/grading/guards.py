@@ -80,6 +80,9 @@ class Guarded:
     # How a fresh replay re-creates this allocation: "poison" (`empty*`), the raw bits of the constant a
     # `zeros`/`ones`/`full` filled it with, or None when it cannot be re-created from a record.
     init: Any = None
+    # The tensor's place in the buffer (shape, strides, offset from the interior's start), when known: which
+    # buffer elements are the tensor's own (grading/where.py tells stray accesses from real ones with it).
+    geometry: tuple | None = None
 
     @property
     def interior(self) -> torch.Tensor:
@@ -95,10 +98,11 @@ class Guarded:
         name = dtype_name(self.buffer.dtype)
         expected = _signed(self.guard_pattern[name], self.buffer.element_size())
         bits = _as_bits(self.buffer)
-        front = (bits[: self.guard] != expected).nonzero().flatten()
-        back = (bits[self.guard + self.numel :] != expected).nonzero().flatten()
-        if front.numel() == 0 and back.numel() == 0:
-            return None
+        head, tail = bits[: self.guard], bits[self.guard + self.numel :]
+        if not bool((head != expected).any()) and not bool((tail != expected).any()):
+            return None  # the common case, without listing indices
+        front = (head != expected).nonzero().flatten()
+        back = (tail != expected).nonzero().flatten()
         before = sorted(int(i) - self.guard for i in front.tolist())
         after = sorted(self.numel + int(i) for i in back.tolist())
         return {
@@ -137,6 +141,7 @@ def make_input(values: torch.Tensor, layout: str, device: str, label: str) -> tu
     strides, offset, extent = layout_geometry(shape, layout)
     g = guarded_empty(extent, values.dtype, device, label, INPUT_GUARD, INPUT_GUARD)
     view = g.view(shape, strides, offset)
+    g.geometry = (shape, tuple(strides), offset)
     if values.numel():
         view.copy_(values.to(device))
     return view, g
@@ -173,6 +178,8 @@ class Recorder:
     # argument objects), layout copies of arguments and fills, in the order they happened.
     trace: list[tuple] = field(default_factory=list)
     host_hooks: list[str] = field(default_factory=list)  # autotuned kernels with hooks that are host code
+    input_guards: list[Guarded] = field(default_factory=list)  # the case's inputs (for where.note_access)
+    strays: list[dict] = field(default_factory=list)  # accesses off a tensor's elements, by kernel line
 
     def input_name(self, t: Any) -> str | None:
         if not isinstance(t, torch.Tensor):
@@ -209,6 +216,7 @@ def _guard_result(res: Any, poison: bool) -> Any:
             POISON if poison else None,
         )
         view = g.view(shape, strides)
+        g.geometry = (shape, tuple(strides), 0)
         if poison:
             g.init = "poison"
         else:
@@ -279,7 +287,13 @@ def _launch_record(fn_obj: Any, args: tuple, kwargs: dict, grid: Any) -> dict:
     }
     inner = getattr(fn_obj, "fn", None)
     name = getattr(inner, "__name__", None) or getattr(fn_obj, "__name__", "kernel")
-    return {"kernel": name, "grid": list(g), "constexprs": consts}
+    record = {"kernel": name, "grid": list(g), "constexprs": consts}
+    where = learner_line()
+    if where:  # the launch's line, and the line that computed its grid (feedback for grid errors)
+        from tritonlab.grading.where import grid_line
+
+        record["where"], record["grid_where"] = where, grid_line(where)
+    return record
 
 
 def _wrap_run(run: Any) -> Any:
@@ -656,4 +670,11 @@ def unknown_launch_tensor(rec: Recorder) -> str:
 
 def stray_threads(before: set[int]) -> list[str]:
     """Python threads started during the call that are still running."""
-    return [t.name for t in threading.enumerate() if t.is_alive() and t.ident not in before]
+    # A `_DummyThread` is a thread Python did not start (torch's autograd device threads, which run a custom
+    # Function's backward on a GPU): not the learner's. Threads started with `_thread` are not listed either;
+    # both are judged by the replay, which does not have them.
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.is_alive() and t.ident not in before and not isinstance(t, threading._DummyThread)
+    ]

@@ -57,6 +57,12 @@ def describe_exception(exc: BaseException, learner_file: str) -> dict:
             "this needs a GPU driver: on the interpreter, time with time.perf_counter and skip "
             "triton.testing.do_bench / triton.runtime.driver.active"
         )
+    elif etype == "OutOfMemoryError" and os.environ.get("TRITONLAB_GPU_MEMORY_CAP", "").isdigit():
+        cap = int(os.environ["TRITONLAB_GPU_MEMORY_CAP"]) / (1 << 30)
+        hint = (
+            f"this run went over its GPU memory cap ({cap:.1f} GiB, a soft cap in torch's allocator): "
+            "allocate less, or free tensors you no longer need"
+        )
     elif etype in ("CompilationError", "CompileTimeAssertionFailure"):
         hint = "Triton could not compile the kernel; the message points at the offending line of the kernel"
     return {
@@ -110,6 +116,16 @@ class Tools:
             self.inputs.append((label, view, g, g.buffer.clone()))
             if guards._ACTIVE is not None:  # a custom run_case builds inputs while the recorder is active
                 guards._ACTIVE.inputs[g.buffer.untyped_storage().data_ptr()] = arg_name(label)
+                guards._ACTIVE.input_guards.append(g)
+            return view
+        if isinstance(spec, dict) and "generated" in spec:  # a huge case's input, made here (grading/huge.py)
+            from tritonlab.grading import huge
+
+            label = spec.get("label", "an input")
+            view, g = huge.generate(huge.parse(spec["generated"]), self.device, label)
+            self.inputs.append((label, view, g, huge.digest(g.buffer)))  # a digest, not a 4 GiB snapshot
+            if guards._ACTIVE is not None:
+                guards._ACTIVE.inputs[g.buffer.untyped_storage().data_ptr()] = arg_name(label)
             return view
         if isinstance(spec, dict) and spec.get("device"):
             return self.device
@@ -146,8 +162,9 @@ def bf16_arithmetic_works() -> bool:
 def run_check(job: dict, run_dir: Path) -> int:
     import torch
 
-    from tritonlab.grading import contracts, guards
+    from tritonlab.grading import contracts, guards, interp
 
+    interp.install()  # the interpreter's patching step without its per-call listing (grading/interp.py)
     device = "cuda" if job["backend"] == "gpu" else "cpu"
     learner_file = os.path.realpath(job["file"])
     contract = contracts.get(job["exercise"])
@@ -178,6 +195,10 @@ def run_check(job: dict, run_dir: Path) -> int:
     guards.LEARNER_FILE = learner_file  # the name the learner module is compiled under
     guards.install_factories()
     guards.install_launch_counter()
+    if device == "cpu":  # the interpreter: which kernel line made a stray access (feedback only)
+        from tritonlab.grading import where
+
+        where.install_access_log(lambda: guards._ACTIVE, guards.learner_line)
     recorder_mode = guards.op_recorder()
     skip_bf16 = None
     for index, case in enumerate(job["cases"]):
@@ -204,13 +225,15 @@ def run_check(job: dict, run_dir: Path) -> int:
                 with recorder_mode:
                     value = contract.run_case(fn, case, tools)
                 guards.activate(None)
-                if getattr(contract, "REPLAY", True):  # contracts that call the function once
-                    entry["host_computed"] = host_computed(rec, tools, value, threads, run_dir, index)
+                if getattr(contract, "REPLAY", True):
+                    replayed = replay_outputs(value)
+                    entry["host_computed"] = host_computed(rec, tools, replayed, threads, run_dir, index)
             else:
                 args = [tools.build_arg(a) for a in case["args"]]
                 kwargs = {k: tools.build_arg(v) for k, v in case.get("kwargs", {}).items()}
                 for label, _view, g, _snapshot in tools.inputs:
                     rec.inputs[g.buffer.untyped_storage().data_ptr()] = arg_name(label)
+                    rec.input_guards.append(g)
                 threads = {t.ident for t in threading.enumerate()}
                 guards.activate(rec)
                 with recorder_mode:
@@ -230,11 +253,19 @@ def run_check(job: dict, run_dir: Path) -> int:
             except BaseException as exc:  # noqa: BLE001 - a kernel fault surfaces here
                 entry["status"] = "raised"
                 entry["exception"] = describe_exception(exc, learner_file)
-        record_outputs(entry, value, rec, tools, run_dir, index)
+        record_outputs(entry, value, rec, tools, run_dir, index, bool(case.get("extra", {}).get("huge")))
         out["cases"].append(entry)
         flush()
     flush()
     return 0
+
+
+def replay_outputs(value: Any) -> Any:
+    """What the replay must reproduce. A custom contract returning {"json", "tensors"} names them in "replay"
+    (e.g. autotune: the returned tensor, not the per-config snapshots the contract took); else its tensors."""
+    if isinstance(value, dict):
+        return value.get("replay", value.get("tensors"))
+    return value
 
 
 RECORD = "c{}_launches.json"  # per case: the launch record the fresh replay child redoes (grading/replay.py)
@@ -248,6 +279,8 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
 
     from tritonlab.grading import guards
 
+    if isinstance(value, dict) and "json" in value:  # a custom run_case: its tensors, beside plain data
+        value = value.get("tensors")
     tensors = value if isinstance(value, (tuple, list)) else [value]
     outputs = [t for t in tensors if isinstance(t, torch.Tensor)]
     record = guards.launch_record(rec, tools.inputs, outputs)
@@ -265,7 +298,9 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
     return guards.unknown_launch_tensor(rec)
 
 
-def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Path, index: int) -> None:
+def record_outputs(
+    entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Path, index: int, huge_case: bool = False
+) -> None:
     import numpy as np
     import torch
 
@@ -275,9 +310,16 @@ def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Pat
     entry["torch_ops"] = rec.torch_ops
     entry["host_copies"] = rec.host_copies
     entry["op_where"] = rec.op_where
+    entry["strays"] = rec.strays
     entry["guard_violations"] = [v for g in rec.allocations if (v := g.violations())]
     entry["inputs_modified"] = []
     for label, _view, g, snapshot in tools.inputs:
+        if isinstance(snapshot, list):  # a generated (huge) input keeps a digest
+            from tritonlab.grading import huge
+
+            if huge.digest(g.buffer) != snapshot:
+                entry["inputs_modified"].append(label)
+            continue
         if not torch.equal(guards._as_bits(g.buffer), guards._as_bits(snapshot)):
             violation = g.violations()
             if violation:
@@ -293,6 +335,15 @@ def record_outputs(entry: dict, value: Any, rec: Any, tools: Tools, run_dir: Pat
     tensors = value if isinstance(value, (tuple, list)) else [value]
     entry["outputs"] = []
     entry["returned"] = type(value).__name__
+    if huge_case:  # too large to read back: a digest per tensor; the replay child judges (grading/huge.py)
+        from tritonlab.grading import huge
+
+        entry["huge_outputs"] = [
+            {"shape": list(t.shape), "dtype": guards.dtype_name(t.dtype), "digest": huge.digest(t)}
+            for t in tensors
+            if isinstance(t, torch.Tensor)
+        ]
+        return
     for k, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             continue

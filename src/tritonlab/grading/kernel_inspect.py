@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tritonlab.grading import triton_api
+
 RESULT = "inspect.json"
 STAGES_CUDA = ("ttir", "ttgir", "llir", "ptx")
 STAGES_HIP = ("ttir", "ttgir", "llir", "amdgcn")
@@ -75,20 +77,6 @@ ARCH: dict[str, dict[str, int]] = {
         "warp": 64,
     },
 }
-
-TYPES = {
-    "float32": "fp32",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float64": "fp64",
-    "int64": "i64",
-    "int32": "i32",
-    "int16": "i16",
-    "int8": "i8",
-    "uint8": "u8",
-    "bool": "i1",
-}
-
 
 # ---- pure parsing (parent or child) ---------------------------------------------------------------------
 
@@ -174,20 +162,105 @@ def occupancy(target: str, registers: int | None, smem: int, num_warps: int) -> 
     }
 
 
+# ---- reading a result back (parent side: the child ran learner code, so its file is hostile) -------------
+
+MAX_KERNELS = 32
+MAX_TEXT = 4 << 20  # characters per stage
+
+
+def _text(value: Any, most: int = 2000) -> str:
+    return value[:most] if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int and -(2**62) < value < 2**62 else None
+
+
+def _ints(value: Any) -> list[int]:
+    return [v for v in value[:16] if _int(v) is not None] if isinstance(value, list) else []
+
+
+def _kernel(k: Any) -> dict[str, Any]:
+    k = k if isinstance(k, dict) else {}
+    out: dict[str, Any] = {"kernel": _text(k.get("kernel"), 200) or "kernel"}
+    if "error" in k:
+        return out | {
+            "error": _text(k.get("error")) or "did not compile",
+            "where": _text(k.get("where"), 500),
+        }
+    pairs = lambda d: d.items() if isinstance(d, dict) else ()  # noqa: E731
+    out["signature"] = {_text(n, 100): _text(t, 40) for n, t in list(pairs(k.get("signature")))[:64]}
+    out["constexprs"] = {_text(n, 100): _text(v, 200) for n, v in list(pairs(k.get("constexprs")))[:64]}
+    stages = [(n, t) for n, t in pairs(k.get("stages")) if n in (*STAGES_CUDA, "amdgcn")]
+    out["stages"] = {n: _text(t, MAX_TEXT) for n, t in stages}
+    res = {n: v for n, v in pairs(k.get("resources")) if _int(v) is not None and v >= 0}
+    out["resources"] = {_text(n, 40): v for n, v in res.items()} | {
+        "shared_memory": res.get("shared_memory", 0)
+    }
+    if isinstance(k.get("resources"), dict) and "ptxas_log" in k["resources"]:
+        out["resources"]["ptxas_log"] = _text(k["resources"]["ptxas_log"], 20000)
+    out["num_warps"] = _int(k.get("num_warps")) or 4
+    out["num_stages"] = _int(k.get("num_stages")) or 0
+    layout = k.get("layout") if isinstance(k.get("layout"), dict) else {}
+    blocked = layout.get("blocked") if isinstance(layout.get("blocked"), list) else []
+    out["layout"] = {
+        "blocked": [
+            {"name": _text(b.get("name"), 40) or "#blocked"}
+            | {f: _ints(b.get(f)) for f in ("sizePerThread", "threadsPerWarp", "warpsPerCTA", "order")}
+            for b in blocked[:16]
+            if isinstance(b, dict)
+        ],
+        "num_warps": _int(layout.get("num_warps")),
+    }
+    occ = k.get("occupancy")
+    if isinstance(occ, dict):
+        limits = {_text(n, 40): v for n, v in pairs(occ.get("limits")) if _int(v) is not None}
+        share = occ.get("occupancy")
+        out["occupancy"] = {
+            "programs_per_sm": _int(occ.get("programs_per_sm")) or 0,
+            "warps_per_sm": _int(occ.get("warps_per_sm")) or 0,
+            "max_warps_per_sm": _int(occ.get("max_warps_per_sm")) or 0,
+            "occupancy": float(share) if type(share) in (int, float) and 0 <= share <= 1 else 0.0,
+            "limited_by": [_text(v, 40) for v in occ.get("limited_by", [])[:8]]
+            if isinstance(occ.get("limited_by"), list)
+            else [],
+            "limits": limits,
+        }
+    return out
+
+
+def checked(data: Any, target: str) -> dict[str, Any]:
+    """An inspect result as the parent may use it: expected keys with expected types, sizes capped; anything
+    else dropped. The child imported the learner's file, which could have written inspect.json itself."""
+    data = data if isinstance(data, dict) else {}
+    out: dict[str, Any] = {"target": target, "kernels": [], "problems": []}
+    if isinstance(data.get("case"), str):
+        out["case"] = _text(data["case"], 500)
+    err = data.get("import_error")
+    if isinstance(err, dict):
+        out["import_error"] = {
+            f: _text(err.get(f), 4000) for f in ("type", "message", "where", "source", "hint")
+        }
+    problems = data.get("problems")
+    out["problems"] = (
+        [_text(p) for p in problems[:20] if isinstance(p, str)] if isinstance(problems, list) else []
+    )
+    kernels = data.get("kernels")
+    out["kernels"] = [_kernel(k) for k in kernels[:MAX_KERNELS]] if isinstance(kernels, list) else []
+    if isinstance(data.get("output"), str):
+        out["output"] = _text(data["output"])
+    return out
+
+
 # ---- compiling (child side: imports triton) -----------------------------------------------------------
 
 
 def _target(name: str) -> Any:
-    from triton.backends.compiler import GPUTarget
-
-    backend, arch, warp = TARGETS[name]
-    return GPUTarget(backend, arch, warp)
+    return triton_api.target(*TARGETS[name])
 
 
 def _ptxas_log(ptx: str, arch: int) -> str:
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    ptxas = get_ptxas(arch).path
+    ptxas = triton_api.ptxas_path(arch)
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernel.ptx")
         Path(src).write_text(ptx)
@@ -234,51 +307,7 @@ def describe_compiled(compiled: Any, target: str) -> dict[str, Any]:
 def compile_for(
     jit_fn: Any, signature: dict, constexprs: dict, attrs: dict, options: dict, target: str
 ) -> Any:
-    import triton
-    from triton.compiler import ASTSource
-
-    source = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(source, target=_target(target), options=options)
-
-
-def bind_launch(jit_fn: Any, args: tuple, kwargs: dict, target: str) -> tuple[dict, dict, dict, dict]:
-    """Triton's own binding of launch arguments: (signature, constexprs, attrs, options) for `target`."""
-    from triton.compiler import make_backend
-    from triton.runtime.jit import create_function_from_signature
-
-    backend = make_backend(_target(target))
-    binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
-    bound, specialization, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound, specialization, options)
-    opts = {
-        k: v
-        for k, v in options.__dict__.items()
-        if k in kwargs and k in ("num_warps", "num_stages", "num_ctas")
-    }
-    return signature, constexprs, attrs, opts
-
-
-class _Intercepted(Exception):
-    pass
-
-
-def _install_recorder(launches: list) -> None:
-    """Replace kernel launches by a record of (kernel, args, kwargs); autotuners take their first config."""
-    from triton.runtime import autotuner
-    from triton.runtime.jit import JITFunction
-
-    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> None:
-        launches.append((self, args, dict(kwargs)))
-        return None
-
-    JITFunction.run = run  # type: ignore[method-assign]
-
-    def tuned_run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        config = self.configs[0]
-        merged = {**kwargs, **config.all_kwargs()}
-        return self.fn.run(*args, **merged)
-
-    autotuner.Autotuner.run = tuned_run  # type: ignore[method-assign]
+    return triton_api.compile_kernel(jit_fn, signature, constexprs, attrs, options, _target(target))
 
 
 def _case_spec(contract: Any, backend: str, run_dir: Path) -> dict:
@@ -346,7 +375,7 @@ def run_inspect(job: dict, run_dir: Path) -> int:
         out["import_error"] = harness.describe_exception(exc, learner_file)
         flush()
         return 0
-    _install_recorder(launches)
+    triton_api.intercept_launches(launches)
     contract = contracts.get(job["exercise"])
     spec = _case_spec(contract, "interpreter", run_dir)
     out["case"] = spec["name"]
@@ -371,7 +400,7 @@ def run_inspect(job: dict, run_dir: Path) -> int:
     for jit_fn, args, kwargs in launches:
         name = getattr(jit_fn.fn, "__name__", "kernel")
         try:
-            signature, constexprs, attrs, options = bind_launch(jit_fn, args, kwargs, job["target"])
+            signature, constexprs, attrs, options = triton_api.bind_launch(jit_fn, args, kwargs)
             key = (
                 name,
                 json.dumps(
@@ -385,13 +414,9 @@ def run_inspect(job: dict, run_dir: Path) -> int:
             entry = {
                 "kernel": name,
                 "signature": signature,
-                "constexprs": {
-                    ".".join(map(str, k)) if isinstance(k, tuple) else str(k): repr(v)
-                    for k, v in constexprs.items()
-                },
+                "constexprs": _named_constexprs(jit_fn, constexprs),
                 **describe_compiled(compiled, job["target"]),
             }
-            entry["constexprs"] = _named_constexprs(jit_fn, constexprs)
         except BaseException as exc:  # noqa: BLE001 - a compile error is the learner's to see
             info = harness.describe_exception(exc, learner_file)
             entry = {
@@ -406,7 +431,7 @@ def run_inspect(job: dict, run_dir: Path) -> int:
 
 
 def _named_constexprs(jit_fn: Any, constexprs: dict) -> dict[str, str]:
-    names = [p.name for p in jit_fn.params]
+    names = triton_api.parameter_names(jit_fn)
     out = {}
     for key, value in constexprs.items():
         path = key if isinstance(key, tuple) else (key,)
@@ -449,7 +474,7 @@ def run_compile(job: dict, run_dir: Path) -> int:
     compiler_mode()
     import importlib.util
 
-    from triton.runtime.jit import JITFunction
+    import triton
 
     out: dict[str, Any] = {"results": []}
     for k, item in enumerate(job["items"]):
@@ -461,8 +486,8 @@ def run_compile(job: dict, run_dir: Path) -> int:
             mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
             sys.modules[spec.name] = mod  # type: ignore[union-attr]
             spec.loader.exec_module(mod)  # type: ignore[union-attr]
-            jit_fn = JITFunction(getattr(mod, item["kernel"]))
-            names = [p.name for p in jit_fn.params]
+            jit_fn = triton.jit(getattr(mod, item["kernel"]))
+            names = triton_api.parameter_names(jit_fn)
             constexprs = {(names.index(n),): v for n, v in item["constexprs"].items()}
             attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in item.get("aligned", [])}
             compiled = compile_for(

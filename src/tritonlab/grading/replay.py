@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import importlib
 import json
 import linecache
@@ -484,7 +485,10 @@ class Replayer:
                 init = spec.get("init")
                 poison = init == "poison"
                 if not poison and not (isinstance(init, dict) and isinstance(init.get("bits"), int)):
-                    raise Refused("an allocation of your function cannot be re-created from the record")
+                    # refused when a launch, copy, fill or output touches it (the grader's own snapshots, e.g.
+                    # autotune's per-config copies, are allocations that none of them name)
+                    self.buffers.append(None)
+                    continue
                 g = guards.guarded_empty(
                     numel, dtype, self.device, f"output #{k}", OUTPUT_GUARD, POISON if poison else None
                 )
@@ -525,6 +529,8 @@ class Replayer:
         if not self.materialize:
             return Pointer(spec["dtype"])
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
+        if self.buffers[buf] is None:
+            raise Refused("an allocation of your function cannot be re-created from the record")
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
         offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if len(stride) != len(shape):
@@ -612,13 +618,33 @@ class Replayer:
         return name, grid, args, kwargs, options
 
 
+@contextlib.contextmanager
+def tile_map(wanted: bool) -> Any:
+    """For contracts with `TILE_MAP` on the interpreter: which program stored to which output tile, seen here,
+    in a process that never ran the learner's host code (grading/contracts/_tiles.py)."""
+    if not wanted:
+        yield None
+        return
+    from tritonlab.grading.contracts import _tiles
+
+    with _tiles.recording() as tap:
+        yield tap
+
+
+def tap_tiles(tap: Any, out: Any) -> list | None:
+    from tritonlab.grading.contracts import _tiles
+
+    return _tiles.tiles_of(tap, out)
+
+
 def run_replay(job: dict, run_dir: Path) -> int:
     """Child entry (mode `replay`): replay each case's record; write replay.json after every case."""
     import numpy as np
     import torch
 
-    from tritonlab.grading import guards
+    from tritonlab.grading import guards, huge, interp
 
+    interp.install()
     device = "cuda" if job["backend"] == "gpu" else "cpu"
     out: dict[str, Any] = {"cases": {}}
 
@@ -655,8 +681,15 @@ def run_replay(job: dict, run_dir: Path) -> int:
         replayer = Replayer(device, run_dir)
         try:
             inputs: dict[str, Any] = {}
+            views: list[
+                Any
+            ] = []  # a huge case's generated inputs, in argument order (its reference reads them)
             for spec in [*case["args"], *case["kwargs"].values()]:
-                if isinstance(spec, dict) and "tensor" in spec:
+                if isinstance(spec, dict) and "generated" in spec:
+                    view, g = huge.generate(huge.parse(spec["generated"]), device, spec["label"])
+                    inputs[spec["label"]] = g.buffer
+                    views.append(view)
+                elif isinstance(spec, dict) and "tensor" in spec:
                     arr = np.load(run_dir / spec["tensor"], allow_pickle=False)
                     values = guards.from_numpy_storage(arr, spec["dtype"])
                     _view, g = guards.make_input(
@@ -665,16 +698,26 @@ def run_replay(job: dict, run_dir: Path) -> int:
                     inputs[spec["label"]] = g.buffer
             record = _dict(case["record"], "record")
             replayer.build_buffers(record, inputs)
-            replayer.run_events(record, run_kernels, lower_kernels)
+            with tile_map(job.get("tile_map") and device == "cpu") as tap:
+                replayer.run_events(record, run_kernels, lower_kernels)
             outputs = [replayer.tensor(s) for s in _list(record.get("outputs"), "outputs", MAX_ARGS)]
             if device == "cuda":
                 torch.cuda.synchronize()
+            if case.get("huge"):  # judged here, on the device: only a summary goes back (grading/huge.py)
+                spec = _dict(case["huge"], "huge case")
+                out["cases"][key] = {
+                    "huge": huge.summary(str(spec.get("kind")), outputs, views, spec, device)
+                }
+                flush()
+                continue
             files = []
             for k, t in enumerate(outputs):
                 name = f"r{key}_o{k}.npy"
                 np.save(run_dir / name, guards.to_bits_numpy(t), allow_pickle=False)
                 files.append(name)
             out["cases"][key] = {"outputs": files}
+            if tap is not None and outputs:
+                out["cases"][key]["tiles"] = tap_tiles(tap, outputs[0])
         except Refused as exc:
             out["cases"][key] = {"refused": str(exc)}
         except Exception as exc:  # noqa: BLE001 - a launch that fails on its own proves nothing

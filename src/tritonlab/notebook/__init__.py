@@ -2,14 +2,16 @@
 
 - `session` (PARENT side): one Service per notebook kernel, started on first use and closed at exit; writes a
   `%%check` cell to a file of its own and checks it through `Service.check`, in the same sandbox as the CLI.
-- `render`: verdicts, hints, bench rows and messages as HTML. Everything the learner controls is escaped.
+- `render`: verdicts, hints and messages as HTML, in the session's language (locales `[notebook]`).
+  Everything the learner controls is escaped.
 - `magics`: `%%check EXERCISE`, `%hint`, `%viz`, `%bench` (imports IPython, only when the extension loads).
 - `quizzes`: `quiz(5)` prints a lesson's questions, `answer(5, "question-id", "b")` grades one through
   `content/quiz` and records it in the progress store.
 - `build`: a lesson as an `.ipynb` (nbformat): Markdown cells split at headings, the examples, the exercise
-  starter in a `%%check` cell, the quiz calls. `tritonlab notebook` (cli/notebook.py) writes them.
+  starter in a `%%check` cell, the quiz calls. `tritonlab notebook` (cli/serve.py) writes them.
 - `bench`: `%bench` on a GPU, through `perf.bench_learner` (the learner's kernel runs in the sandbox via
   `Service.run_job`): the one narrow exception listed in docs/architecture.md.
+- `speed`: what `%bench` shows: the speed table and this GPU's roofline (SVG), from rows re-read as untrusted.
 
 May import: the service, `content`, `viz`, `config`, `models`, `i18n` (and `perf` from `bench` only).
 Importing this package imports neither torch, triton nor IPython.
@@ -49,7 +51,10 @@ def use_interpreter_without_gpu() -> str:
     if shutil.which("nvidia-smi") or Path("/dev/nvidiactl").exists():
         return ""
     os.environ["TRITON_INTERPRET"] = "1"
-    return "tritonlab: no GPU here, so kernels in this notebook run on Triton's CPU interpreter (TRITON_INTERPRET=1)."
+    from tritonlab.config import language
+    from tritonlab.i18n import t
+
+    return t("notebook.interpreter_note", language())
 
 
 def check(exercise_id: str, source_or_path: str | Path, *, seed: int | None = None) -> Verdict:

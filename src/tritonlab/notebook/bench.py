@@ -14,31 +14,40 @@ if TYPE_CHECKING:
     from tritonlab.notebook.session import Session
 
 
-def gpu_problem() -> str:
+def gpu_problem(lang: str | None = None) -> str:
     """ "" when real GPU timing is possible here, else the reason in words."""
+    from tritonlab.i18n import t, translate_known
     from tritonlab.perf import bench
 
     ok, why = bench.gpu_status()
-    if ok:
-        return ""
     return (
-        f"%bench needs an NVIDIA GPU: {why}. Timings on the CPU interpreter measure NumPy and say nothing "
-        "about GPU speed. In Colab: Runtime → Change runtime type → a GPU, then run the notebook again. "
-        "%%check and %viz work without a GPU."
+        ""
+        if ok
+        else t("notebook.bench.needs_gpu", lang, why=translate_known("notebook.gpu_reason", why, lang))
     )
 
 
-def bench_exercise(session: Session, exercise_id: str, file: Path | None) -> dict:
-    """Rows of perf.bench_learner for the exercise (or {"problems": [why]} when it has no benchmark)."""
+def bench_exercise(session: Session, exercise_id: str, file: Path | None) -> tuple[dict, dict | None]:
+    """(rows of perf.bench_learner for the exercise, this GPU's measured ceilings); the rows are
+    {"problems": [why]} when the exercise has no benchmark or the notebook is not on the GPU backend."""
+    from tritonlab.i18n import t
     from tritonlab.perf import bench_learner
-    from tritonlab.perf.peaks import get_peaks
 
+    lang = session.language
     if exercise_id not in bench_learner.EXERCISE_KERNELS:
         known = ", ".join(sorted(bench_learner.EXERCISE_KERNELS))
-        return {"rows": [], "problems": [f"{exercise_id} has no benchmark; these do: {known}"]}
+        return {
+            "rows": [],
+            "problems": [t("notebook.bench.no_benchmark", lang, exercise=exercise_id, known=known)],
+        }, None
     exercise = session.exercise(exercise_id)
     service = session.service
     if service.backend != "gpu":
-        return {"rows": [], "problems": ["the notebook's backend is not the GPU (TRITONLAB_BACKEND)"]}
+        return {"rows": [], "problems": [t("notebook.bench.not_gpu_backend", lang)]}, None
+    from tritonlab.perf.peaks import get_peaks
+
+    # The roof is measured here, in the notebook's own process, with torch only (no Triton compile): the
+    # notebook's Triton cache is left alone, since the learner's own cells compile into it too.
+    peaks = get_peaks()
     target = file or session.last_file.get(exercise.id) or service.learner_file(exercise)
-    return bench_learner.run(service, exercise, target, get_peaks())
+    return bench_learner.run(service, exercise, target, peaks), peaks

@@ -21,12 +21,21 @@ if TYPE_CHECKING:
 
     from tritonlab.models import Course, Example, Lesson
 
-# How a notebook gets tritonlab where it is not installed (no package-index release: a git URL or a wheel).
-REPO_URL = "https://github.com/YOUR-ORG/tritonlab"
-INSTALL_CELL = f"""\
-# Colab or a fresh environment: install tritonlab first (uncomment one line), then restart the runtime.
-# %pip install "tritonlab @ git+{REPO_URL}"
-# %pip install tritonlab-0.1.0-py3-none-any.whl   # a wheel you uploaded (build it: pip wheel --no-deps -w dist .)"""
+
+# How a notebook gets tritonlab where it is not installed. There is no package-index release and the project
+# names no public repository address, so the cell installs a wheel built from a clone (`pip wheel --no-deps -w
+# dist .` or `python -m build --wheel`) or the clone itself; docs/notebooks.md says the same.
+def install_cell(lang: str) -> str:
+    from tritonlab import __version__
+    from tritonlab.i18n import t
+
+    return (
+        t("notebook.build.install", lang)
+        + f"\n# %pip install tritonlab-{__version__}-py3-none-any.whl"
+        + "\n# %pip install /path/to/tritonlab"
+    )
+
+
 HEADING = re.compile(r"^#{1,6}\s")
 FENCE = re.compile(r"^\s*(```|~~~)")
 FIGURE = re.compile(r"\]\((figures/[^)\s]+)\)")
@@ -76,18 +85,16 @@ def notebook_code(example: str) -> str:
 def lesson_notebook(course: Course, lesson: Lesson, lang: str = "en") -> NotebookNode:
     from nbformat import v4
 
+    from tritonlab.i18n import t
     from tritonlab.models import pick
 
     text_path = lesson.text_path(lang)
     chunks = split_at_headings(text_path.read_text(encoding="utf-8"))
     cells = [
         v4.new_markdown_cell(
-            f"**tritonlab · lesson {lesson.number}** — {pick(lesson.summary, lang)}\n\n"
-            "Run the cells from the top. `%%check ID` cells grade your kernel in a sandboxed process; "
-            "`%hint ID`, `%viz ID` and `%bench ID` (GPU) help along the way. No GPU? Everything but `%bench` "
-            "runs on Triton's CPU interpreter."
+            t("notebook.build.intro", lang, number=lesson.number, summary=pick(lesson.summary, lang))
         ),
-        v4.new_code_cell(INSTALL_CELL),
+        v4.new_code_cell(install_cell(lang)),
         v4.new_code_cell(
             (f"%env TRITONLAB_LANG={lang}\n" if lang != "en" else "")
             + "%load_ext tritonlab\nimport tritonlab.notebook"
@@ -103,28 +110,25 @@ def lesson_notebook(course: Course, lesson: Lesson, lang: str = "en") -> Noteboo
     for example in pending:
         cells += example_cells(lesson, example, lang)
     for exercise in lesson.exercises:
-        cells.append(
-            v4.new_markdown_cell(
-                f"## Exercise `{exercise.id}`: {pick(exercise.title, lang)}\n\n{pick(exercise.summary, lang)}\n\n"
-                f"Edit the kernel in the next cell and run it: `%%check {exercise.id}` grades the cell's code "
-                "on many shapes, dtypes and layouts, and records your progress."
-            )
-        )
+        heading = t("notebook.build.exercise", lang, id=exercise.id, title=pick(exercise.title, lang))
+        how = t("notebook.build.exercise_text", lang, id=exercise.id)
+        cells.append(v4.new_markdown_cell(f"{heading}\n\n{pick(exercise.summary, lang)}\n\n{how}"))
         starter = exercise.starter.read_text(encoding="utf-8").rstrip()
         cells.append(v4.new_code_cell(f"%%check {exercise.id}\n{starter}\n"))
         cells.append(
             v4.new_code_cell(
-                f"# Stuck? Uncomment one line:\n# %hint {exercise.id}\n# %viz {exercise.id}\n"
-                f"# %bench {exercise.id}   # needs a GPU"
+                f"{t('notebook.build.stuck', lang)}\n# %hint {exercise.id}\n# %viz {exercise.id}\n"
+                f"# %bench {exercise.id}   {t('notebook.build.needs_gpu', lang)}"
             )
         )
     if lesson.quiz_path(lang).is_file():
-        cells.append(v4.new_markdown_cell(f"## Quiz of lesson {lesson.number}"))
+        cells.append(v4.new_markdown_cell(t("notebook.build.quiz", lang, number=lesson.number)))
         cells.append(v4.new_code_cell(f"tritonlab.notebook.quiz({lesson.number})"))
+        letter = t("notebook.quiz.letter", lang)
         cells.append(
             v4.new_code_cell(
-                "# Answer one question at a time, with the letter(s) printed above, for example:\n"
-                f'# tritonlab.notebook.answer({lesson.number}, "QUESTION-ID", "LETTER")'
+                f"{t('notebook.build.quiz_answer', lang)}\n"
+                f'# tritonlab.notebook.answer({lesson.number}, "QUESTION-ID", "{letter}")'
             )
         )
     nb = v4.new_notebook(cells=cells)
@@ -137,12 +141,15 @@ def lesson_notebook(course: Course, lesson: Lesson, lang: str = "en") -> Noteboo
 def example_cells(lesson: Lesson, example: Example, lang: str) -> list[NotebookNode]:
     from nbformat import v4
 
+    from tritonlab.i18n import t
     from tritonlab.models import pick
 
     path = Path(example.file)
     code = notebook_code(path.read_text(encoding="utf-8").rstrip())
     return [
-        v4.new_markdown_cell(f"**Example `{path.name}`** — {pick(example.title, lang)}"),
+        v4.new_markdown_cell(
+            t("notebook.build.example", lang, file=path.name, title=pick(example.title, lang))
+        ),
         v4.new_code_cell(code),
     ]
 
@@ -162,9 +169,22 @@ def write_lesson(course: Course, lesson: Lesson, out: Path, lang: str = "en") ->
     return path
 
 
+ENV_CELL = """\
+import json, os, sys
+from tritonlab.notebook.session import get_session
+_service = get_session().service
+_env = {"executable": sys.executable, "version": sys.version.split()[0], "backend": _service.backend,
+        "hardened": _service.hardened, "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "")}
+if _service.backend == "gpu":
+    import torch
+    _env["gpu"] = torch.cuda.get_device_name()
+print("tritonlab-env: " + json.dumps(_env))"""
+
+
 def smoke_notebook(course: Course, exercise_id: str = "vector-add") -> NotebookNode:
-    """The magics end to end: `%%check` with the course's solution (a pass), `%viz` of it, `%%check` with the
-    starter (a failing verdict, shown, not raised), `tritonlab.check` from plain Python, `%hint`, `%bench`."""
+    """The magics end to end: `%%check` with the course's solution (a pass), `%viz` and `%bench` of it,
+    `%%check` with the starter (a failing verdict, shown, not raised), `tritonlab.check` from plain Python,
+    `%hint`, and a last cell that prints the kernel's interpreter and backend (`tritonlab-env: {...}`)."""
     from nbformat import v4
 
     exercise = course.exercise(exercise_id)
@@ -176,17 +196,41 @@ def smoke_notebook(course: Course, exercise_id: str = "vector-add") -> NotebookN
             v4.new_code_cell("%load_ext tritonlab\nimport tritonlab"),
             v4.new_code_cell(f"%%check {exercise.id}\n{solution}\n"),
             v4.new_code_cell(f"%viz {exercise.id}"),
+            v4.new_code_cell(f"%bench {exercise.id}"),
             v4.new_code_cell(f"%%check {exercise.id}\n{starter}\n"),
             v4.new_code_cell(
                 f"verdict = tritonlab.check({exercise.id!r}, {starter!r})\n"
                 "print('plain python:', verdict.exercise, 'passed' if verdict.passed else 'failed')"
             ),
             v4.new_code_cell(f"%hint {exercise.id}"),
-            v4.new_code_cell(f"%bench {exercise.id}"),
+            v4.new_code_cell(ENV_CELL),
         ]
     )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
+
+
+KERNEL_NAME = "tritonlab-run"
+
+
+def kernelspec_for_this_python(folder: Path) -> str:
+    """A kernelspec whose kernel is this very interpreter (`sys.executable -m ipykernel_launcher`), written
+    under `folder` and put first on JUPYTER_PATH; returns its name for `execute`. Unlike the default
+    `python3` spec it needs no installed kernelspec and no `python` on PATH, and the kernel inherits this
+    process's environment (PYTHONPATH included)."""
+    import json
+    import os
+    import sys
+
+    spec = folder / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "tritonlab (this Python)", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel, indent=1), encoding="utf-8")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        p for p in (str(folder), os.environ.get("JUPYTER_PATH")) if p
+    )
+    return KERNEL_NAME
 
 
 def execute(path: Path, timeout: int = 600, kernel_name: str = "python3") -> NotebookNode:

@@ -14,6 +14,7 @@ import argparse
 import shlex
 from typing import Any
 
+from tritonlab.i18n import t
 from tritonlab.notebook import render
 from tritonlab.notebook.session import get_session
 
@@ -40,8 +41,12 @@ def parse(prog: str, line: str, *, case: bool = False, solution: bool = False) -
     except ValueError as exc:
         raise UsageError(f"{prog}: {exc}") from None
     if not words:
-        raise UsageError(f"usage: {prog} EXERCISE (for example: {prog} vector-add)")
+        raise UsageError(t("notebook.usage", lang(), prog=prog))
     return parser.parse_args(words)
+
+
+def lang() -> str:
+    return get_session().language
 
 
 def show_html(markup: str) -> None:
@@ -54,24 +59,28 @@ def show_error(text: str) -> None:
     show_html(render.message(text, "error"))
 
 
+def show_failure(exc: BaseException) -> None:
+    """A learner's mistake (UsageError, KeyError, …) by its message; anything else with its type too."""
+    if isinstance(exc, UsageError | KeyError | FileNotFoundError) and exc.args:
+        show_error(str(exc.args[0]))
+    else:
+        show_error(t("notebook.check_failed", lang(), error=f"{type(exc).__name__}: {exc}"))
+
+
 def check_cell(line: str, cell: str) -> Any:
     try:
         args = parse("%%check", line)
         session = get_session()
         if not cell.strip():
-            raise UsageError(f"the cell under %%check {args.exercise} is empty: write your kernel in it")
+            raise UsageError(t("notebook.empty_cell", session.language, exercise=args.exercise))
         result = session.check(args.exercise, cell, seed=args.seed, offset=1)
-    except (UsageError, KeyError) as exc:
-        show_error(exc.args[0] if exc.args else str(exc))
-        return None
-    except Exception as exc:  # noqa: BLE001 - the environment (sandbox, backend) failing is shown, not raised
-        show_error(f"the check could not run: {type(exc).__name__}: {exc}")
-        return None
-    show_html(
-        render.verdict_html(
-            result.verdict, result.source, lang=session.service.lang, sandbox_note=result.sandbox_note
+        markup = render.verdict_html(
+            result.verdict, result.source, lang=session.language, sandbox_note=result.sandbox_note
         )
-    )
+    except Exception as exc:  # noqa: BLE001 - the environment (sandbox, backend) failing is shown, not raised
+        show_failure(exc)
+        return None
+    show_html(markup)
     return None
 
 
@@ -80,28 +89,28 @@ def hint_line(line: str) -> None:
         args = parse("%hint", line)
         session = get_session()
         exercise = session.exercise(args.exercise)
-    except (UsageError, KeyError) as exc:
-        show_error(exc.args[0] if exc.args else str(exc))
+        service = session.service
+        found = service.next_hint(exercise)
+        hints = service.hints_so_far(exercise) if found is None else []
+    except Exception as exc:  # noqa: BLE001
+        show_failure(exc)
         return
-    service = session.service
-    found = service.next_hint(exercise)
-    if found is None:
-        hints = service.hints_so_far(exercise)
-        if not hints:
-            show_html(render.message(f"{exercise.id} has no hints."))
-            return
-        show_html(render.hint_html(exercise.id, len(hints), len(hints), hints[-1], all_shown=True))
-        return
-    number, total, text = found
-    show_html(render.hint_html(exercise.id, number, total, text))
+    if found is not None:
+        number, total, text = found
+        show_html(render.hint_html(exercise.id, number, total, text, lang=session.language))
+    elif hints:
+        markup = render.hint_html(exercise.id, len(hints), len(hints), hints[-1], True, session.language)
+        show_html(markup)
+    else:
+        show_html(render.message(t("notebook.no_hints", session.language, exercise=exercise.id)))
 
 
 def viz_line(line: str) -> None:
-    from IPython.display import Image, display
-
-    from tritonlab.viz.run import VizError, visualize
-
     try:
+        from IPython.display import Image, display
+
+        from tritonlab.viz.run import visualize
+
         args = parse("%viz", line, case=True, solution=True)
         session = get_session()
         exercise = session.exercise(args.exercise)
@@ -115,38 +124,48 @@ def viz_line(line: str) -> None:
             seed=args.seed or 0,
             fmt="png",
         )
-    except (UsageError, KeyError, VizError) as exc:
-        show_error(exc.args[0] if exc.args else str(exc))
+    except Exception as exc:  # noqa: BLE001 - VizError and the environment alike are shown, not raised
+        show_failure(exc)
         return
     display(Image(data=picture, format="png"))
     s = log.get("summary") or {}
+    language = session.language
     if s:
-        show_html(
-            render.message(
-                f"case {s.get('case')}: {s.get('programs', 0)} programs, {s.get('masked_lanes', 0)} masked "
-                f"lanes, {s.get('oob_lanes', 0)} out-of-bounds lanes"
-            )
+        text = t(
+            "notebook.viz_summary",
+            language,
+            case=s.get("case"),
+            programs=s.get("programs", 0),
+            masked=s.get("masked_lanes", 0),
+            oob=s.get("oob_lanes", 0),
         )
+        show_html(render.message(text))
     for key in ("import_error", "process_failure"):
         if key in log:
-            show_error(f"{key.replace('_', ' ')}: {log[key].get('message')}")
+            show_error(t(f"notebook.viz_{key}", language, message=log[key].get("message")))
 
 
 def bench_line(line: str) -> None:
+    """`%bench EXERCISE`: without a GPU a message; on one the speed table and the roofline (notebook/speed)."""
+    from tritonlab.notebook import speed
     from tritonlab.notebook.bench import bench_exercise, gpu_problem
 
     try:
         args = parse("%bench", line)
-        problem = gpu_problem()
+        problem = gpu_problem(lang())
         if problem:
             show_html(render.message(problem, "warning"))
             return
         session = get_session()
-        data = bench_exercise(session, args.exercise, None)
-    except (UsageError, KeyError) as exc:
-        show_error(exc.args[0] if exc.args else str(exc))
+        data, peaks = bench_exercise(session, args.exercise, None)
+        markup = speed.bench_html(args.exercise, data, peaks, session.language)
+    except Exception as exc:  # noqa: BLE001 - a bench that cannot run is shown, never raised
+        if isinstance(exc, UsageError | KeyError):
+            show_failure(exc)
+        else:
+            show_error(t("notebook.bench.failed", lang(), error=f"{type(exc).__name__}: {exc}"))
         return
-    show_html(render.bench_html(args.exercise, data))
+    show_html(markup)
 
 
 def register(ipython: Any) -> None:

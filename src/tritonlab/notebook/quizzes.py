@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonlab.i18n import t
 from tritonlab.notebook.session import get_session
 
 if TYPE_CHECKING:
@@ -24,10 +25,13 @@ def _bank(lesson_key: int | str) -> tuple[Lesson, Bank]:
     try:
         lesson = service.lesson(lesson_key)
     except KeyError:
-        raise KeyError(f"no lesson {lesson_key!r}; lessons are 1 to {len(service.course.lessons)}") from None
+        count = len(service.course.lessons)
+        raise KeyError(
+            t("notebook.quiz.no_lesson", service.lang, key=repr(lesson_key), count=count)
+        ) from None
     path = lesson.quiz_path(service.lang)
     if not path.is_file():
-        raise KeyError(f"lesson {lesson.number} has no quiz")
+        raise KeyError(t("notebook.quiz.no_quiz", service.lang, number=lesson.number))
     return lesson, load_bank(path)
 
 
@@ -35,7 +39,11 @@ def show_quiz(lesson_key: int | str) -> None:
     from tritonlab.content.quiz import letter
 
     lesson, bank = _bank(lesson_key)
-    print(f"Quiz of lesson {lesson.number} — {len(bank.questions)} questions, pass mark {bank.pass_mark:.0%}")
+    lang = get_session().language
+    count = len(bank.questions)
+    print(
+        t("notebook.quiz.heading", lang, number=lesson.number, count=count, pass_mark=f"{bank.pass_mark:.0%}")
+    )
     for number, q in enumerate(bank.questions, 1):
         print(f"\n{number}. [{q.id}] {q.prompt}")
         if q.code:
@@ -43,46 +51,55 @@ def show_quiz(lesson_key: int | str) -> None:
         if q.is_choice:
             for k, option in enumerate(q.options):
                 print(f"   {letter(k)}) {option}")
-            how = "LETTERS" if q.type == "multiple" else "LETTER"
-            more = (
-                " (several letters: every right option, separated by commas)" if q.type == "multiple" else ""
-            )
-            print(f'   answer with: tritonlab.notebook.answer({lesson.number}, "{q.id}", "{how}"){more}')
+            many = q.type == "multiple"
+            how = t("notebook.quiz.letters" if many else "notebook.quiz.letter", lang)
+            call = f'tritonlab.notebook.answer({lesson.number}, "{q.id}", "{how}")'
+            more = t("notebook.quiz.several", lang) if many else ""
         else:
-            print(f'   answer with: tritonlab.notebook.answer({lesson.number}, "{q.id}", NUMBER)')
+            call = f'tritonlab.notebook.answer({lesson.number}, "{q.id}", {t("notebook.quiz.number", lang)})'
+            more = ""
+        print("   " + t("notebook.quiz.answer_with", lang, call=call) + more)
 
 
 def answer_question(lesson_key: int | str, question_id: str, choice: str | int | float) -> bool:
     from tritonlab.content.quiz import QuizInputError, format_response, grade, letter, parse_response, result
+    from tritonlab.i18n import translate_known
 
     lesson, bank = _bank(lesson_key)
+    lang = get_session().language
     try:
         question = bank.question(question_id)
     except KeyError:
-        print(f"lesson {lesson.number}'s quiz has no question {question_id!r}; it has: {', '.join(bank.ids)}")
+        ids = ", ".join(bank.ids)
+        print(t("notebook.quiz.no_question", lang, number=lesson.number, question=repr(question_id), ids=ids))
         return False
     try:
         response = parse_response(question, str(choice))
     except QuizInputError as exc:
-        print(f"{question_id}: {exc}")
+        print(f"{question_id}: {translate_known('quiz_error', str(exc), lang)}")
         return False
     g = grade(question, response)
     store = get_session().service.store
     store.record_quiz_answer(lesson.id, question.id, format_response(question, g.response), g.score)
-    print(("✔ right" if g.correct else "✘ not quite") + f" — {question.id} (score {g.score:.2g})")
+    mark = t("notebook.quiz.right" if g.correct else "notebook.quiz.wrong", lang)
+    print(t("notebook.quiz.graded", lang, mark=mark, question=question.id, score=f"{g.score:.2g}"))
     for f in g.feedback:
         if f.option is None:
             print(f"   {f.text}")
         else:
-            mark = "you picked" if f.picked else "the answer"
-            print(f"   {letter(f.option)}) [{mark}{', right' if f.right else ', wrong'}] {f.text}")
+            who = t("notebook.quiz.you_picked" if f.picked else "notebook.quiz.the_answer", lang)
+            verdict = t("notebook.quiz.is_right" if f.right else "notebook.quiz.is_wrong", lang)
+            print(f"   {letter(f.option)}) [{who}, {verdict}] {f.text}")
     grades = _GRADES.setdefault(lesson.id, {})
     grades[question.id] = g
     if len(grades) == len(bank.questions):
         outcome = result(bank, grades)
         store.record_quiz_result(lesson.id, outcome.score, outcome.passed)
-        print(
-            f"\nQuiz of lesson {lesson.number}: {outcome.score:.0%} — "
-            + ("passed" if outcome.passed else f"not passed yet (pass mark {outcome.pass_mark:.0%})")
+        verdict = (
+            t("notebook.quiz.passed", lang)
+            if outcome.passed
+            else t("notebook.quiz.not_passed", lang, pass_mark=f"{outcome.pass_mark:.0%}")
         )
+        score = f"{outcome.score:.0%}"
+        print("\n" + t("notebook.quiz.result", lang, number=lesson.number, score=score, outcome=verdict))
     return g.correct

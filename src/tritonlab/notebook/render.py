@@ -1,4 +1,4 @@
-"""HTML for a notebook: verdicts, hints, bench rows, messages. Pure functions, no IPython.
+"""HTML for a notebook: verdicts, hints, messages (bench tables: `speed.py`). Pure functions, no IPython.
 
 Everything that comes from the learner (their code, what it printed, messages naming their values) or from a
 run goes through `html.escape`; the only markup is the one written here.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tritonlab.i18n import kind_label, t
 
@@ -26,6 +26,25 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def fill(key: str, lang: str | None, /, **values: object) -> str:
+    """The message `key` in `lang` as HTML: the template and plain values escaped; a value wrapped in
+    `Markup` is trusted HTML built here (for example `<code>` around an escaped exercise id)."""
+    marks = {name: f"\x00{i}\x00" for i, name in enumerate(values)}
+    text = esc(t(key, lang, **{n: (marks[n] if isinstance(v, Markup) else v) for n, v in values.items()}))
+    for name, value in values.items():
+        if isinstance(value, Markup):
+            text = text.replace(marks[name], str(value))
+    return text
+
+
+class Markup(str):
+    """HTML this module built (already escaped where it holds outside text)."""
+
+
+def code(text: object) -> Markup:
+    return Markup(f"<code>{esc(text)}</code>")
+
+
 def box(inner: str, colour: str = GREY, cls: str = "tritonlab-message", attrs: str = "") -> str:
     return f'<div class="{cls}"{attrs} style="{BOX.format(colour=colour)}">{inner}</div>'
 
@@ -36,7 +55,7 @@ def message(text: str, kind: str = "info") -> str:
     return box(f"<span>{esc(text)}</span>", colour, attrs=f' data-kind="{esc(kind)}"')
 
 
-def cell_location(where: str, source: Source | None) -> tuple[str, str]:
+def cell_location(where: str, source: Source | None, lang: str | None = None) -> tuple[str, str]:
     """("cell line 7", the code on that line) when `where` ("path:line") points into the checked cell file;
     else (where with the path shortened, "")."""
     if not where:
@@ -46,7 +65,11 @@ def cell_location(where: str, source: Source | None) -> tuple[str, str]:
         number = int(line)
         lines = source.text.splitlines()
         code = lines[number - 1].strip() if 0 < number <= len(lines) else ""
-        label = f"cell line {number + source.offset}" if source.from_cell else f"{source.path.name}:{number}"
+        label = (
+            t("notebook.cell_line", lang, number=number + source.offset)
+            if source.from_cell
+            else f"{source.path.name}:{number}"
+        )
         return label, code
     return where, ""
 
@@ -85,14 +108,13 @@ def verdict_html(
     )
     ex = esc(verdict.exercise)
     if verdict.passed:
-        head = (
-            f'<b style="color:{GREEN}">{esc(t("js.verdict.all_pass", lang, count=total))}</b> — '
-            f"<code>{ex}</code> passed"
+        head = f'<b style="color:{GREEN}">{esc(t("js.verdict.all_pass", lang, count=total))}</b> — ' + fill(
+            "notebook.passed", lang, exercise=code(verdict.exercise)
         )
     else:
         head = (
             f'<b style="color:{RED}">{esc(t("js.verdict.some_fail", lang, failed=total - n_pass, total=total))}'
-            f"</b> — <code>{ex}</code> not passed yet"
+            "</b> — " + fill("notebook.not_passed", lang, exercise=code(verdict.exercise))
         )
     parts = [f"<div>{head}</div>", f'<div style="color:{GREY};font-size:90%">{esc(meta)}</div>']
     if not verdict.passed:
@@ -103,18 +125,22 @@ def verdict_html(
         if items:
             parts.append('<ul style="margin:6px 0;padding-left:20px">' + "".join(items) + "</ul>")
         if len(groups) > MAX_GROUPS:
-            parts.append(f"<div>… and {len(groups) - MAX_GROUPS} more kind(s) of failure.</div>")
-        parts.append(
-            f'<div style="font-size:90%">Replay exactly these cases: <code>%%check {ex} --seed '
-            f"{int(verdict.seed)}</code> · stuck? <code>%hint {ex}</code></div>"
+            parts.append(f"<div>{fill('notebook.more_kinds', lang, count=len(groups) - MAX_GROUPS)}</div>")
+        replay = fill(
+            "notebook.replay",
+            lang,
+            command=code(f"%%check {verdict.exercise} --seed {int(verdict.seed)}"),
+            hint=code(f"%hint {verdict.exercise}"),
         )
+        parts.append(f'<div style="font-size:90%">{replay}</div>')
         if lang != "en" and verdict.failures:
             parts.append(f'<div style="color:{GREY}">{esc(t("js.verdict.english_details", lang))}</div>')
     for note in verdict.notes:
-        parts.append(f'<div style="color:{GREY}">note: {esc(hide_paths(note, source))}</div>')
+        text = fill("notebook.note", lang, note=hide_paths(note, source))
+        parts.append(f'<div style="color:{GREY}">{text}</div>')
     if verdict.output.strip():
         parts.append(
-            "<details><summary>What your code printed</summary>"
+            f"<details><summary>{fill('notebook.printed', lang)}</summary>"
             f"<pre>{esc(hide_paths(verdict.output[-4000:], source))}</pre></details>"
         )
     if sandbox_note:
@@ -125,13 +151,13 @@ def verdict_html(
 
 def _failure_item(same: Sequence[Failure], source: Source | None, lang: str) -> str:
     f = same[0]
-    where, code = cell_location(f.where, source)
+    where, line = cell_location(f.where, source, lang)
     out = [f"<b>{esc(f.case)}</b> — <span style='color:{RED}'>{esc(kind_label(f.kind, lang))}</span>"]
     if where:
         out.append(f' <span style="color:{GREY}">({esc(hide_paths(where, source))})</span>')
     out.append(f"<div>{esc(hide_paths(f.message, source))}</div>")
-    if code:
-        out.append(f"<div>{esc(t('js.verdict.look_at', lang))}<code>{esc(code)}</code></div>")
+    if line:
+        out.append(f"<div>{esc(t('js.verdict.look_at', lang))}{code(line)}</div>")
     if f.cause:
         out.append(
             f"<div><i>{esc(t('cli.verdict.likely_cause', lang))}</i> {esc(hide_paths(f.cause, source))}</div>"
@@ -143,57 +169,16 @@ def _failure_item(same: Sequence[Failure], source: Source | None, lang: str) -> 
     return f"<li>{''.join(out)}</li>"
 
 
-def hint_html(exercise_id: str, number: int, total: int, text: str, all_shown: bool = False) -> str:
-    title = (
-        f"All {total} hints shown for <code>{esc(exercise_id)}</code>; the last one again:"
-        if all_shown
-        else f"<b>Hint {number}/{total}</b> for <code>{esc(exercise_id)}</code>:"
-    )
+def hint_html(
+    exercise_id: str, number: int, total: int, text: str, all_shown: bool = False, lang: str | None = None
+) -> str:
+    if all_shown:
+        title = fill("notebook.all_hints", lang, total=total, exercise=code(exercise_id))
+    else:
+        title = fill("notebook.hint", lang, number=number, total=total, exercise=code(exercise_id))
     return box(
         f"<div>{title}</div><div style='white-space:pre-wrap'>{esc(text)}</div>", GREY, "tritonlab-hint"
     )
-
-
-def bench_html(exercise_id: str, data: dict[str, Any]) -> str:
-    """The rows of a learner bench (perf.bench_learner) as a table: time, rate and speed-up per implementation."""
-    parts = [
-        f"<div><b>Speed of <code>{esc(exercise_id)}</code></b> — 'ours x' is how many times faster your "
-        "kernel is than each of the others.</div>"
-    ]
-    if data.get("import_error"):
-        err = data["import_error"]
-        parts.append(f"<div style='color:{RED}'>{esc(err.get('type'))}: {esc(err.get('message'))}</div>")
-    for problem in data.get("problems", []):
-        parts.append(f"<div style='color:{RED}'>{esc(problem)}</div>")
-    rows = data.get("rows") or []
-    if rows:
-        head = "".join(f"<th>{h}</th>" for h in ("case", "implementation", "ms", "GB/s", "TFLOP/s", "ours x"))
-        body = []
-        for row in rows:
-            label = f"{row.get('kernel')} {row.get('dtype')} {'x'.join(map(str, row.get('shape', ())))}"
-            for name, timing in row.get("impls", {}).items():
-                if "error" in timing:
-                    cells = [label, name, "error: " + str(timing["error"])[:80], "", "", ""]
-                else:
-                    speed = row.get("speedup", {}).get(name)
-                    cells = [
-                        label,
-                        name,
-                        _num(timing.get("ms"), 4),
-                        _num(timing.get("gbps"), 0),
-                        _num(timing.get("tflops"), 1),
-                        "" if speed is None else _num(speed, 2),
-                    ]
-                body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-    return box("".join(parts), GREY, "tritonlab-bench")
-
-
-def _num(value: Any, digits: int) -> str:
-    try:
-        return f"{float(value):.{digits}f}"
-    except (TypeError, ValueError):
-        return ""
 
 
 TAG = re.compile(r"<[^>]+>")

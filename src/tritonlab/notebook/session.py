@@ -60,6 +60,15 @@ class Session:
         return self._service
 
     @property
+    def language(self) -> str:
+        """The language of what the notebook shows: the service's, or the one it will have."""
+        if self._service is not None:
+            return self._service.lang
+        from tritonlab import config
+
+        return config.language(self.lang)
+
+    @property
     def folder(self) -> Path:
         if self._folder is None:
             self._folder = Path(tempfile.mkdtemp(prefix="tritonlab-cells-"))
@@ -70,8 +79,12 @@ class Session:
         try:
             return self.service.exercise(exercise_id)
         except KeyError:
+            from tritonlab.i18n import t
+
             known = ", ".join(e.id for e in self.service.course.exercises())
-            raise KeyError(f"no exercise {exercise_id!r}; the course has: {known}") from None
+            raise KeyError(
+                t("notebook.unknown_exercise", self.language, exercise=repr(exercise_id), known=known)
+            ) from None
 
     def write_cell(self, exercise: Exercise, code: str, offset: int) -> Source:
         folder = self.folder / exercise.id
@@ -86,9 +99,9 @@ class Session:
         if isinstance(source_or_path, Path) or ("\n" not in text and text.endswith(".py")):
             path = Path(text) if text else Path(source_or_path)
             if not path.is_file():
-                raise FileNotFoundError(
-                    f"{path} does not exist (pass the code itself as a string to check it)"
-                )
+                from tritonlab.i18n import t
+
+                raise FileNotFoundError(t("notebook.missing_file", self.language, path=path))
             path = path.resolve()
             return Source(path, path.read_text(encoding="utf-8", errors="replace"), 0, False)
         return self.write_cell(exercise, source_or_path, offset)
@@ -108,12 +121,11 @@ class Session:
         service = self._service
         if self._told_about_sandbox or service is None or service.hardened is not False:
             return ""
+        from tritonlab.i18n import t
+
         self._told_about_sandbox = True
-        reason = service.hardened_reason or "not available on this machine"
-        return (
-            f"The sandbox runs without its hardened layer here ({reason}). Checks still run in a separate "
-            "process with limits; in a notebook the code being run is your own anyway."
-        )
+        reason = service.hardened_reason or t("notebook.sandbox_unknown", service.lang)
+        return t("notebook.sandbox_note", service.lang, reason=reason)
 
     def close(self) -> None:
         if self._service is not None:

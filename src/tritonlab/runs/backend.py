@@ -2,19 +2,25 @@
 
 `auto` picks `gpu` when torch sees a CUDA device and Triton can compile for it, else `interpreter`.
 The probe runs in a subprocess (the CLI never imports torch itself) and only when the machine shows an
-NVIDIA device at all, so machines without one decide instantly.
+NVIDIA device at all, so machines without one decide instantly. The probe imports torch and triton and creates
+a CUDA context (seconds): a positive answer is kept in `TRITONLAB_HOME/gpu-probe.json`, keyed by what could
+change it (the Python, the torch and triton installs, the driver version, the device nodes,
+CUDA_VISIBLE_DEVICES), so a service or check daemon starting again does not pay it; `doctor` always probes.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from tritonlab import config
 
@@ -55,11 +61,27 @@ def nvidia_present() -> bool:
     return bool(glob.glob("/dev/nvidia[0-9]*")) or shutil.which("nvidia-smi") is not None
 
 
-@functools.lru_cache(maxsize=1)
-def probe_gpu() -> dict:
-    """Ask a subprocess whether torch sees a GPU and Triton targets it."""
-    if not nvidia_present():
-        return {"cuda": False, "error": None, "skipped": "no NVIDIA device on this machine"}
+PROBE_CACHE = "gpu-probe.json"
+
+
+def probe_key() -> str:
+    """What a GPU probe's answer depends on, found without importing torch or triton."""
+    parts = [sys.executable, os.environ.get("CUDA_VISIBLE_DEVICES", ""), *sorted(glob.glob("/dev/nvidia*"))]
+    for name in ("torch", "triton"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        origin = Path(spec.origin) if spec and spec.origin else None
+        parts.append(f"{name}:{origin}:{origin.stat().st_mtime_ns if origin and origin.exists() else ''}")
+    try:
+        parts.append(Path("/proc/driver/nvidia/version").read_text()[:400])
+    except OSError:
+        parts.append("no driver file")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _run_probe() -> dict:
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     try:
@@ -69,6 +91,36 @@ def probe_gpu() -> dict:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
         return {"cuda": False, "error": f"GPU probe failed: {exc}"}
+
+
+@functools.lru_cache(maxsize=1)
+def probe_gpu(fresh: bool = False) -> dict:
+    """Ask a subprocess whether torch sees a GPU and Triton targets it; a usable GPU's answer is reused from
+    the cache file while its key holds (`fresh` probes anyway and refreshes the file)."""
+    if not nvidia_present():
+        return {"cuda": False, "error": None, "skipped": "no NVIDIA device on this machine"}
+    path = config.home() / PROBE_CACHE
+    key = probe_key()
+    if not fresh:
+        try:
+            cached = json.loads(path.read_text())
+            if (
+                isinstance(cached, dict)
+                and cached.get("key") == key
+                and isinstance(cached.get("result"), dict)
+            ):
+                return cached["result"]
+        except (OSError, ValueError):
+            pass
+    result = _run_probe()
+    if result.get("cuda") and result.get("triton_backend"):
+        try:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"key": key, "result": result}))
+            tmp.replace(path)
+        except OSError:
+            pass
+    return result
 
 
 def driver_version() -> str | None:

@@ -21,9 +21,13 @@ v2 "no internal processes": a v2 cgroup holding processes cannot hand controller
 first time, the server's own processes move into a leaf `<own>/tritonlab-server/` (as a systemd service with
 `Delegate=yes` would arrange), then `+memory +pids +cpu` are enabled below `<own>`.
 
-`probe()` (doctor) reports a limit as active only after a probe exceeded it and was stopped; "per-run
-cgroups" are claimed only when both memory and pids are. A server whose own v2 cgroup was given only some
-controllers (seen on a GPU host: `memory` only) gets those, and doctor says which one is missing.
+Per controller, honestly: a run's cgroup uses each controller that a probe saw stop something, and only
+those. A server whose own v2 cgroup was given only some controllers (the H200 host, gVisor: `memory` only)
+still holds its runs for a memory limit; `report()` says per controller whether it is active, not delegated
+by this host (read from the server's own `cgroup.controllers`), or off, and what stands in for it.
+Runs are held for placement only where the placement itself works (`placement_works`): a held child's host
+pid is found through the `NSpid` line of /proc/PID/status or, on a kernel without it (some gVisor versions),
+by the name the child gave itself while held (`jail.hold_tag`, checked on a real child: `names_visible`).
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ def _v2_root() -> Path | None:
 
 
 def own_cgroups() -> dict[str, str]:
-    """This process's cgroup per controller (v1: by name; v2: under the key "")."""
+    """This process's cgroup per controller (v1: by name; v2: under the key ""). A server that already moved
+    itself into its `tritonlab-server` leaf (_prepare_v2) still owns the folder above it."""
     found: dict[str, str] = {}
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
@@ -69,6 +74,8 @@ def own_cgroups() -> dict[str, str]:
         return found
     for line in lines:
         _, names, path = line.split(":", 2)
+        if path.rstrip("/").endswith("/" + SERVER_LEAF):
+            path = path.rstrip("/").removesuffix("/" + SERVER_LEAF) or "/"
         for name in names.split(",") if names else [""]:
             found[name] = path
     return found
@@ -96,6 +103,34 @@ def detect() -> dict[str, dict]:
             out[name] = {"version": "v1", "path": str(path), "writable": os.access(path, os.W_OK)}
         else:
             out[name] = {"version": None, "path": None, "writable": False}
+    return out
+
+
+def v2_delegated(own: Path, name: str) -> tuple[bool, str]:
+    """Did the host give the server's own v2 cgroup `own` the controller `name`? (its `cgroup.controllers`)"""
+    listed = _read(own / "cgroup.controllers").split()
+    if name in listed:
+        return True, f"{own}/cgroup.controllers lists it"
+    return False, f"not delegated by this host: {own}/cgroup.controllers lists only " + (
+        " ".join(listed) or "nothing"
+    )
+
+
+def delegation() -> dict[str, dict]:
+    """Per controller: may this server give runs their own cgroup with it? {"version", "delegated", "reason"}.
+    v2: only what the server's own cgroup lists in its `cgroup.controllers` (what the host delegated)."""
+    out: dict[str, dict] = {}
+    for name, info in detect().items():
+        if info["version"] is None:
+            out[name] = {"version": None, "delegated": False, "reason": f"no cgroup hierarchy holds {name}"}
+            continue
+        own = Path(info["path"])
+        if info["version"] == "v2":
+            ok, reason = v2_delegated(own, name)
+        else:
+            ok = bool(info["writable"])
+            reason = f"v1 {own} is writable" if ok else f"v1 {own} is not writable by this user"
+        out[name] = {"version": info["version"], "delegated": ok, "reason": reason}
     return out
 
 
@@ -148,24 +183,26 @@ def _prepare_v2(own: Path, wanted: list[str]) -> Path:
     return runs
 
 
-@functools.lru_cache(maxsize=1)
+_made: dict[tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]] = {}
+
+
 def _parents() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """((version, runs parent folder, controllers), ...): where run cgroups are made. Raises CgroupError."""
-    found = detect()
-    missing = [c for c in ("memory", "pids") if not found[c]["version"]]
-    if missing:
-        raise CgroupError(errno.ENOENT, f"no cgroup hierarchy holds the {' and '.join(missing)} controller")
-    v2 = [c for c in CONTROLLERS if found[c]["version"] == "v2"]
+    """((version, runs parent folder, controllers), ...): where run cgroups are made, for the controllers
+    wanted (TRITONLAB_RUN_CGROUPS) that this host delegates. Raises CgroupError when there are none."""
+    want = wanted_controllers()
+    if want in _made:
+        return _made[want]
+    found, given = detect(), delegation()
+    usable = [c for c in want if given[c]["delegated"]]
+    if not usable:
+        reasons = "; ".join(f"{c}: {given[c]['reason']}" for c in want)
+        raise CgroupError(errno.ENOENT, reasons or "TRITONLAB_RUN_CGROUPS=off")
+    v2 = [c for c in usable if found[c]["version"] == "v2"]
     parents: list[tuple[str, str, tuple[str, ...]]] = []
     try:
         if v2:
-            own = Path(found[v2[0]]["path"])
-            available = set(_read(own / "cgroup.controllers").split())
-            usable = [c for c in v2 if c in available]  # what the server's own cgroup was given
-            if not usable:
-                raise CgroupError(errno.EPERM, f"{own} delegates none of {' '.join(v2)}")
-            parents.append(("v2", str(_prepare_v2(own, usable)), tuple(usable)))
-        for name in CONTROLLERS:
+            parents.append(("v2", str(_prepare_v2(Path(found[v2[0]]["path"]), v2)), tuple(v2)))
+        for name in usable:
             if found[name]["version"] != "v1":
                 continue
             runs = Path(found[name]["path"]) / RUNS
@@ -174,34 +211,41 @@ def _parents() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
                 _write(runs / "cpu.shares", str(V1_CPU_SHARES))
             parents.append(("v1", str(runs), (name,)))
     except OSError as exc:
-        if isinstance(exc, CgroupError):
-            raise
         raise CgroupError(exc.errno or errno.EPERM, f"cannot create run cgroups: {exc}") from exc
-    return tuple(parents)
+    _made[want] = tuple(parents)
+    return _made[want]
 
 
 def release() -> None:
     """Remove the (empty) `tritonlab-runs` folders; the next run makes them again."""
     with _setup_lock:
-        try:
-            parents = _parents() if _parents.cache_info().currsize else ()
-        except CgroupError:
-            parents = ()
-        for _version, parent, _controllers in parents:
-            try:
-                Path(parent).rmdir()
-            except OSError:
-                pass  # runs still in it, or already gone
-        _parents.cache_clear()
+        for parents in _made.values():
+            for _version, parent, _controllers in parents:
+                try:
+                    Path(parent).rmdir()
+                except OSError:
+                    pass  # runs still in it, or already gone
+        _made.clear()
+
+
+def wanted_controllers() -> tuple[str, ...]:
+    """TRITONLAB_RUN_CGROUPS=auto (default: every controller the host delegates) | off | a list of controllers
+    (`memory`, `memory,pids`): which ones runs may get."""
+    value = os.environ.get("TRITONLAB_RUN_CGROUPS", "auto").strip().lower()
+    if value in ("off", "0", "no", "none"):
+        return ()
+    if value in ("", "auto", "on", "1", "yes"):
+        return CONTROLLERS
+    named = set(value.replace(",", " ").split())
+    return tuple(c for c in CONTROLLERS if c in named)
 
 
 def wanted() -> bool:
-    """TRITONLAB_RUN_CGROUPS=auto (default: when available) | off."""
-    return os.environ.get("TRITONLAB_RUN_CGROUPS", "auto").strip().lower() not in ("off", "0", "no")
+    return bool(wanted_controllers())
 
 
 def available() -> tuple[bool, str]:
-    """(can runs be placed in per-run cgroups here?, why not)."""
+    """(can runs be placed in per-run cgroups here, with at least one controller?, why not)."""
     if not wanted():
         return False, "TRITONLAB_RUN_CGROUPS=off"
     with _setup_lock:
@@ -215,21 +259,31 @@ def available() -> tuple[bool, str]:
 class RunGroup:
     """One run's cgroup: one folder per hierarchy (v2: one for all its controllers; v1: one per controller)."""
 
-    def __init__(self, memory_bytes: int | None, pids: int | None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        memory_bytes: int | None,
+        pids: int | None,
+        name: str | None = None,
+        controllers: tuple[str, ...] | None = None,
+    ) -> None:
+        """`controllers`: use only these (the proven ones, see proven()); None: all that were made."""
         with _setup_lock:
             parents = _parents()
         self.name = name or f"run-{uuid.uuid4().hex[:12]}"
         self.folders: list[tuple[str, Path, tuple[str, ...]]] = []
         try:
-            for version, parent, controllers in parents:
+            for version, parent, made in parents:
+                used = tuple(c for c in made if controllers is None or c in controllers)
+                if not used:
+                    continue
                 folder = Path(parent) / self.name
                 folder.mkdir()
-                self.folders.append((version, folder, controllers))
-                if "memory" in controllers and memory_bytes:
+                self.folders.append((version, folder, used))
+                if "memory" in used and memory_bytes:
                     self._memory(version, folder, int(memory_bytes))
-                if "pids" in controllers and pids:
+                if "pids" in used and pids:
                     _write(folder / "pids.max", str(int(pids)))
-                if "cpu" in controllers:
+                if "cpu" in used:
                     if version == "v2":
                         _write(folder / "cpu.weight", str(V2_CPU_WEIGHT))
                     else:
@@ -332,9 +386,13 @@ class RunGroup:
             time.sleep(0.02)
 
 
-def host_pid(inner: int, below: int) -> int | None:
+NSPID = "NSpid:" in _read(Path("/proc/self/status"))  # False under gVisor versions without it
+
+
+def host_pid(inner: int, below: int, tag: str = "") -> int | None:
     """The host pid of the process that is `inner` in its own (innermost) PID namespace, among the
-    descendants of host pid `below` (the zygote, or the bubblewrap holding it)."""
+    descendants of host pid `below` (the zygote, or the bubblewrap holding it): by the last field of its
+    `NSpid` line, or, on a kernel without one, by the name `tag` the held child gave itself (jail.hold_tag)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -347,11 +405,43 @@ def host_pid(inner: int, below: int) -> int | None:
     stack = [below]
     while stack:
         for pid in children.get(stack.pop(), []):
-            for line in _read(Path(f"/proc/{pid}/status")).splitlines():
-                if line.startswith("NSpid:") and int(line.split()[-1]) == inner:
+            if NSPID:
+                lines = [x for x in _read(Path(f"/proc/{pid}/status")).splitlines() if x.startswith("NSpid:")]
+                if lines and int(lines[0].split()[-1]) == inner:
                     return pid
+            elif tag and _read(Path(f"/proc/{pid}/comm")).strip() == tag:
+                return pid
             stack.append(pid)
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def names_visible() -> bool:
+    """Does a name a process gives itself (PR_SET_NAME) show in its /proc/PID/comm here? Checked on a real
+    child: the placement's fallback where the kernel has no `NSpid`."""
+    script = "import sys; from tritonlab.runs import jail; jail.set_name('tlh-probe'); print(1, flush=True); sys.stdin.readline()"
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+    except OSError:
+        return False
+    try:
+        proc.stdout.readline()  # type: ignore[union-attr]
+        return _read(Path(f"/proc/{proc.pid}/comm")).strip() == "tlh-probe"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def placement_works(hardened: bool = False) -> bool:
+    """Can the parent find a held run's host pid? Through `NSpid`, or, where the kernel has none (gVisor), by
+    the name the held child gave itself (checked on a real child: names_visible)."""
+    return NSPID or names_visible()
 
 
 # --- the probe doctor runs: a limit is "active" only after it stopped something -------------------------
@@ -393,7 +483,8 @@ else:
 """
 
 
-def _probe_one(kind: str, group: RunGroup, size: int) -> tuple[int, str]:
+def _probe_one(kind: str, group: RunGroup, size: int) -> tuple[int, int]:
+    """(the number the probe printed, or -1 when it printed none; the probe's return code)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", _PROBE_SCRIPT, kind, str(size)],
         stdin=subprocess.PIPE,
@@ -408,80 +499,168 @@ def _probe_one(kind: str, group: RunGroup, size: int) -> tuple[int, str]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return int(out.strip() or 0) if out.strip().isdigit() else -1, out
+    return (int(out.strip()) if out.strip().isdigit() else -1), proc.returncode
 
 
-@functools.lru_cache(maxsize=1)
-def probe() -> dict:
-    """Place probe processes in real run cgroups and see each limit stop them."""
+def memory_stopped(children_killed: int, returncode: int | None, oom_kills: int) -> bool:
+    """Did the memory limit stop the probe? The cgroup counted an OOM kill AND the kill reached the probe:
+    one of its children (v1, or v2 without a group kill), or the probe itself, SIGKILLed with the whole group
+    (v2 `memory.oom.group=1`; seen under gVisor, where the probe then prints nothing)."""
+    return oom_kills > 0 and (children_killed > 0 or returncode == -signal.SIGKILL)
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(want: tuple[str, ...]) -> dict:
     ok, why = available()
-    result: dict = {"per_run_cgroups": False, "active": [], "reason": why, "evidence": {}}
+    result: dict = {"per_run_cgroups": False, "complete": False, "active": [], "reason": why, "evidence": {}}
     if not ok:
         return result
+    active = result["active"]
     try:
-        memory = RunGroup(PROBE_MEMORY, 64, name=f"probe-memory-{os.getpid()}")
-        try:
-            if memory._folder("memory"):
-                killed, _ = _probe_one("memory", memory, PROBE_MEMORY // 2)  # 3 × 64 MiB under 128 MiB
-                result["evidence"]["memory"] = {"limit": PROBE_MEMORY, "children_killed": killed}
-                if killed > 0 and memory.oom_kills() > 0:
-                    result["active"].append("memory")
-        finally:
-            memory.remove()
-        pids = RunGroup(PROBE_MEMORY, PROBE_PIDS, name=f"probe-pids-{os.getpid()}")
-        try:
-            if pids._folder("pids"):
-                forks, _ = _probe_one("pids", pids, PROBE_PIDS * 4)
+        made = {c for _version, _parent, controllers in _parents() for c in controllers}
+        if "memory" in made:
+            memory = RunGroup(PROBE_MEMORY, 64, name=f"probe-memory-{os.getpid()}", controllers=("memory",))
+            try:
+                killed, code = _probe_one("memory", memory, PROBE_MEMORY // 2)  # 3 × 64 MiB under 128 MiB
+                kills = memory.oom_kills()
+                result["evidence"]["memory"] = {
+                    "limit": PROBE_MEMORY,
+                    "children_killed": killed,
+                    "probe_sigkilled": code == -signal.SIGKILL,
+                    "oom_kills": kills,
+                }
+                if memory_stopped(killed, code, kills):
+                    active.append("memory")
+            finally:
+                memory.remove()
+        if "pids" in made:
+            pids = RunGroup(None, PROBE_PIDS, name=f"probe-pids-{os.getpid()}", controllers=("pids",))
+            try:
+                forks, _code = _probe_one("pids", pids, PROBE_PIDS * 4)
                 result["evidence"]["pids"] = {"limit": PROBE_PIDS, "forks": forks}
                 if 0 <= forks < PROBE_PIDS and pids.pids_refused() > 0:
-                    result["active"].append("pids")
-        finally:
-            pids.remove()
-            release()
+                    active.append("pids")
+            finally:
+                pids.remove()
+        release()
     except (OSError, subprocess.SubprocessError) as exc:
         result["reason"] = f"the cgroup probe failed: {exc}"
+        result["active"] = []
         return result
-    result["per_run_cgroups"] = {"memory", "pids"} <= set(result["active"])
+    result["per_run_cgroups"] = bool(active)
+    result["complete"] = {"memory", "pids"} <= set(active)
+    missing = [c for c in ("memory", "pids") if c not in active]
     result["reason"] = (
         "a probe exceeded each per-run limit and was stopped"
-        if result["per_run_cgroups"]
-        else "a probe was NOT stopped by: " + ", ".join(sorted({"memory", "pids"} - set(result["active"])))
+        if not missing
+        else (f"a probe was stopped by: {', '.join(active)}; " if active else "")
+        + "NOT by: "
+        + ", ".join(missing)
     )
     return result
 
 
-_probe_lock = threading.Lock()
+def probe() -> dict:
+    """Place probe processes in real run cgroups and see each limit stop them (cached per controller set).
+    One probe at a time: a worker's probe thread and `report()` (doctor, serve) asking at once must not run
+    two probes on the same folders, where one breaks the other and its failure stays cached."""
+    with _probe_lock:
+        return _probe(wanted_controllers())
 
 
-def proven() -> bool:
-    """Did the probe see both per-run limits (memory, pids) stop a process here? Cached with probe(); one
-    probe at a time (two workers starting together must not race on the probe's folders)."""
+probe.cache_clear = _probe.cache_clear  # type: ignore[attr-defined]
+
+_probe_lock = threading.RLock()  # proven() holds it around probe()
+
+
+def proven(hardened: bool = False) -> tuple[str, ...]:
+    """The controllers a probe saw stop something here, usable for runs of a (hardened or not) worker; ()
+    when none, or when its runs cannot be placed (placement_works). One probe at a time (two workers starting
+    together must not race on the probe's folders)."""
     try:
         with _probe_lock:
-            return bool(probe()["per_run_cgroups"])
+            active = tuple(probe()["active"])
+            made = {c for *_, made_here in _parents() for c in made_here} if active else set()
     except Exception:  # noqa: BLE001 - a probe that breaks proves nothing
-        return False
+        return ()
+    if not active or not placement_works(hardened):
+        return ()
+    return active + (("cpu",) if "cpu" in made else ())  # the CPU weight rides along: set, not probed
 
 
-def report() -> dict:
-    """What doctor says about per-run resource limits (sandbox.run_limits)."""
-    found = detect()
+INSTEAD = {
+    "memory": "RLIMIT_AS per process on the interpreter; on a GPU none (CUDA reserves a large address space), "
+    "only the soft GPU memory cap in torch's allocator",
+    "pids": "RLIMIT_NPROC per run in the hardened layer (the run's own user namespace counts only its "
+    "processes and threads); layer 1: the wall-clock limit and the whole-tree kill",
+    "cpu": "the CPU-time limit (RLIMIT_CPU) and the wall-clock limit of each run; one GPU run at a time",
+}
+
+
+def controllers_report(checked: dict, given: dict[str, dict]) -> dict[str, dict]:
+    """Per controller: its state ("active": a probe was stopped by it; "set, not probed" (cpu); "not
+    delegated by this host"; "switched off"; "not stopped by its probe"; "unavailable"), why, and what
+    stands in for it where it is not active."""
+    want = wanted_controllers()
+    out: dict[str, dict] = {}
+    for name in CONTROLLERS:
+        info = given[name]
+        entry: dict = {"version": info["version"], "reason": info["reason"]}
+        if name in checked["active"]:
+            entry["state"] = "active"
+            entry["evidence"] = checked["evidence"][name]
+        elif name not in want:
+            entry["state"], entry["reason"] = "switched off", "TRITONLAB_RUN_CGROUPS does not name it"
+        elif not info["delegated"]:
+            entry["state"] = "not delegated by this host"
+        elif name == "cpu" and checked["per_run_cgroups"]:
+            entry["state"] = "set, not probed"
+            entry["reason"] = (
+                f"runs get a lower CPU weight than the server (v1 cpu.shares {V1_CPU_SHARES} of 1024, "
+                f"v2 cpu.weight {V2_CPU_WEIGHT} of 100)"
+            )
+        elif name in checked["evidence"]:
+            entry["state"] = "not stopped by its probe"
+            entry["evidence"] = checked["evidence"][name]
+        else:
+            entry["state"], entry["reason"] = "unavailable", checked["reason"] or info["reason"]
+        if entry["state"] not in ("active", "set, not probed"):
+            entry["instead"] = INSTEAD[name]
+        out[name] = entry
+    return out
+
+
+def report(hardened: bool = False) -> dict:
+    """What doctor says about per-run resource limits (sandbox.run_limits), per controller."""
+    found = delegation()
     checked = probe()
+    placed = placement_works(hardened)
     out = {
-        "per_run_cgroups": checked["per_run_cgroups"],
-        "active": checked["active"],
+        "per_run_cgroups": bool(checked["per_run_cgroups"]) and placed,
+        "memory_limit": "memory" in checked["active"] and placed,
+        "complete": bool(checked["complete"]) and placed,
+        "active": list(checked["active"]) if placed else [],
         "reason": checked["reason"],
         "evidence": checked["evidence"],
         "hierarchies": {k: v["version"] for k, v in found.items()},
+        "controllers": controllers_report(checked, found),
     }
-    if checked["per_run_cgroups"]:
-        out["cpu"] = (
-            f"runs get a lower CPU weight than the server (v1 cpu.shares {V1_CPU_SHARES} of 1024, v2 "
-            f"cpu.weight {V2_CPU_WEIGHT} of 100); set, not probed"
+    if not out["complete"] and checked["per_run_cgroups"]:
+        out["reason"] = "; ".join(
+            f"{name}: {entry['state']}" + ("" if entry["state"] == "active" else f" ({entry['reason']})")
+            for name, entry in out["controllers"].items()
+            if name != "cpu"
         )
-    if not checked["per_run_cgroups"]:
+    if checked["per_run_cgroups"] and not placed:
+        out["reason"] = (
+            "the limits work, but a held run cannot be found to place it: this kernel has no NSpid line in "
+            "/proc/PID/status and a process's own name does not show in /proc/PID/comm"
+        )
+    if not out["per_run_cgroups"]:
         out["note"] = (
             "per-run cgroups are not available: memory, file-size and process limits apply per process "
             "(RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NPROC), so the processes of one run can together exceed them"
         )
+    elif not out["complete"]:
+        out["note"] = "per-run cgroups hold only: " + ", ".join(out["active"]) + "; see controllers"
     return out

@@ -12,7 +12,10 @@ When it can work, `Zygote(..., hardened=True)` starts `bwrap ... python -m trito
   imports anything; run by a normal user, bubblewrap's user namespace (`--unshare-all`) keeps that user.
 
 TRITONLAB_SANDBOX=auto (default: hardened when the probe passes, loudly basic otherwise) | hardened (refuse
-to run without it) | basic (layer 1 only). Nothing is claimed that `probe()` did not verify.
+to run without it) | basic (layer 1 only). Nothing is claimed that `probe()` did not verify. On a GPU the probe
+also launches a Triton kernel inside the sandbox, as the sandbox user (jail.cuda_check): `auto` uses the
+hardened layer there only when that kernel ran; otherwise it fails closed for others (`serve` on a shared
+address and `serve --classroom` refuse to start) and a local single-user command warns.
 """
 
 from __future__ import annotations
@@ -159,7 +162,7 @@ def hide_argv(files: list[Path]) -> list[str]:
 
 
 def gpu_device_nodes() -> list[str]:
-    """The NVIDIA device nodes a GPU run needs bound in (not yet verified on a GPU machine)."""
+    """The NVIDIA device nodes a GPU run needs bound in (verified by the probe's CUDA check, jail.cuda_check)."""
     return [*GPU_DEVICES, *sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*"))]
 
 
@@ -264,13 +267,6 @@ def _probe(backend: str, wanted: str) -> dict:
     if wanted == "basic":
         result["reason"] = "TRITONLAB_SANDBOX=basic: the hardened layer is switched off"
         return result
-    if backend == "gpu" and wanted == "auto":
-        # The probe below checks the jail's walls, not CUDA inside it, and that has not been run on a GPU yet.
-        result["reason"] = (
-            "auto on a GPU: CUDA inside bubblewrap is not verified yet, so GPU runs use layer 1 only; "
-            "set TRITONLAB_SANDBOX=hardened to try the hardened layer"
-        )
-        return result
     listener = socket.socket()
     run_dir = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))
     other_run = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))
@@ -297,14 +293,15 @@ def _probe(backend: str, wanted: str) -> dict:
             "home": str(Path.home()),
             "port": listener.getsockname()[1],
             "parent": os.getpid(),
+            "cuda": backend == "gpu",  # then a Triton kernel must run in there too (jail.cuda_check)
         }
         argv = [*bwrap_argv(backend, (), who), sys.executable, "-m", "tritonlab.runs.jail", json.dumps(spec)]
         proc = subprocess.run(
             argv,
             capture_output=True,
             text=True,
-            timeout=30,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": spec["src"]},
+            timeout=240 if backend == "gpu" else 30,  # importing torch and compiling one kernel on a GPU
+            env=probe_environment(backend, spec["src"], run_dir),
         )
         if proc.returncode != 0:
             raise Unavailable(
@@ -321,6 +318,39 @@ def _probe(backend: str, wanted: str) -> dict:
         shutil.rmtree(other_run, ignore_errors=True)
     result["evidence"] = ev | {"user": who.user}
     return judge(result, ev, who)
+
+
+@functools.lru_cache(maxsize=1)
+def libcuda_dir() -> str | None:
+    """The folder of the driver's libcuda.so.1 as the dynamic loader's cache lists it, or None."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            listing = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in listing.splitlines():
+            if "libcuda.so.1" in line and "=>" in line:
+                return str(Path(line.split("=>", 1)[1].strip()).parent)
+    return None
+
+
+def probe_environment(backend: str, src: str, run_dir: Path) -> dict[str, str]:
+    """The probe's environment: the runs' own where CUDA needs it (the driver's libcuda folder, the visible
+    devices), nothing else."""
+    # TMPDIR: the tmpfs bwrap_argv mounts for the zygote (Triton's compiler needs a writable temp folder)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": src, "HOME": str(run_dir), "TMPDIR": ZYGOTE_TMP}
+    if backend == "gpu":
+        for key in (
+            "CUDA_VISIBLE_DEVICES",
+            "NVIDIA_VISIBLE_DEVICES",
+            "LD_LIBRARY_PATH",
+            "TRITON_LIBCUDA_PATH",
+        ):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        if "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := libcuda_dir()):
+            env["TRITON_LIBCUDA_PATH"] = cuda_dir  # no ld.so.cache inside bubblewrap (see sandbox.py)
+    return env
 
 
 def judge(result: dict, ev: dict, who: Identity) -> dict:
@@ -345,6 +375,20 @@ def judge(result: dict, ev: dict, who: Identity) -> dict:
         (not ev["sees_parent"], "own PID namespace: the server and other processes are invisible"),
         (ev["nproc_enforced"], "process limit (RLIMIT_NPROC) per run: a fork bomb stops at the limit"),
     ]
+    if "cuda" in ev:  # a GPU: the walls are not enough, a learner's kernel must also run in there
+        cuda = ev["cuda"]
+        checks.append(
+            (
+                cuda.get("ok") is True,
+                "CUDA inside the sandbox: a Triton kernel ran as the sandbox user with only the NVIDIA device "
+                "nodes bound"
+                + (
+                    f" ({cuda['device']})"
+                    if cuda.get("ok")
+                    else f" — failed at {cuda.get('step')}: {cuda.get('error', '')}"
+                ),
+            )
+        )
     result["layers"] = [text for ok, text in checks if ok]
     failed = [text for ok, text in checks if not ok]
     result["hardened"] = not failed

@@ -27,6 +27,24 @@ class JailError(OSError):
     pass
 
 
+PR_SET_NAME = 15
+HOLD_TAG = "tlh-"  # + 11 hex digits of the run id: 15 bytes, the most a process name holds
+
+
+def hold_tag(run_id: str) -> str:
+    """The name a held child gives itself until it is released: the parent finds it by this name in the
+    host's /proc when the kernel has no `NSpid` line to translate its pid (gVisor)."""
+    return HOLD_TAG + run_id[:11]
+
+
+def set_name(name: str) -> bool:
+    """Set this process's name (/proc/PID/comm, 15 bytes at most)."""
+    try:
+        return _libc().prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
@@ -184,7 +202,8 @@ def _nproc_enforced(limit: int = 4, tries: int = 12) -> bool:
     import resource
     import time
 
-    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+    before = resource.getrlimit(resource.RLIMIT_NPROC)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, before[1]))  # soft: restored below (CUDA needs threads)
     children = []
     try:
         for _ in range(tries):
@@ -201,6 +220,7 @@ def _nproc_enforced(limit: int = 4, tries: int = 12) -> bool:
         for pid in children:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
+        resource.setrlimit(resource.RLIMIT_NPROC, before)
 
 
 def default_processes() -> int:
@@ -238,7 +258,57 @@ def probe(spec: dict) -> dict:
         s.settimeout(2)
         out["network"] = s.connect_ex(("127.0.0.1", spec["port"])) == 0
     out["sees_parent"] = spec["parent"] > 2 and os.path.exists(f"/proc/{spec['parent']}")
+    if spec.get("cuda"):
+        out["cuda"] = cuda_check(spec["run_dir"])
     return out
+
+
+CUDA_PROBE_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
+"""
+
+
+def cuda_check(run_dir: str) -> dict:
+    """On a GPU (hardening.probe, backend gpu): after the walls above are up, as the sandbox user, can a run
+    use CUDA here? torch must see the device through the bound /dev/nvidia* nodes, and a Triton kernel (compiled
+    in the run directory, from a file there, as a learner's is) must launch and compute the right values.
+    torch and triton are imported here only (this module is otherwise standard library only)."""
+    step = "import torch"
+    try:
+        import importlib.util
+
+        import torch
+
+        step = "find a CUDA device"
+        if not torch.cuda.is_available():
+            return {"ok": False, "step": step, "error": "torch sees no CUDA device inside the sandbox"}
+        step = "compile and launch a Triton kernel"
+        os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(run_dir, ".triton-cache"))
+        path = os.path.join(run_dir, "cuda_probe_kernel.py")
+        with open(path, "w") as f:
+            f.write(CUDA_PROBE_KERNEL)
+        spec = importlib.util.spec_from_file_location("cuda_probe_kernel", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        x = torch.arange(1000, device="cuda", dtype=torch.float32)
+        module.add_one[(8,)](x, 1000, BLOCK=128)
+        torch.cuda.synchronize()
+        ok = bool(torch.equal(x.cpu(), torch.arange(1000, dtype=torch.float32) + 1))
+        return {
+            "ok": ok,
+            "step": "done" if ok else "check the kernel's values",
+            "device": torch.cuda.get_device_name(0),
+        }
+    except Exception as exc:  # noqa: BLE001 - whatever broke, CUDA is not verified inside the sandbox
+        return {"ok": False, "step": step, "error": f"{type(exc).__name__}: {exc}"[:600]}
 
 
 if __name__ == "__main__":

@@ -13,13 +13,22 @@ the wall clock kill the run's whole tree, and the zygote (the subreaper) reports
 child that dies before it is used is replaced; after `MAX_EARLY_DEATHS` such deaths in a row the pool stops
 refilling and runs are forked on demand again (a broken driver must not become a fork loop).
 
-Not with the hardened layer: there each run isolates itself in a user namespace, which Linux refuses to a
-multithreaded process (and a CUDA context starts threads), and the run's directory is known only when the
-job arrives. Hardened zygotes therefore keep forking on demand (`wanted()` says 0).
+With the hardened layer a run isolates itself in a user namespace, which Linux refuses to a multithreaded
+process (and a CUDA context starts threads), and it binds its own run directory, so a child cannot warm up
+before it knows that directory. `BoundPool` solves both where the caller lets the zygote choose the directory
+(`sandbox.Zygote.new_run_dir()`, used by the Ray worker): the parent makes the directory of the *next* run
+ahead of time and says {"op": "warm", "run_dir"}; the child forked for it isolates itself into that
+directory exactly as an on-demand run does (`jail.isolate_run`, single-threaded, before CUDA), then creates
+its CUDA context, then waits for the job, which the parent writes into the directory later (the bind shows
+it). The order of the walls is the same as on demand; only the job arrives after them. A run for any other
+directory is forked on demand as before. `wanted(..., bound=False)` stays 0 under the hardened layer.
 
-`TRITONLAB_POOL=N` forces N warm children on any backend (N=0 turns the pool off); by default a GPU gets one,
-the interpreter none (fork from the warm zygote is already milliseconds there). Tests force it on the
-interpreter so CI exercises the single-use path.
+`TRITONLAB_POOL=N` forces N warm children on any backend (N=0 turns the pool off); by default a GPU gets one
+more than the runs it may have at once (two for one run at a time: a check is a run of the learner's code,
+then a replay of its launches, then a timing run, back to back, and the replacement forked at one hand-off
+has had a whole run's time to create its CUDA context before the next one takes it), the interpreter none
+(fork from the warm zygote is already milliseconds there). Each warm child holds a CUDA context (a few hundred
+MB of GPU memory). Tests force it on the interpreter so CI exercises the single-use path.
 """
 
 from __future__ import annotations
@@ -31,19 +40,24 @@ import signal
 import traceback
 from collections.abc import Callable
 
-DEFAULT_GPU = 1
 MAX_EARLY_DEATHS = 3
+MAX_POOL = 8
 FLAG = "--pool"
 
 
-def wanted(backend: str, hardened: bool) -> int:
-    """How many warm children a zygote for `backend` should keep (parent side)."""
-    if hardened:
+def wanted(backend: str, hardened: bool, slots: int = 1, bound: bool = False) -> int:
+    """How many warm children a zygote for `backend` should keep (parent side), for `slots` runs at once: one
+    more than that on a GPU (a check is runs back to back: check, replay, timing). `bound`: the caller takes
+    its run directories from the zygote (`sandbox.Zygote.new_run_dir`), so a hardened zygote can warm
+    children bound to them (BoundPool); otherwise a hardened zygote keeps none."""
+    if hardened and not bound:
         return 0
     forced = os.environ.get("TRITONLAB_POOL", "").strip()
     if forced.isdigit():
-        return min(int(forced), 8)
-    return DEFAULT_GPU if backend == "gpu" else 0
+        return min(int(forced), MAX_POOL)
+    if backend != "gpu":
+        return 0
+    return min(max(1, slots) + 1, MAX_POOL)  # at least 2: a check's run and its replay come back to back
 
 
 def size_from_argv(argv: list[str]) -> int:
@@ -70,6 +84,27 @@ def init_device(backend: str) -> None:
         traceback.print_exc()
 
 
+GPU_CAP_ENV = "TRITONLAB_GPU_MEMORY_CAP"  # told to the harness, which names the cap in an out-of-memory error
+
+
+def soft_gpu_cap(limit: int) -> float | None:
+    """In a GPU run, before learner code: torch's CUDA caching allocator refuses to hold more than `limit`
+    bytes on the current device (set_per_process_memory_fraction), so a run that allocates more gets an
+    OutOfMemoryError, not the whole device. Soft: memory allocated outside torch's allocator (the CUDA
+    context, a library's own cudaMalloc) is not counted; without MPS or MIG nothing stronger exists, and GPU
+    settings are left untouched. Returns the fraction set (None: no CUDA device)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    device = torch.cuda.current_device()
+    total = torch.cuda.get_device_properties(device).total_memory
+    fraction = min(1.0, limit / total)
+    torch.cuda.set_per_process_memory_fraction(fraction, device)
+    os.environ[GPU_CAP_ENV] = str(int(min(limit, total)))
+    return fraction
+
+
 def _die_with_parent() -> None:
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -78,20 +113,23 @@ def _die_with_parent() -> None:
 
 
 def _read_line(fd: int) -> bytes:
-    data = b""
+    """One job line, and not a byte more: a held job's release byte follows it on the same pipe and may be
+    there already (a child still warming up when both arrive); reading past the newline would swallow it.
+    b"" at EOF."""
+    data = bytearray()
     while not data.endswith(b"\n"):
-        chunk = os.read(fd, 65536)
-        if not chunk:
+        byte = os.read(fd, 1)
+        if not byte:
             return b""
-        data += chunk
-    return data
+        data += byte
+    return bytes(data)
 
 
 def warm_child(
     job_fd: int,
     backend: str,
     serve: Callable[[str, dict, str | None], None],
-    release: Callable[[int], None] | None = None,
+    release: Callable[[int, str], None] | None = None,
 ) -> None:
     """In a child forked ahead of time: get the device ready, wait for one job, run it (never returns).
     A job whose limits say "hold" waits, after the job line, for the release byte on the same pipe (the
@@ -107,7 +145,7 @@ def warm_child(
         os._exit(0)
     msg = json.loads(line)
     if msg.get("limits", {}).get("hold") and release is not None:
-        release(job_fd)  # closes job_fd
+        release(job_fd, str(msg.get("id", "")))  # closes job_fd
     else:
         os.close(job_fd)
     serve(msg["run_dir"], msg.get("limits", {}), None)
@@ -123,7 +161,7 @@ class WarmPool:
         backend: str,
         serve: Callable[[str, dict, str | None], None],
         inherited: Callable[[], list[int]] = list,
-        release: Callable[[int], None] | None = None,
+        release: Callable[[int, str], None] | None = None,
     ) -> None:
         """`inherited` lists the zygote's other descriptors a new warm child must close (release pipes of
         held runs); `release` waits for a held job's release byte in the child."""
@@ -200,3 +238,124 @@ class WarmPool:
         for _, write_end in self.ready:
             os.close(write_end)
         self.ready.clear()
+
+
+def bound_child(
+    job_fd: int,
+    run_dir: str,
+    backend: str,
+    isolate: Callable[[str], None],
+    serve: Callable[[str, dict], None],
+    release: Callable[[int], None] | None = None,
+) -> None:
+    """In a child forked for one known run directory (hardened): isolate into it, get the device ready, wait
+    for that directory's job, run it (never returns)."""
+    _die_with_parent()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)  # the zygote's reply pipe must not stay open here
+    os.close(devnull)
+    isolate(run_dir)  # single-threaded still: the user namespace is made before CUDA starts any thread
+    init_device(backend)
+    line = _read_line(job_fd)
+    if not line:  # the zygote dropped this child or closed
+        os._exit(0)
+    msg = json.loads(line)
+    if msg.get("run_dir") != run_dir:  # never: the zygote hands a child only its own directory's job
+        os._exit(70)
+    if msg.get("limits", {}).get("hold") and release is not None:
+        release(job_fd)  # closes job_fd
+    else:
+        os.close(job_fd)
+    serve(run_dir, msg.get("limits", {}))
+    os._exit(0)
+
+
+class BoundPool:
+    """Zygote side, hardened: warm children each isolated ahead of time into the run directory the parent
+    made for a coming run, by directory: {run_dir: (pid, write end of its job pipe)}."""
+
+    def __init__(
+        self,
+        backend: str,
+        isolate: Callable[[str], None],
+        serve: Callable[[str, dict], None],
+        inherited: Callable[[], list[int]] = list,
+        release: Callable[[int], None] | None = None,
+    ) -> None:
+        self.backend, self.isolate, self.serve = backend, isolate, serve
+        self.inherited, self.release = inherited, release
+        self.children: dict[str, tuple[int, int]] = {}
+        self.early_deaths = 0
+
+    def __contains__(self, pid: int) -> bool:
+        return any(p == pid for p, _ in self.children.values())
+
+    def add(self, run_dir: str) -> bool:
+        """Fork a child for `run_dir`; False when warming is off (too many early deaths) or it has one."""
+        if self.early_deaths >= MAX_EARLY_DEATHS or run_dir in self.children:
+            return False
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(write_end)
+                for _, other in self.children.values():
+                    os.close(other)
+                for other in self.inherited():
+                    os.close(other)
+                bound_child(read_end, run_dir, self.backend, self.isolate, self.serve, self.release)
+            except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
+                traceback.print_exc()
+            os._exit(70)
+        os.close(read_end)
+        self.children[run_dir] = (pid, write_end)
+        return True
+
+    def take(self, msg: dict, hold: bool = False) -> tuple[int, int | None] | None:
+        """The warm child of the job's directory gets the job: (pid, release pipe when `hold`), else None."""
+        entry = self.children.pop(str(msg.get("run_dir")), None)
+        if entry is None:
+            return None
+        pid, write_end = entry
+        try:
+            os.write(write_end, (json.dumps(msg) + "\n").encode())
+        except OSError:
+            os.close(write_end)
+            return None  # it died meanwhile: fork on demand
+        if not hold:
+            os.close(write_end)
+        self.early_deaths = 0
+        return pid, (write_end if hold else None)
+
+    def drop(self, run_dir: str) -> None:
+        """The parent gave that directory up without a run: end its child."""
+        entry = self.children.pop(run_dir, None)
+        if entry is not None:
+            os.close(entry[1])
+            try:
+                os.kill(entry[0], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def reaped(self, pid: int) -> bool:
+        """A warm child ended before its job: counted as an early death unless its directory is gone (given
+        up by the parent before the drop arrived: the child could not isolate into it, nothing is broken)."""
+        for run_dir, (p, write_end) in list(self.children.items()):
+            if p == pid:
+                del self.children[run_dir]
+                os.close(write_end)
+                if os.path.isdir(run_dir):
+                    self.early_deaths += 1
+                return True
+        return False
+
+    def close(self) -> None:
+        for run_dir in list(self.children):
+            self.drop(run_dir)
+
+    def forget(self) -> None:
+        """In another child: drop the job pipes of the warm ones."""
+        for _, write_end in self.children.values():
+            os.close(write_end)
+        self.children.clear()

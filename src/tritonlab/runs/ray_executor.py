@@ -7,11 +7,13 @@ from a laptop may use Ray Client (ray://HOST:10001) instead. See docs/scale.md.
 Worker (the actor, on a cluster node)
   - starts a warm local `sandbox.Zygote` for its backend with the full sandbox (hardening.decide, as
     locally), after a doctor-style self-check (which sandbox layers a probe verified, torch/triton versions,
-    the node) that the driver reads with `hello()`;
+    the node) that the driver reads with `hello()`; the zygote keeps warm single-use children (2 on a GPU,
+    `TRITONLAB_POOL` from the server), under the hardened layer too: every run directory comes from the
+    zygote (`Zygote.new_run_dir`), which binds a child to the next one ahead (pool.BoundPool);
   - `run(job_id, job, inputs, learner, limits)` writes the job into a run directory of its own node, runs it
     in its zygote, and returns plain data it builds itself: numbers, the output text, and the bytes of the
     plain files the run left (result.json, error.json, *.npy). Nothing a learner process produced is ever
-    pickled: Ray pickles only this dict of bytes, str, int and bool;
+    pickled: Ray pickles only this dict of bytes, str, int and bool; plus `timings`, where its time went;
   - is threaded (`max_concurrency`), so that `read_output(job_id, offset)` (live output) and `stop(job_id)`
     (kill the run's process tree, via the zygote) are served while `run` is busy. `ray.cancel` cannot
     interrupt a running actor method; this can.
@@ -48,7 +50,7 @@ from ray import exceptions as ray_errors
 
 from tritonlab import config
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, rundir, sandbox
+from tritonlab.runs import hardening, pool, rundir, sandbox
 from tritonlab.runs.executor import ExecutorError, RemoteOptions, WorkerLost
 
 NAMESPACE = "tritonlab"
@@ -102,13 +104,16 @@ class _Job:
 class Worker:
     """A tritonlab worker on one node (wrapped by `ray.remote` when the pool creates it)."""
 
-    def __init__(self, backend: str, sandbox_mode: str | None = None) -> None:
+    def __init__(self, backend: str, sandbox_mode: str | None = None, pool_size: str | None = None) -> None:
         if sandbox_mode:  # the server's explicit TRITONLAB_SANDBOX applies to its workers too
             os.environ["TRITONLAB_SANDBOX"] = sandbox_mode
+        if pool_size:  # and so does its explicit TRITONLAB_POOL
+            os.environ["TRITONLAB_POOL"] = pool_size
         self.backend = backend
         self._jobs: dict[str, _Job] = {}
         self._early_stops: list[str] = []  # Stops that arrived before their run (methods run concurrently)
         self._lock = threading.Lock()
+        self._zygote_lock = threading.Lock()
         # The zygote is started from one long-lived thread: a child's parent-death signal follows the thread
         # that started it, and actor method threads come and go.
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritonlab-zygote")
@@ -136,8 +141,13 @@ class Worker:
             report["gpu"] = {
                 k: v for k, v in backends.probe_gpu().items() if isinstance(v, str | bool | None)
             }
+        # Warm single-use children, as a local server keeps them (pool.py): on a GPU each run finds a child
+        # with its CUDA context made. Hardened too: this worker takes every run directory from its zygote
+        # (Zygote.new_run_dir), so the child can isolate itself into the next one ahead (pool.BoundPool).
+        self.pool_size = pool.wanted(self.backend, hardened, bound=True)
+        report["pool"] = self.pool_size
         try:
-            self.zygote = self._starter.submit(sandbox.Zygote, self.backend, hardened).result()
+            self.zygote = self._new_zygote(hardened)
             info = self.zygote.wait_ready(START_TIMEOUT_S)
         except (sandbox.SandboxError, hardening.Unavailable, OSError) as exc:
             report["error"] = str(exc)
@@ -146,27 +156,39 @@ class Worker:
         report["ok"] = True
         return report
 
+    def _new_zygote(self, hardened: bool) -> sandbox.Zygote:
+        return self._starter.submit(
+            lambda: sandbox.Zygote(self.backend, hardened, pool=self.pool_size)
+        ).result()
+
     def hello(self) -> dict:
         return self.report
 
     def _ready_zygote(self) -> sandbox.Zygote:
-        if self.zygote is None or self.zygote.dead:  # it died (or never started): start a fresh one
-            self.zygote = self._starter.submit(
-                sandbox.Zygote, self.backend, bool(self.report["hardened"])
-            ).result()
-        self.zygote.wait_ready(START_TIMEOUT_S)
-        return self.zygote
+        with self._zygote_lock:  # concurrent methods: one replacement for a dead zygote, not one each
+            if self.zygote is None or self.zygote.dead:  # it died (or never started): start a fresh one
+                if self.zygote is not None:
+                    self.zygote.close()
+                self.zygote = self._new_zygote(bool(self.report["hardened"]))
+            zygote = self.zygote
+        zygote.wait_ready(START_TIMEOUT_S)
+        return zygote
 
     def run(self, job_id: str, job: dict, inputs: dict, learner: dict | None, limits: dict) -> dict:
+        """Run one job; besides the result, `timings` says where this worker's time went (seconds)."""
+        began = time.monotonic()
         entry = _Job()
         with self._lock:
             self._jobs[job_id] = entry
             if job_id in self._early_stops:
                 self._early_stops.remove(job_id)
                 entry.stop_requested = True
-        run_dir = sandbox.new_run_dir()
         staging: Path | None = None
+        run_dir: Path | None = None
         try:
+            zygote = self._ready_zygote()
+            run_dir, warm = zygote.new_run_dir()
+            timings = {"zygote_s": time.monotonic() - began, "warm_child": warm}
             for name, data in inputs.items():
                 if not SAFE_NAME.match(name) or name in RESERVED:
                     raise ValueError(f"refusing input file name {name!r}")
@@ -181,14 +203,17 @@ class Worker:
                 entry.renamed = {str(copy): learner["original"]}
             (run_dir / "job.json").write_text(json.dumps(job))
             fields = {f.name for f in dataclasses.fields(sandbox.Limits)}
-            run = self._ready_zygote().start(
-                run_dir, sandbox.Limits(**{k: v for k, v in limits.items() if k in fields})
-            )
+            timings["inputs_s"] = time.monotonic() - began - timings["zygote_s"]
+            run = zygote.start(run_dir, sandbox.Limits(**{k: v for k, v in limits.items() if k in fields}))
             entry.run = run
             if entry.stop_requested:
                 run.stop()
             result = run.wait(entry.append)
             rundir.restore_names(run_dir, entry.renamed)
+            collected = time.monotonic()
+            files = collect(run_dir, set(inputs))
+            timings |= {"run_s": result.seconds, "collect_s": time.monotonic() - collected}
+            timings["worker_s"] = time.monotonic() - began
             return {
                 "exit_code": None if result.exit_code is None else int(result.exit_code),
                 "signal": None if result.signal is None else int(result.signal),
@@ -197,12 +222,14 @@ class Worker:
                 "output_truncated": bool(result.output_truncated),
                 "seconds": float(result.seconds),
                 "output": entry.text(),
-                "files": collect(run_dir, set(inputs)),
+                "files": files,
+                "timings": {k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
             }
         finally:
             with self._lock:
                 self._jobs.pop(job_id, None)
-            sandbox.remove_run_dir(run_dir)
+            if run_dir is not None:
+                sandbox.remove_run_dir(run_dir)
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
 
@@ -344,7 +371,7 @@ class RayPool:
                 max_restarts=0,
                 scheduling_strategy="SPREAD",
                 **placement,
-            ).remote(self.backend, os.environ.get("TRITONLAB_SANDBOX"))
+            ).remote(self.backend, os.environ.get("TRITONLAB_SANDBOX"), os.environ.get("TRITONLAB_POOL"))
             for _ in range(count)
         ]
         pending = {h.hello.remote(): h for h in handles}
@@ -481,6 +508,7 @@ class RemoteRun:
         self._worker: WorkerRef | None = None
         self._shown: list[str] = []  # what this attempt streamed so far
         self._before = ""  # what earlier, lost attempts showed, and the note that they were lost
+        self.timings: dict = {}  # driver side, seconds; the worker's own come back in its reply
 
     def stop(self) -> None:
         self._stop.set()
@@ -509,15 +537,22 @@ class RemoteRun:
 
     def wait(self, on_output: Callable[[str], None] | None = None) -> sandbox.RunResult:
         emit = on_output or (lambda _text: None)
+        began = time.monotonic()
         job, inputs, learner = self._payload()
+        self.timings["payload_s"] = time.monotonic() - began
+        self.timings["payload_mb"] = sum(len(v) for v in inputs.values()) / 1e6
         limits = dataclasses.asdict(self.limits)
         tried: set[str] = set()
         while True:
+            asked = time.monotonic()
             worker = self.pool.acquire(tried, None if not tried else RETRY_WAIT_S)
+            self.timings["worker_wait_s"] = self.timings.get("worker_wait_s", 0.0) + time.monotonic() - asked
             self._worker, self.node = worker, worker.node
             self.attempts.append(worker.node)
             try:
+                sent = time.monotonic()
                 reply = self._attempt(worker, job, inputs, learner, limits, emit)
+                self.timings["remote_s"] = time.monotonic() - sent
             except _Lost as exc:
                 self._worker = None
                 self.pool.forget(worker)
@@ -586,6 +621,7 @@ class RemoteRun:
 
     def _land(self, reply: dict) -> sandbox.RunResult:
         """Write what came back into the local run directory, then validate it exactly like a local run."""
+        landed = time.monotonic()
         for name, data in dict(reply.get("files", {})).items():
             if not isinstance(name, str) or not SAFE_NAME.match(name) or name in RESERVED:
                 continue
@@ -599,6 +635,13 @@ class RemoteRun:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         rundir.sanitize(self.run_dir)
+        self.timings["land_s"] = time.monotonic() - landed
+        worker = reply.get("timings")
+        if isinstance(worker, dict):  # numbers only: the worker built them, the learner's run did not
+            for key, value in worker.items():
+                if isinstance(key, str) and isinstance(value, int | float | bool):
+                    self.timings[f"worker.{key}"] = value
+        self.timings["attempts"] = len(self.attempts)
 
         def number(key: str) -> int | None:
             value = reply.get(key)
@@ -613,4 +656,5 @@ class RemoteRun:
             output_truncated=reply.get("output_truncated") is True,
             output=self._before + str(reply.get("output", "")),
             seconds=float(reply.get("seconds") or (time.monotonic() - self.started)),
+            timings={k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()},
         )

@@ -23,7 +23,6 @@ unprivileged user, so every run inherits it; each run sees and writes only its o
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import cgroups, hardening, rundir, runfolder
+from tritonlab.runs import cgroups, hardening, jail, rundir, runfolder
 
 ENV_ALLOW = {
     "PATH",
@@ -69,6 +68,16 @@ ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of learner output kept and shown
 INTERPRETER_MEMORY = 2 << 30  # address space a run may add on top of the zygote's own
 RUN_MEMORY = {"interpreter": 3 << 30, "gpu": 16 << 30}  # memory of all a run's processes (per-run cgroup)
+GPU_MEMORY = 16 << 30  # soft GPU memory cap of a run: torch's allocator (pool.soft_gpu_cap)
+
+
+def gpu_memory_cap() -> int:
+    """Bytes of GPU memory a run's torch allocations may hold: TRITONLAB_GPU_MEMORY_GIB, else 16 GiB."""
+    value = os.environ.get("TRITONLAB_GPU_MEMORY_GIB", "").strip()
+    try:
+        return max(1 << 28, int(float(value) * (1 << 30))) if value else GPU_MEMORY
+    except ValueError:
+        return GPU_MEMORY
 
 
 def default_run_pids() -> int:
@@ -103,25 +112,11 @@ def child_environment(backend: str) -> dict[str, str]:
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
-    elif "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := libcuda_dir()):
+    elif "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := hardening.libcuda_dir()):
         # Triton finds libcuda with `ldconfig -p`, which fails inside bubblewrap (no ld.so.cache there):
         # the parent looks it up once and tells the run where it is.
         env["TRITON_LIBCUDA_PATH"] = cuda_dir
     return env
-
-
-@functools.lru_cache(maxsize=1)
-def libcuda_dir() -> str | None:
-    """The folder of the driver's libcuda.so.1 as the dynamic loader's cache lists it, or None."""
-    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
-        try:
-            listing = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=10).stdout
-        except (OSError, subprocess.SubprocessError):
-            continue
-        for line in listing.splitlines():
-            if "libcuda.so.1" in line and "=>" in line:
-                return str(Path(line.split("=>", 1)[1].strip()).parent)
-    return None
 
 
 @dataclass
@@ -134,6 +129,7 @@ class Limits:
     processes: int | None = None  # RLIMIT_NPROC of a hardened run (default: jail.default_processes())
     memory_bytes: int | None = RUN_MEMORY["interpreter"]  # per-run cgroup: all the run's processes together
     pids: int | None = None  # per-run cgroup pids.max (default: default_run_pids())
+    gpu_memory_bytes: int | None = None  # soft cap in torch's CUDA allocator (GPU runs; pool.soft_gpu_cap)
 
     def for_child(self) -> dict:
         return {
@@ -141,6 +137,7 @@ class Limits:
             "file_bytes": self.file_bytes,
             "address_space_bytes": self.address_space_bytes,
             "processes": self.processes,
+            "gpu_memory_bytes": self.gpu_memory_bytes,
         }
 
 
@@ -158,6 +155,9 @@ class RunResult:
     limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
     sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
     folder_full: str = ""  # why the run's directory was full (its capped tmpfs, or too many files)
+    cgroup: str = ""  # the name of the run's own cgroup ("" when it had none), and its controllers
+    cgroup_controllers: tuple[str, ...] = ()
+    timings: dict = field(default_factory=dict)  # a remote run: where its time went (ray_executor.RemoteRun)
 
     @property
     def crashed(self) -> bool:
@@ -270,6 +270,10 @@ class Run:
             limits_hit=hit,
             sandbox_error=self.sandbox_error,
             folder_full=full,
+            cgroup=self.group.name if self.group is not None else "",
+            cgroup_controllers=tuple(
+                c for *_, made in (self.group.folders if self.group else []) for c in made
+            ),
         )
 
 
@@ -299,7 +303,8 @@ class Zygote:
         `hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
         cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
         adds files (reference solutions) that runs may never read, besides the course's own; `pool` keeps
-        that many warm single-use children (runs/pool.py)."""
+        that many warm single-use children (runs/pool.py). Hardened, those children are bound to run
+        directories the zygote makes ahead (`new_run_dir`): only runs in such directories start warm."""
         self.backend = backend
         self.hardened = hardened
         # Per-run cgroups only where a probe saw them stop something (cgroups.probe, cached per process): a
@@ -307,11 +312,19 @@ class Zygote:
         # under gVisor) must not hold every run waiting for a placement that never comes. The probe runs
         # beside the worker's start-up (torch and triton take longer to import), so it costs no latency.
         self._cgroups_wanted = run_cgroups
+        self.cgroup_controllers: tuple[str, ...] | None = None  # the proven ones a run's cgroup uses
         self._cgroups_probe: threading.Thread | None = None
         if run_cgroups is None:
-            self._cgroups_probe = threading.Thread(target=cgroups.proven, name="cgroup-probe", daemon=True)
+            self._cgroups_probe = threading.Thread(
+                target=cgroups.proven, args=(hardened,), name="cgroup-probe", daemon=True
+            )
             self._cgroups_probe.start()
-        self.pool = 0 if hardened else pool  # a hardened zygote forks on demand (pool.py)
+        self.pool = pool
+        # Hardened: run directories made ahead, each with a warm child isolated into it (pool.BoundPool);
+        # handed out by new_run_dir() and not yet started (a caller that gives one up without a run: the
+        # next new_run_dir() sees it removed and ends its child).
+        self._warm_dirs: list[Path] = []
+        self._handed: set[Path] = set()
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -329,7 +342,7 @@ class Zygote:
             ]
             self.visible = hardening.visible_roots(read_only)
             self.shared = runfolder.share(hardening.runs_folder())  # later run mounts reach the sandbox
-        if self.pool:
+        if self.pool and not hardened:
             argv += ["--pool", str(self.pool)]
         env = child_environment(backend)
         if hardened:
@@ -356,6 +369,7 @@ class Zygote:
             if msg.get("ready"):
                 self.info = msg
                 self._ready.set()
+                self._refill()
                 continue
             with self._lock:
                 run = self._runs.get(msg.get("id", ""))
@@ -378,7 +392,8 @@ class Zygote:
         if self._cgroups_wanted is None:
             if self._cgroups_probe is not None:
                 self._cgroups_probe.join()
-            self._cgroups_wanted = cgroups.proven()
+            self.cgroup_controllers = cgroups.proven(self.hardened)  # memory alone is worth holding runs for
+            self._cgroups_wanted = bool(self.cgroup_controllers)
         return self._cgroups_wanted
 
     @run_cgroups.setter
@@ -388,13 +403,23 @@ class Zygote:
     def _place(self, run: Run) -> None:
         """Put a held child into its run's cgroup, then release it; a child that cannot be placed dies."""
         try:
-            host = cgroups.host_pid(int(run.pid or 0), self.proc.pid)
+            # Found at once through NSpid; by name (gVisor) only once the held child has named itself, which
+            # can come just after the zygote reported its pid: look again for a moment before giving up.
+            deadline = time.monotonic() + 3.0
+            while (host := cgroups.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id))) is None:
+                if run.closed or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
             if host is None:
                 raise cgroups.CgroupError(3, f"no process with pid {run.pid} below the worker")
             with run.group_lock:
                 if run.closed:  # the run already ended (Stop, timeout, a dead worker): nothing to place
                     raise cgroups.CgroupError(3, "the run ended before it was placed")
-                group = cgroups.RunGroup(run.limits.memory_bytes, run.limits.pids or default_run_pids())
+                group = cgroups.RunGroup(
+                    run.limits.memory_bytes,
+                    run.limits.pids or default_run_pids(),
+                    controllers=self.cgroup_controllers,  # None (forced on): every controller made
+                )
                 run.group = group
             group.place(host)
         except Exception as exc:  # noqa: BLE001 - whatever broke, the held child must die, never hang
@@ -425,8 +450,38 @@ class Zygote:
         except (BrokenPipeError, ValueError):
             self.dead = True
 
+    def _refill(self) -> None:
+        """Hardened with a pool: make run directories ahead, each with a child warming up in it."""
+        if not (self.hardened and self.pool):
+            return
+        with self._lock:
+            for gone in [d for d in self._handed if not d.exists()]:
+                self._handed.discard(gone)  # given up without a run: its warm child must not wait forever
+                self.send({"op": "drop", "run_dir": str(gone)})
+            while not self.dead and len(self._warm_dirs) + len(self._handed) < self.pool:
+                path = new_run_dir()
+                hardening.prepare_run_dir(path)
+                self._warm_dirs.append(path)
+                self.send({"op": "warm", "run_dir": str(path)})
+
+    def new_run_dir(self) -> tuple[Path, bool]:
+        """A run directory for this zygote's next run, and whether a warm child is bound to it already
+        (hardened with a pool); otherwise a fresh one, like the module's new_run_dir()."""
+        self.wait_ready()
+        self._refill()  # a directory given up without a run frees its place here
+        with self._lock:
+            path = self._warm_dirs.pop(0) if self._warm_dirs else None
+            if path is not None:
+                self._handed.add(path)
+        if path is None:  # layer 1 with a pool: any run takes a warm child
+            return new_run_dir(), bool(self.pool) and not self.hardened
+        return path, True
+
     def start(self, run_dir: Path, limits: Limits) -> Run:
         self.wait_ready()
+        with self._lock:
+            handed = run_dir in self._handed
+            self._handed.discard(run_dir)
         renamed = {}
         if self.hardened:
             hardening.prepare_run_dir(run_dir)
@@ -447,6 +502,8 @@ class Zygote:
         if not self.hardened:  # layer 1: the child refuses to open reference solutions (see jail.deny_files)
             child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
         self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": child})
+        if handed:
+            self._refill()  # the next run's child warms up while this one runs
         return run
 
     def close(self) -> None:
@@ -458,6 +515,10 @@ class Zygote:
             except (subprocess.TimeoutExpired, OSError):
                 self.proc.kill()
         self.dead = True
+        with self._lock:
+            left, self._warm_dirs = self._warm_dirs, []
+        for path in left:
+            remove_run_dir(path)
         if self.run_cgroups:
             cgroups.release()
         if self.shared:
@@ -528,4 +589,5 @@ def default_limits(backend: str, wall_seconds: float = 60.0) -> Limits:
         cpu_seconds=int(wall_seconds * 2) + 5,
         address_space_bytes=INTERPRETER_MEMORY if backend == "interpreter" else None,
         memory_bytes=RUN_MEMORY.get(backend, RUN_MEMORY["interpreter"]),
+        gpu_memory_bytes=gpu_memory_cap() if backend == "gpu" else None,
     )

@@ -5,7 +5,8 @@ machine) and then forks a fresh child per job, so each run starts in millisecond
 CUDA itself: each child does, after the fork (with `--pool N`, warm children do it ahead of the job: pool.py).
 
 Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"}, {"op": "go", "id"} or
-{"op": "kill", "id"}; the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
+{"op": "kill", "id"}, and, hardened, {"op": "warm", "run_dir"} / {"op": "drop", "run_dir"} (a warm child
+isolated ahead into the directory of a coming run, pool.BoundPool); the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
 {"id", "signal"} when it ends. With `limits["hold"]` the child waits, before anything else, for one byte on
 a pipe that the zygote writes only on "go": the parent first places the child in the run's cgroup
 (cgroups.py; the zygote, an unprivileged user inside bubblewrap, cannot). A released-by-EOF child exits.
@@ -105,8 +106,9 @@ def kill_tree(pid: int) -> None:
 HELD_EXIT = 71  # a held child whose parent never said "go" (killed, or the placement failed)
 
 
-def wait_for_release(hold: int | None, others: list[int]) -> None:
-    """In a forked child: close the other runs' release pipes, then wait for our own byte (see "hold")."""
+def wait_for_release(hold: int | None, others: list[int], tag: str | None = None) -> None:
+    """In a forked child: close the other runs' release pipes, then wait for our own byte (see "hold"), named
+    `tag` meanwhile (jail.hold_tag: how the parent finds us without `NSpid`)."""
     for fd in others:
         try:
             os.close(fd)
@@ -114,16 +116,37 @@ def wait_for_release(hold: int | None, others: list[int]) -> None:
             pass
     if hold is None:
         return
+    if tag:
+        jail.set_name(tag)
     try:
         byte = os.read(hold, 1)
     finally:
         os.close(hold)
+        if tag:
+            jail.set_name("python3")
     if byte != b"g":
         os._exit(HELD_EXIT)
 
 
-def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
-    """In the forked child: new session, limits, private cwd, output to a file, then the harness."""
+def isolate(run_dir: str, runs_folder: str) -> None:
+    """Hardened: this process sees and writes only `run_dir` under `runs_folder` (a user and mount namespace
+    of its own, no capabilities), with its home, temp and caches inside it. Single-threaded callers only."""
+    jail.isolate_run(run_dir, runs_folder)
+    for name in ("tmp", ".cache/triton", ".config/matplotlib"):
+        os.makedirs(os.path.join(run_dir, name), exist_ok=True)
+    os.environ.update(
+        {
+            "HOME": run_dir,
+            "TMPDIR": os.path.join(run_dir, "tmp"),
+            "TRITON_CACHE_DIR": os.path.join(run_dir, ".cache/triton"),
+            "MPLCONFIGDIR": os.path.join(run_dir, ".config/matplotlib"),
+        }
+    )
+
+
+def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bool = False) -> None:
+    """In the forked child: new session, limits, private cwd, output to a file, then the harness.
+    `isolated`: a warm hardened child (pool.BoundPool) that isolated itself into `run_dir` already."""
     os.setsid()
     os.umask(0o077)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
@@ -136,17 +159,8 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
     os.close(devnull)
     jail.not_dumpable()  # other runs cannot ptrace this one or read its /proc entries
     if runs_folder:  # hardened: this run sees and writes only its own directory, with no capabilities
-        jail.isolate_run(run_dir, runs_folder)
-        for name in ("tmp", ".cache/triton", ".config/matplotlib"):
-            os.makedirs(os.path.join(run_dir, name), exist_ok=True)
-        os.environ.update(
-            {
-                "HOME": run_dir,
-                "TMPDIR": os.path.join(run_dir, "tmp"),
-                "TRITON_CACHE_DIR": os.path.join(run_dir, ".cache/triton"),
-                "MPLCONFIGDIR": os.path.join(run_dir, ".config/matplotlib"),
-            }
-        )
+        if not isolated:
+            isolate(run_dir, runs_folder)
         # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
@@ -166,6 +180,8 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (current + int(extra_as), current + int(extra_as)))
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    if limits.get("gpu_memory_bytes"):  # GPU runs: a soft cap in torch's allocator, before learner code
+        pool.soft_gpu_cap(int(limits["gpu_memory_bytes"]))
     jail.deny_files(list(limits.get("deny") or ()))  # layer 1: reference solutions (see jail.deny_files)
     code = run_job(Path(run_dir))
     sys.stdout.flush()
@@ -234,6 +250,14 @@ def main() -> None:
         backend,
         child_main,
         inherited=lambda: list(holds.values()),
+        release=lambda fd, run_id: wait_for_release(fd, [], jail.hold_tag(run_id)),
+    )
+    # Hardened: warm children isolated ahead into the directory of a coming run ("warm"; pool.BoundPool).
+    bound = pool.BoundPool(
+        backend,
+        isolate=lambda run_dir: isolate(run_dir, str(runs_folder)),
+        serve=lambda run_dir, limits: child_main(run_dir, limits, runs_folder, isolated=True),
+        inherited=lambda: list(holds.values()),
         release=lambda fd: wait_for_release(fd, []),
     )
     stdin = sys.stdin.buffer
@@ -246,6 +270,7 @@ def main() -> None:
                 for pid in list(jobs):
                     kill_tree(pid)
                 warm.close()
+                bound.close()
                 os._exit(0)
             buffer += chunk
             while b"\n" in buffer:
@@ -254,7 +279,8 @@ def main() -> None:
                 if msg["op"] == "run":
                     limits = msg.get("limits", {})
                     hold = None
-                    taken = warm.take(msg, hold=bool(limits.get("hold")))
+                    taken = bound.take(msg, hold=bool(limits.get("hold"))) if runs_folder else None
+                    taken = taken or warm.take(msg, hold=bool(limits.get("hold")))
                     if taken:  # a warm child has the job; with "hold" it keeps waiting on its job pipe
                         pid, release_fd = taken
                         if release_fd is not None:
@@ -265,9 +291,12 @@ def main() -> None:
                     if pid == 0:
                         try:
                             warm.forget()
+                            bound.forget()
                             if hold:
                                 os.close(hold[1])
-                            wait_for_release(hold[0] if hold else None, list(holds.values()))
+                            wait_for_release(
+                                hold[0] if hold else None, list(holds.values()), jail.hold_tag(msg["id"])
+                            )
                             child_main(msg["run_dir"], limits, runs_folder)
                         except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                             traceback.print_exc()
@@ -278,6 +307,10 @@ def main() -> None:
                         holds[msg["id"]] = hold[1]
                     out.write(json.dumps({"id": msg["id"], "pid": pid}) + "\n")
                     out.flush()
+                elif msg["op"] == "warm" and runs_folder:
+                    bound.add(str(msg["run_dir"]))
+                elif msg["op"] == "drop":
+                    bound.drop(str(msg["run_dir"]))
                 elif msg["op"] == "go":
                     fd = holds.pop(msg["id"], None)
                     if fd is not None:
@@ -299,8 +332,8 @@ def main() -> None:
                 break
             if pid == 0:
                 break
-            if warm.reaped(pid):
-                continue  # a warm child died unused: replaced
+            if warm.reaped(pid) or bound.reaped(pid):
+                continue  # a warm child died unused: replaced (bound: the run forks on demand)
             job_id = jobs.pop(pid, None)
             if job_id is None:
                 continue  # an orphan of some run, re-parented to us (we are a subreaper): reaped
@@ -309,7 +342,7 @@ def main() -> None:
             # Anything the run left behind was re-parented to us (subreaper): end it now.
             me = os.getpid()
             for orphan, parent in parent_links().items():
-                if parent == me and orphan not in jobs and orphan not in warm:
+                if parent == me and orphan not in jobs and orphan not in warm and orphan not in bound:
                     kill_tree(orphan)
             if os.WIFSIGNALED(status):
                 reply = {"id": job_id, "signal": os.WTERMSIG(status)}

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from tritonlab import config
 from tritonlab.models import Course, Exercise
 from tritonlab.store import schema as s
+from tritonlab.store.leaderboard import speed_fields
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, WorkspaceError, version_of
 
 ROLES = ("learner", "teacher")
@@ -77,9 +78,9 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def upgrade(engine: Engine, legacy_progress: Path | None = None) -> None:
-    """Bring the schema to the newest Alembic revision. `legacy_progress`: a single-user progress file whose
-    rows the first migration adopts (as the learner `local`)."""
+def upgrade(engine: Engine, legacy_progress: Path | None = None, target: str = "head") -> None:
+    """Bring the schema to the newest Alembic revision (or `target`). `legacy_progress`: a single-user
+    progress file whose rows the first migration adopts (as the learner `local`)."""
     from alembic import command
     from alembic.config import Config
 
@@ -88,7 +89,7 @@ def upgrade(engine: Engine, legacy_progress: Path | None = None) -> None:
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         cfg.attributes["legacy_progress"] = str(legacy_progress) if legacy_progress else None
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, target)
 
 
 def schema_revision(engine: Engine) -> str | None:
@@ -111,6 +112,7 @@ class User:
     role: str
     disabled: bool
     has_password: bool
+    leaderboard_name: str | None = None
 
     @property
     def is_teacher(self) -> bool:
@@ -134,6 +136,7 @@ def _user(row: Any) -> User:
         row.role,
         bool(row.disabled),
         row.password_hash is not None,
+        getattr(row, "leaderboard_name", None),
     )
 
 
@@ -394,6 +397,7 @@ class LearnerStore:
                     seed=verdict.get("seed"),
                     failure_kind=_failure_kind(verdict),
                     verdict=json.dumps(verdict),
+                    **speed_fields(verdict),  # a passing GPU check's measured time, for the leaderboard
                 )
             )
             return int(result.inserted_primary_key[0])

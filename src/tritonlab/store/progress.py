@@ -61,6 +61,15 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+def no_room(folder: Path, below: int = 1 << 20) -> bool:
+    """Is the file system holding `folder` (nearly) full? (SQLite needs room for its -wal/-shm files to read.)"""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < below or st.f_favail == 0
+
+
 def damage(path: Path) -> str | None:
     """Why the database at `path` cannot be trusted (0 bytes, not SQLite, quick_check fails), or None."""
     if not path.exists():
@@ -77,6 +86,8 @@ def damage(path: Path) -> str | None:
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
+        if is_full(exc) and no_room(path.parent):  # it could not even be read: the disk, not the database
+            raise DiskFull(28, f"the disk is full ({exc}); the database was not checked or changed") from exc
         return f"it is not a readable SQLite database ({exc})"
     problems = [row[0] for row in rows if row[0] != "ok"]
     return f"quick_check found: {'; '.join(problems[:3])}" if problems else None
@@ -105,8 +116,15 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.damaged: str | None = damage(self.path)  # why an earlier database was set aside, if it was
         self.set_aside: Path | None = set_aside(self.path, self.damaged) if self.damaged else None
-        with self._connect() as db:
-            self._migrate(db)
+        new = not self.path.exists()
+        try:
+            with self._connect() as db:
+                self._migrate(db)
+        except DiskFull:
+            if new:  # the database this call began on a full disk: no empty file left to be taken as damage
+                for suffix in ("", "-wal", "-shm"):
+                    self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+            raise
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

@@ -50,6 +50,7 @@ users = Table(
     Column("password_hash", Text),  # argon2id; NULL: cannot log in until a password is set
     Column("disabled", Boolean, nullable=False),
     Column("created_at", Float, nullable=False),
+    Column("leaderboard_name", String(64)),  # chosen by the learner; NULL: not on the leaderboard (0002)
 )
 
 sessions = Table(
@@ -85,7 +86,12 @@ attempts = Table(
     Column("seed", BigInteger),
     Column("failure_kind", String(64)),
     Column("verdict", Text, nullable=False),
+    Column(
+        "speed_ms", Float
+    ),  # a passing GPU check's measured time (verdict["speed"]["ms"]), else NULL (0002)
+    Column("speed_gpu", String(128)),
     Index("learner_attempts_by_user", "user_id", "exercise", "at"),
+    Index("learner_attempts_speed", "exercise", "speed_ms"),
 )
 
 hints = Table(

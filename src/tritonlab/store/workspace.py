@@ -71,7 +71,17 @@ class Workspace:
         with self._locked():
             marker = self.root / MARKER
             if not marker.exists():
-                marker.write_text(f'# tritonlab workspace\ncourse = "{self.course.dir}"\n', encoding="utf-8")
+                try:
+                    marker.write_text(
+                        f'# tritonlab workspace\ncourse = "{self.course.dir}"\n', encoding="utf-8"
+                    )
+                except OSError as exc:  # a full disk: leave no empty marker behind
+                    marker.unlink(missing_ok=True)
+                    if is_full(exc):
+                        raise DiskFull(
+                            exc.errno, f"the disk is full ({exc.strerror}); nothing was saved"
+                        ) from exc
+                    raise
             for exercise in self.course.exercises():
                 if self._create_if_missing(exercise):
                     created.append(self.path_for(exercise))

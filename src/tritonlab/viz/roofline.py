@@ -23,6 +23,7 @@ class Point:
     nbytes: float
     seconds: float
     mine: bool = False  # drawn red and labelled: the learner's kernel
+    group: str = ""  # the legend entry (given, it names `mine` points too); default: the label's first word
 
     @property
     def intensity(self) -> float:
@@ -58,7 +59,10 @@ def roofline(
     label: str = "your kernel",
     others: list[Point] | None = None,
     title: str = "Roofline",
+    roof_label: str | None = None,
+    show_lines: bool = True,
 ) -> Path:
+    """`show_lines=False` leaves out the box of "% of the roof" lines (a caller that prints them itself)."""
     points = ([Point(label, flops, nbytes, seconds, True)] if seconds > 0 and nbytes > 0 else []) + list(
         others or []
     )
@@ -74,7 +78,7 @@ def roofline(
         attainable(peak_gbps, peak_tflops, xs),
         color="black",
         lw=1.8,
-        label=f"roof: {peak_gbps:.0f} GB/s, {peak_tflops:.1f} TFLOP/s",
+        label=roof_label or f"roof: {peak_gbps:.0f} GB/s, {peak_tflops:.1f} TFLOP/s",
     )
     ax.axvline(ridge, color="0.6", ls=":", lw=1)
     ax.text(ridge * 1.1, peak_tflops / 2.5, f"ridge: {ridge:.0f} FLOP/B", fontsize=8, color="0.4")
@@ -89,7 +93,7 @@ def roofline(
             )
         if p.flops <= 0:  # a pure data-movement kernel has no place on the FLOP axis (its line says its GB/s)
             continue
-        group = p.label.split(" ")[0]
+        group = p.group or p.label.split(" ")[0]
         color = "tab:red" if p.mine else colors.setdefault(group, f"C{len(colors) % 10}")
         ax.scatter(
             [p.intensity],
@@ -98,11 +102,11 @@ def roofline(
             color=color,
             zorder=3,
             edgecolors="black" if p.mine else "none",
-            label=None if p.mine or group in ax_labels(ax) else group,
+            label=None if (p.mine and not p.group) or group in ax_labels(ax) else group,
         )
         if p.mine:
             ax.vlines(p.intensity, p.tflops, roof, color=color, ls="--", lw=0.8)
-    if lines:
+    if lines and show_lines:
         shown = lines[:8] + ([f"… and {len(lines) - 8} more"] if len(lines) > 8 else [])
         ax.text(
             0.02,

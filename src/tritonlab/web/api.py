@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from tritonlab.i18n import t
+from tritonlab.i18n import t, translate_verdict
 from tritonlab.models import Exercise
 from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError, speed_line
 from tritonlab.web import lang as weblang
@@ -259,7 +259,7 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
         verdict = service.check(
             exercise, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait, text=text
         )
-        data = verdict.to_json()
+        data = translate_verdict(verdict.to_json(), lang)  # messages and causes in the page's language
         data["stopped"] = job.stop_requested
         data["speed_line"] = speed_line(verdict.speed)  # the results panel shows this one line (GPU only)
         data["solution_available"] = verdict.passed or exercise.id in service.store.passed_exercises()
@@ -471,7 +471,29 @@ def inspect_kernel(
         data = service.inspect(exercise, target=target)
     finally:
         slots.release()
-    return {"target": target, "report": format_report(data), "data": data}
+    report = format_report(data)
+    return {"target": target, "report": report, "data": cap_stages(data)}
+
+
+MAX_STAGE_LINES = 4000  # per stage in the page; `tritonlab inspect --stage NAME` prints every line
+
+
+def cap_stages(data: dict) -> dict:
+    """The inspect result with each stage cut to MAX_STAGE_LINES lines (a kernel's LLIR or PTX can run to
+    many thousands); `truncated[stage]` counts the lines left out."""
+    kernels = []
+    for kernel in data.get("kernels", []) if isinstance(data.get("kernels"), list) else []:
+        if not isinstance(kernel, dict) or not isinstance(kernel.get("stages"), dict):
+            kernels.append(kernel)
+            continue
+        stages, cut = {}, {}
+        for stage, text in kernel["stages"].items():
+            lines = str(text).splitlines()
+            stages[stage] = "\n".join(lines[:MAX_STAGE_LINES])
+            if len(lines) > MAX_STAGE_LINES:
+                cut[stage] = len(lines) - MAX_STAGE_LINES
+        kernels.append({**kernel, "stages": stages, "truncated": cut})
+    return {**data, "kernels": kernels}
 
 
 @router.post("/lessons/{lesson_key}/examples/{index}/run")
@@ -511,19 +533,31 @@ async def events(job_id: str, request: Request) -> StreamingResponse:
 
 
 async def stream(job: Job, index: int) -> AsyncIterator[str]:
+    """The job's events from `index` on. Sleeps until the job has news (Job.add_waker), never polls: with a
+    class's hundreds of checks queued, polling streams alone kept the server's event loop busy."""
     yield "retry: 1000\n\n"
+    loop, news = asyncio.get_running_loop(), asyncio.Event()
+    job.add_waker(loop, news)
     quiet = 0.0
-    while True:
-        batch, done = job.since(index)
-        for name, data in batch:
-            yield f"id: {index}\nevent: {name}\ndata: {data}\n\n"
-            index += 1
-        if done:
-            return
-        if batch:
-            quiet = 0.0
-        elif quiet > 10.0:
-            yield ": still running\n\n"
-            quiet = 0.0
-        await asyncio.sleep(0.02)
-        quiet += 0.02
+    try:
+        while True:
+            news.clear()  # before reading: news that lands after this read sets it again
+            batch, done = job.since(index)
+            for name, data in batch:
+                yield f"id: {index}\nevent: {name}\ndata: {data}\n\n"
+                index += 1
+            if done:
+                return
+            if batch:
+                quiet = 0.0
+            elif quiet > 10.0:
+                yield ": still running\n\n"
+                quiet = 0.0
+            started = loop.time()
+            try:
+                await asyncio.wait_for(news.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
+            quiet += loop.time() - started
+    finally:
+        job.remove_waker(loop, news)

@@ -70,8 +70,10 @@ def create_app(
     app.state.static_version = static_version()
     if classroom is not None:
         from tritonlab.web import classroom as classroom_web
+        from tritonlab.web import leaderboard as leaderboard_web
 
         app.include_router(classroom_web.router)
+        app.include_router(leaderboard_web.router)
     app.include_router(api.router)
     app.include_router(quiz_api.router)
     app.include_router(pages.router)

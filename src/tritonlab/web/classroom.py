@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import hashlib
 import hmac
@@ -26,11 +27,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from markupsafe import Markup
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tritonlab.classroom.auth import LoginRefused
+from tritonlab.classroom.auth import HASHING, LoginRefused
 from tritonlab.classroom.room import AccountError, Classroom, User
 from tritonlab.service import Service
+from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import Job, Jobs
 from tritonlab.web.markdown import highlight_code
 from tritonlab.web.quiz_api import Attempt, Attempts
@@ -40,7 +43,7 @@ SESSION_LIFETIME_S = 7 * 24 * 3600.0
 SESSION_IDLE_S = 12 * 3600.0
 CSRF_COOKIE = "tritonlab_csrf"
 RUNS_PER_MINUTE = 20
-PUBLIC_EXACT = {"/login", "/api/login", "/favicon.ico"}
+PUBLIC_EXACT = {"/login", "/api/login", "/favicon.ico", "/settings/lang"}  # the last only sets a cookie
 PUBLIC_PREFIXES = ("/static/", "/join/", "/api/join/")
 CSRF_EXEMPT = {"/settings/lang", "/api/login"}  # plain form post / no session yet: Origin check only
 TEACHER_PREFIXES = ("/teacher", "/api/classroom/")
@@ -317,10 +320,15 @@ def _logged_in(request: Request, user: User) -> JSONResponse:
 
 
 @router.post("/api/login")
-def login(body: LoginBody, request: Request) -> JSONResponse:
+async def login(body: LoginBody, request: Request) -> JSONResponse:
+    """The password check waits in the hashing executor (classroom/auth.py: HASHING), so a burst of log-ins
+    never takes the request threads that serve pages."""
     classroom = classroom_of(request)
+    loop = asyncio.get_running_loop()
     try:
-        user = classroom.auth.authenticate(body.username, body.password, client_address(request))
+        user = await loop.run_in_executor(
+            HASHING, classroom.auth.authenticate, body.username, body.password, client_address(request)
+        )
     except LoginRefused as exc:
         if exc.retry_after > 0:
             wait = int(exc.retry_after) + 1
@@ -332,8 +340,8 @@ def login(body: LoginBody, request: Request) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=401)
     old = getattr(request.state, "session_id", None)
     if old:
-        classroom.db.end_session(old)
-    return _logged_in(request, user)
+        await run_in_threadpool(classroom.db.end_session, old)
+    return await run_in_threadpool(_logged_in, request, user)
 
 
 @router.post("/api/logout")
@@ -367,15 +375,20 @@ def join(code: str, body: JoinBody, request: Request) -> JSONResponse:
 
 
 def _page(request: Request, name: str, **context: object) -> HTMLResponse:
-    from tritonlab.web.pages import templates
+    """The log-in and join pages (no course chrome): in the browser's language, with the language switch."""
+    from tritonlab import config, i18n
+    from tritonlab.web.pages import LANGUAGE_NAMES, templates
 
+    lang = weblang.request_lang(request)
     return templates.TemplateResponse(
         request,
         name,
         {
             "nonce": request.state.nonce,
             "static_version": request.app.state.static_version,
-            "lang": "en",
+            "lang": lang,
+            "languages": [(code, LANGUAGE_NAMES[code]) for code in config.LANGUAGES],
+            "js_strings": {"lang": lang, "strings": i18n.js_strings(lang)},
             **context,
         },
     )
@@ -387,9 +400,8 @@ def login_page(request: Request) -> Response:
     if not target.startswith("/") or target.startswith("//"):
         target = "/"
     klass = classroom_of(request).the_class() or {}
-    return _page(
-        request, "classroom_login.html", title="Log in", next=target, class_name=klass.get("name", "")
-    )
+    title = weblang.tr(request, "classroom_ui.login.title")
+    return _page(request, "classroom_login.html", title=title, next=target, class_name=klass.get("name", ""))
 
 
 @router.get("/join/{code}", response_class=HTMLResponse)
@@ -400,7 +412,7 @@ def join_page(code: str, request: Request) -> Response:
     return _page(
         request,
         "classroom_join.html",
-        title="Join",
+        title=weblang.tr(request, "classroom_ui.join.title"),
         code=code,
         class_name=klass["name"],
         join_open=klass["join_open"],
@@ -433,7 +445,7 @@ def teacher_page(request: Request) -> Response:
 
     service = service_of(request)
     classroom = classroom_of(request)
-    context = base_context(request, service, "Teacher")
+    context = base_context(request, service, weblang.tr(request, "classroom_ui.teacher.title"))
     return _page(
         request,
         "classroom_teacher.html",
@@ -443,6 +455,7 @@ def teacher_page(request: Request) -> Response:
         users=[u.to_json() for u in classroom.users()],
         me=user_of(request),
         when=_when,
+        leaderboard_on=classroom.leaderboard_enabled(),
     )
 
 
@@ -546,6 +559,7 @@ def learner_code(user_id: int, exercise_id: str, request: Request) -> dict:
 def install(app, classroom: Classroom, service: Service, allowed_hosts, public_url: str | None) -> None:  # type: ignore[no-untyped-def]
     """Turn the app `create_app` is building into the classroom server."""
     app.state.classroom = classroom
+    service.private_workspaces()  # the sandbox shows a run only its own learner's file (docs/classroom.md)
     app.state.jobs = OwnedJobs()
     app.state.quiz_attempts = OwnedAttempts()
     app.add_middleware(

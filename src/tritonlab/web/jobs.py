@@ -45,11 +45,32 @@ class Job:
         self.cancelled = False  # stopped while still waiting for a worker
         self._position = -1
         self._lock = threading.Lock()
+        self._wakers: set[tuple[Any, Any]] = set()  # (event loop, asyncio.Event) of streams waiting for news
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         with self._lock:
             if not self.done:  # a job cancelled in the queue has ended; its thread may still say things
                 self.events.append((event, json.dumps(data)))
+        self._wake()
+
+    def add_waker(self, loop: Any, event: Any) -> None:
+        """An SSE stream sleeps on `event` (an asyncio.Event of `loop`) until this job has news: no polling,
+        so a class's hundreds of queued checks cost the server nothing while they wait."""
+        with self._lock:
+            self._wakers.add((loop, event))
+
+    def remove_waker(self, loop: Any, event: Any) -> None:
+        with self._lock:
+            self._wakers.discard((loop, event))
+
+    def _wake(self) -> None:
+        with self._lock:
+            wakers = list(self._wakers)
+        for loop, event in wakers:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # that stream's loop has closed
+                pass
 
     def since(self, index: int) -> tuple[list[tuple[str, str]], bool]:
         with self._lock:
@@ -62,6 +83,7 @@ class Job:
             self.events.append(("end", "{}"))
             self.done = True
             self.finished_at = time.monotonic()
+        self._wake()
 
     # ---- callbacks handed to the service -----------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 
 from tritonlab import config, i18n
 from tritonlab.models import Lesson, pick
-from tritonlab.service import Service
+from tritonlab.service import INSPECT_TARGETS, Service
 from tritonlab.web import lang as weblang
 from tritonlab.web.markdown import highlight_code, render_block, render_inline, render_lesson
 from tritonlab.web.quiz_api import quiz_view
@@ -46,7 +46,9 @@ def _t_en(key: str, /, **fmt: object) -> str:
     return i18n.t(key, "en", **fmt)
 
 
-templates.env.globals.update(t=_t, t_html=_t_html, t_en=_t_en, language_name=i18n.language_name)
+templates.env.globals.update(
+    t=_t, t_html=_t_html, t_en=_t_en, language_name=i18n.language_name, inspect_targets=list(INSPECT_TARGETS)
+)
 
 
 @functools.cache

@@ -1,4 +1,5 @@
-"""Right: a torch.library.custom_op with register_autograd (rstd recomputed in torch)."""
+"""Right: a torch.library.custom_op with register_autograd; the forward kernel's rstd is an output of the op,
+saved for the backward."""
 
 import torch
 import triton
@@ -112,30 +113,28 @@ def rms_norm_backward(x2d, weight, rstd, dy2d):
 
 
 @torch.library.custom_op("tritonlab_test::rms_norm_op", mutates_args=())
-def rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     x2d = x.reshape(-1, x.shape[-1])
     if x2d.stride(-1) != 1:
         x2d = x2d.contiguous()
-    y, _rstd = rms_norm_forward(x2d, weight.contiguous(), eps)
-    return y.reshape(x.shape)
+    y, rstd = rms_norm_forward(x2d, weight.contiguous(), eps)
+    return y.reshape(x.shape), rstd
 
 
 @rms_norm_op.register_fake
 def _(x, weight, eps):
-    return torch.empty_like(x)
+    return torch.empty_like(x), x.new_empty(x.shape[:-1].numel(), dtype=torch.float32)
 
 
 def _setup(ctx, inputs, output):
     x, weight, eps = inputs
-    ctx.save_for_backward(x, weight)
+    ctx.save_for_backward(x, weight, output[1])
     ctx.eps = eps
 
 
-def _backward(ctx, dy):
-    x, weight = ctx.saved_tensors
+def _backward(ctx, dy, _drstd):
+    x, weight, rstd = ctx.saved_tensors
     x2d = x.reshape(-1, x.shape[-1]).contiguous()
-    xf = x2d.float()
-    rstd = torch.rsqrt(xf.pow(2).mean(-1) + ctx.eps)
     dx, dw = rms_norm_backward(x2d, weight.contiguous(), rstd, dy.reshape(x2d.shape).contiguous())
     return dx.reshape(x.shape), dw, None
 
@@ -144,4 +143,8 @@ rms_norm_op.register_autograd(_backward, setup_context=_setup)
 
 
 def rms_norm(x, weight, eps=1e-6):
-    return rms_norm_op(x, weight, eps)
+    # The layout copy happens out here, where the grader sees it as a copy of `x`: copies inside a custom op's
+    # body are invisible to its torch-op recorder (docs/grader.md, "what is not").
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    return rms_norm_op(x, weight, eps)[0]

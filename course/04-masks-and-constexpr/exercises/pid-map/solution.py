@@ -9,7 +9,8 @@ import triton.language as tl
 def pid_map_kernel(out_ptr, n, BLOCK: tl.constexpr):
     # Cost model: writes n int32 elements -> bytes = 4 * n; reads nothing.
     pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    # int64 offsets: with n > 2**31 elements, pid * BLOCK in int32 would wrap past 2**31 - 1
+    offsets = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ids = tl.full((BLOCK,), pid, tl.int32)  # the same value in every lane
     tl.store(out_ptr + offsets, ids, mask=offsets < n)
 

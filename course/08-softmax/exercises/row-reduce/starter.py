@@ -18,7 +18,7 @@ MAX_BLOCK_N = 1024  # columns one program holds at a time; longer rows take seve
 @triton.jit
 def row_reduce_kernel(x_ptr, max_ptr, sum_ptr, n_cols, stride_m, stride_n, BLOCK_N: tl.constexpr):
     # cost model: reads M·N elements, writes 2·M
-    row = tl.program_id(0).to(tl.int64)
+    # TODO: this program's row (in int64: row × stride can pass 2**31).
     # TODO: walk this row's columns block by block (mask the columns past n_cols), keeping a running
     #       maximum and a running sum in float32. Padding lanes must not change either result.
     # TODO: store the row's maximum into max_ptr and its sum into sum_ptr.

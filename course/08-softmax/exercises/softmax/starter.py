@@ -20,10 +20,8 @@ def softmax_kernel(x_ptr, y_ptr, n_cols,
                    stride_xm, stride_xn, stride_ym, stride_yn,
                    BLOCK_N: tl.constexpr, ONE_BLOCK: tl.constexpr):
     # cost model: one block: reads M·N, writes M·N; looped: reads 2·M·N, writes M·N elements
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * stride_xm
-    y_row = y_ptr + row * stride_ym
-    cols = tl.arange(0, BLOCK_N)
+    # TODO: this program's row (in int64: row × stride can pass 2**31), where that row starts in x and in y,
+    #       and the column offsets of one block.
     if ONE_BLOCK:
         # TODO: the five steps: load (pad with -inf, convert to fp32), row max, exp(x - max), row sum,
         #       divide and store (convert to y's dtype, mask the columns).
@@ -44,7 +42,9 @@ def softmax(x):
     BLOCK_N = min(triton.next_power_of_2(N), MAX_BLOCK_N)
     one_block = N <= BLOCK_N
     num_warps = 4 if BLOCK_N <= 1024 else 8
-    softmax_kernel[(M,)](x, y, N, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
+    # TODO: the grid: how many programs, if each one handles one row?
+    grid = (1,)
+    softmax_kernel[grid](x, y, N, x.stride(0), x.stride(1), y.stride(0), y.stride(1),
                          BLOCK_N=BLOCK_N, ONE_BLOCK=one_block, num_warps=num_warps)
     return y
 

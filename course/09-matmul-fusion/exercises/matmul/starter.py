@@ -18,9 +18,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   UPCAST: tl.constexpr, PRECISION: tl.constexpr):
     # cost model (compulsory): reads M·K + K·N, writes M·N elements; FLOPs = 2·M·N·K
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    # TODO: offs_m, offs_n (this program's output tile) and offs_k = tl.arange(0, BLOCK_K).
+    # TODO: which tile is this program's? Read its coordinates along the two axes of the grid.
+    # TODO: the row and column offsets of this program's output tile, and the K offsets of one step.
     # TODO: acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     # TODO: loop k0 over range(0, K, BLOCK_K):
     #         load the [BLOCK_M, BLOCK_K] tile of a and the [BLOCK_K, BLOCK_N] tile of b through their strides,
@@ -41,7 +40,9 @@ def matmul(a, b):
     BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 64  # on a GPU tl.dot needs BLOCK_K >= 16 for fp16/bf16
     precision = "ieee" if a.dtype == torch.float32 else "tf32"  # GPUs round fp32 dots to TF32 by default
     upcast = a.dtype == torch.bfloat16 and not a.is_cuda
-    grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
+    # TODO: the 2-D grid: how many programs along each axis, so that every BLOCK_M × BLOCK_N tile of the
+    #       output c gets exactly one program, in the axis order your kernel reads with tl.program_id.
+    grid = (1, 1)
     matmul_kernel[grid](a, b, c, M, N, K,
                         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,

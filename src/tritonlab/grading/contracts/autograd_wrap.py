@@ -3,13 +3,16 @@ Triton kernels, glued by a `torch.autograd.Function`. Graded eagerly, on every b
 
     y = rms_norm(x, weight)            x: (..., N) in fp32/fp16/bf16 (2-D or 3-D, some strided), weight (N,)
     loss = Σ (y.double() @ P) * T      P (N, K) and T (..., K) fixed float64 tensors
-    loss.backward()
+    dx, dw = torch.autograd.grad(y, (x, weight), grad_outputs=dy)
 
-The child records the output, loss, x.grad and weight.grad, and how many kernels the forward and the backward
-launched. The parent compares them with float64 values: y, the loss (within the rounding of y), and the
-gradients of RMSNorm for the upstream gradient dy = T @ Pᵀ rounded to y's dtype (what autograd hands to the
-learner's backward). A backward that launches no Triton kernel, or a forward whose output does not require
-grad, is named as such.
+where dy = T @ Pᵀ rounded to y's dtype is d loss / d y, computed by the parent and handed in as a case input
+(what `loss.backward()` would feed the learner's backward). The child records the output, loss, both gradients
+and how many kernels the forward and the backward launched. The parent compares them with float64 values: y,
+the loss (within the rounding of y), and the gradients of RMSNorm for dy. A backward that launches no Triton
+kernel, or a forward whose output does not require grad, is named as such.
+
+Launch replay: dy is an input like x, so the forward's and the backward's launches replayed from the inputs
+alone must give y, dx and dw (the loss is the grader's own arithmetic on y, not replayed).
 """
 
 from __future__ import annotations
@@ -23,14 +26,13 @@ from tritonlab.grading.contracts import rmsnorm_backward as rb
 from tritonlab.grading.contracts.compare import compare_values, exception_failure
 from tritonlab.models import Failure
 
-# The exercise is the autograd wiring: between the learner's kernels, torch itself computes tensors on the host
-# (the loss, the gradient flowing into the backward kernel), so a launch replay from inputs alone cannot
-# reproduce the backward's `dy`. Graded eagerly against float64 values instead (seen on the H200:
-# docs/gpu-runs/2026-12-01-round2/).
-REPLAY = False
+# The upstream gradient is a grader-provided input (not computed by torch's autograd from the loss), so the
+# forward's and backward's launches can be replayed from the inputs alone: y, dx, dw (returned outputs 0, 2, 3).
+REPLAY = True
+REPLAY_OUTPUTS = (0, 2, 3)
 
 FUNCTION = "rms_norm"
-ARG_NAMES = ["x", "weight"]
+ARG_NAMES = ["x", "weight", "proj", "target", "dy"]
 U32 = UNIT_ROUNDOFF["float32"]
 
 
@@ -49,6 +51,7 @@ def _case(
     w = Tensor(quantize(1.0 + 0.3 * rng.standard_normal(n), dtype), dtype)
     proj = Tensor(random_values(rng, (n, k), "float64", 1.0 / np.sqrt(n)), "float64")
     target = Tensor(random_values(rng, shape[:-1] + (k,), "float64"), "float64")
+    dy = Tensor(quantize(target.values @ proj.values.T, dtype), dtype)  # d loss / d y, in y's dtype
     kwargs = {} if eps is None else {"eps": eps}
     dims = "×".join(str(d) for d in shape)
     name = (
@@ -57,7 +60,7 @@ def _case(
         + ("" if eps is None else f", eps={eps:g}")
     )
     extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
-    return Case(name, (x, w, proj, target), kwargs, extra=extra)
+    return Case(name, (x, w, proj, target, dy), kwargs, extra=extra)
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
@@ -82,7 +85,7 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
 
 
 def expected(case: Case) -> dict[str, Any]:
-    x, w, proj, target = case.args
+    x, w, proj, target, dy_in = case.args
     eps = float(case.kwargs.get("eps", 1e-6))
     n = x.values.shape[-1]
     x2 = x.values.reshape(-1, n)
@@ -90,16 +93,14 @@ def expected(case: Case) -> dict[str, Any]:
     y = x2 * rstd * w.values[None, :]
     t2 = target.values.reshape(-1, proj.values.shape[1])
     upstream = t2 @ proj.values.T
-    dy = quantize(upstream, x.dtype)
+    dy = dy_in.values.reshape(-1, n)
     p = rb.parts(x2, w.values, dy, eps)
     loss = float(np.sum((y @ proj.values) * t2))
     loss_tol = 4 * UNIT_ROUNDOFF[x.dtype] * float(np.sum(np.abs(y) * np.abs(upstream))) + 1e-9 * abs(loss)
     m = x2.shape[0]
     k_dx = 16 + 4 * np.log2(max(n, 2)) + n / 64
     k_dw = 16 + 4 * np.log2(max(m, 2)) + m / 16 + k_dx
-    # dy itself may differ by one rounding of the upstream gradient (torch's matmul order vs numpy's)
-    dy_slack = 2 * UNIT_ROUNDOFF[x.dtype] * rb.parts(x2, w.values, np.abs(upstream), eps)["dx_mag"]
-    dw_slack = 2 * UNIT_ROUNDOFF[x.dtype] * np.sum(np.abs(upstream * x2 * rstd), axis=0)
+    dy_slack, dw_slack = 0.0, 0.0  # dy is the case's own input: no rounding of the upstream gradient to allow
     return {
         "y": y.reshape(x.values.shape),
         "loss": np.array(loss),
@@ -123,7 +124,7 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
 
     from tritonlab.grading import guards
 
-    x0, w0, proj, target = (tools.build_arg(a) for a in case_spec["args"])
+    x0, w0, proj, target, dy = (tools.build_arg(a) for a in case_spec["args"])
     kwargs = {k: tools.build_arg(v) for k, v in case_spec.get("kwargs", {}).items()}
     rec = guards._ACTIVE
     with guards.paused():
@@ -138,26 +139,29 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
     info["requires_grad"] = bool(y.requires_grad)
     info["grad_fn"] = type(y.grad_fn).__name__ if y.grad_fn is not None else None
     with guards.paused():
-        loss = ((y.double() @ proj) * target).sum()
-    if not loss.requires_grad:
-        return {"json": info, "tensors": [y.detach()]}
-    loss.backward()
+        loss = (
+            (y.detach().double() @ proj) * target
+        ).sum()  # the grader's arithmetic: reported, not replayed
+    if not y.requires_grad:
+        return {"json": info, "tensors": [y.detach()], "replay": [y.detach()]}
+    # what loss.backward() would do, with the upstream gradient d loss / d y handed in as an input
+    dx, dw = torch.autograd.grad(y, (x, w), grad_outputs=dy, allow_unused=True)
     info["bwd_launches"] = (len(rec.launches) if rec is not None else 0) - mid
-    info["x_grad"] = x.grad is not None
-    info["w_grad"] = w.grad is not None
+    info["x_grad"] = dx is not None
+    info["w_grad"] = dw is not None
     with guards.paused():
         zero = torch.zeros(0, dtype=torch.float64)
         tensors = [
             y.detach(),
-            loss.detach().reshape(1),
-            x.grad if x.grad is not None else zero,
-            w.grad if w.grad is not None else zero,
+            loss.reshape(1),
+            dx if dx is not None else zero,
+            dw if dw is not None else zero,
         ]
-    return {"json": info, "tensors": tensors}
+    return {"json": info, "tensors": tensors, "replay": [tensors[0], tensors[2], tensors[3]]}
 
 
 def check(case: Case, result: dict) -> list[Failure]:
-    x, w, _proj, _target = case.args
+    x, w, _proj, _target, _dy = case.args
     exc = exception_failure(case, result)
     if exc is not None:
         cause = ""
@@ -214,7 +218,7 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     name,
                     "wrong-result",
-                    f"{what} is None after loss.backward()",
+                    f"{what} is None: the backward returned no gradient for it",
                     "backward must return one gradient per input of forward, in order: (dx, dw, None for eps)",
                 )
             )

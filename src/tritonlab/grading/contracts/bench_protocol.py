@@ -11,6 +11,13 @@ which case fn really sleeps and SLACK_MS absorbs scheduling noise:
 - a simulated asynchronous device: `torch.cuda.is_available()` answers True and fn only queues work, which
   `torch.cuda.synchronize()` waits for — without a synchronize after fn the timing is ~0, without one before
   the clock starts the first timed call pays for the queued warm-up work.
+
+This exercise launches no kernel: its host code *is* the work, so there is no launch to replay. Its analogue
+of the replay is the clock trace: on the fake clock every reading the learner takes is logged with the start
+and end of every call of fn, and the parent recomputes the answer from that trace — for each timed call, the
+last reading before it started and the first after it ended — and requires the returned value to be their
+median. A value computed without reading the clock around the calls (e.g. from the durations the grader keeps
+in fn's closure) fails as `host-computed`.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from tritonlab.grading.contracts.compare import exception_failure
 from tritonlab.models import Failure
 
 FUNCTION = "median_time_ms"
-REPLAY = False  # calls the learner's function (or kernel) many times: not replayed yet (docs/grader.md)
+REPLAY = False  # no kernel launches to replay: the clock trace below plays that part (docs/grader.md)
 
 SLACK_MS = 4.0  # scheduling noise a sleep may add on a busy machine
 
@@ -71,6 +78,7 @@ class _Clock:
         self.fake = fake
         self.ahead = 0.0  # seconds of simulated work so far
         self.real = {name: getattr(time, name) for name in CLOCKS}
+        self.trace: list[tuple[str, float]] = []  # ("read", seconds) / ("start"|"end", call number)
 
     def now(self) -> float:
         return self.real["perf_counter"]() + self.ahead
@@ -91,11 +99,18 @@ class _Clock:
             for name in CLOCKS:
                 real = self.real[name]
                 if name.endswith("_ns"):
-                    setattr(self.time, name, lambda real=real: real() + int(self.ahead * 1e9))
+                    setattr(
+                        self.time, name, lambda real=real: self._read(real() + int(self.ahead * 1e9), 1e-9)
+                    )
                 else:
-                    setattr(self.time, name, lambda real=real: real() + self.ahead)
+                    setattr(self.time, name, lambda real=real: self._read(real() + self.ahead, 1.0))
             timeit.default_timer = self.time.perf_counter
         return saved
+
+    def _read(self, value: Any, unit: float) -> Any:
+        if len(self.trace) < MAX_TRACE:
+            self.trace.append(("read", value * unit))
+        return value
 
     def restore(self, saved: dict[str, Any]) -> None:
         import timeit
@@ -151,11 +166,13 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
 
     def work() -> None:
         ms = durations[min(calls["n"], len(durations) - 1)]
+        clock.trace.append(("start", calls["n"]))
         calls["n"] += 1
         if device is not None:
             device.queue(ms)
         else:
             clock.spend(ms / 1e3)
+        clock.trace.append(("end", calls["n"] - 1))
 
     saved = (torch.cuda.is_available, torch.cuda.synchronize)
     if device is not None:
@@ -179,8 +196,36 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
             "calls": calls["n"],
             "syncs": device.syncs if device else None,
             "fake_clock": clock.fake,
+            "measured": measured_from_trace(clock.trace, extra["warmup"], extra["rep"])
+            if clock.fake
+            else None,
         }
     }
+
+
+MAX_TRACE = 10_000
+
+
+def measured_from_trace(trace: list[tuple[str, float]], warmup: int, rep: int) -> list[float | None]:
+    """What the learner's clock readings say each timed call took (ms): the last reading before the call
+    started to the first reading after it ended; None where a call has no reading on one side."""
+    out: list[float | None] = []
+    last_read: float | None = None
+    pending: dict[int, float | None] = {}
+    ended: list[int] = []
+    for kind, value in trace:
+        if kind == "read":
+            for k in ended:
+                before = pending.pop(k, None)
+                out.append(None if before is None else (value - before) * 1e3)
+            ended = []
+            last_read = value
+        elif kind == "start" and warmup <= int(value) < warmup + rep:
+            pending[int(value)] = last_read
+        elif kind == "end" and int(value) in pending:
+            ended.append(int(value))
+    out += [None] * (rep - len(out))
+    return out[:rep]
 
 
 def check(case: Case, result: dict) -> list[Failure]:
@@ -216,14 +261,38 @@ def check(case: Case, result: dict) -> list[Failure]:
     median = statistics.median(timed)
     low, high = 0.95 * median, 1.25 * median + SLACK_MS
     if low <= value <= high:
-        return []
+        return from_the_clock(name, value, data.get("measured"))
     return [
         Failure(
             name,
             "wrong-result",
             f"returned {value:.4g} ms; the timed calls took {fmt_list(timed)} ms, "
             f"so the median is about {median:g} ms (accepted {low:.3g}–{high:.3g})",
-            diagnose(value, timed, durations[:warmup], median, bool(extra.get("async"))),
+            diagnose(value, timed, durations[:warmup], median, bool(extra.get("async")), data.get("syncs")),
+        )
+    ]
+
+
+def from_the_clock(name: str, value: float, measured: Any) -> list[Failure]:
+    """The fake clock's trace, replayed: the value must be the median of what the learner's own clock readings
+    around the timed calls measured ([] when the clock was real, so the readings were not observed)."""
+    if measured is None:
+        return []
+    readings = measured if isinstance(measured, list) else []
+    if readings and all(isinstance(m, (int, float)) for m in readings):
+        median = statistics.median(float(m) for m in readings)
+        if abs(value - median) <= 0.05 * abs(median) + 0.5:
+            return []
+        why = f"your clock readings around the timed calls give a median of {median:.4g} ms, you returned {value:.4g}"
+    else:
+        why = "your function did not read the clock before and after every timed call"
+    return [
+        Failure(
+            name,
+            "host-computed",
+            f"the value you returned is not computed from your timings: {why}",
+            "time each call with time.perf_counter() (read before and after fn()) and return the median of "
+            "those measured durations — not a number found some other way",
         )
     ]
 
@@ -232,8 +301,19 @@ def fmt_list(values: list[float]) -> str:
     return "[" + ", ".join(f"{v:g}" for v in values) + "]"
 
 
-def diagnose(value: float, timed: list[float], warm: list[float], median: float, asynchronous: bool) -> str:
-    if 0.95 * median / 1e3 <= value <= (1.25 * median + 4) / 1e3:
+def diagnose(
+    value: float,
+    timed: list[float],
+    warm: list[float],
+    median: float,
+    asynchronous: bool,
+    syncs: int | None = None,
+) -> str:
+    """The likely cause, from the evidence: on the simulated asynchronous device, how often the learner's code
+    synchronised (`syncs`) comes first — a timing of ~0 without a synchronize is not a unit mistake."""
+    unsynced = asynchronous and syncs is not None and syncs < len(timed)
+    seconds = 0.95 * median / 1e3 <= value <= (1.25 * median + 4) / 1e3
+    if seconds and not unsynced:
         return "that is the median in seconds: multiply the perf_counter difference by 1000"
     if asynchronous and value < 0.5 * median:
         return (

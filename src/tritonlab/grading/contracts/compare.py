@@ -38,6 +38,53 @@ def index_str(flat: int, shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(i) for i in np.unravel_index(flat, shape)) + "]"
 
 
+MASK_CAUSE = (
+    "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program that fall past "
+    "the end; store with `mask=offsets < n`"
+)
+OFFSETS_CAUSE = (
+    "the store's offsets point outside the tensor, not just past its end: check the offset arithmetic — "
+    "`row * stride0 + col * stride1` with the OUTPUT's own strides, and the program's starting offset"
+)
+
+
+def just_past_end(v: dict, result: dict) -> bool:
+    """Evidence for a missing (or `<=`) mask: the stray writes start at the very first element past the end
+    and run on without a gap, within one program's lanes. Wrong strides scatter their writes instead."""
+    after = v.get("after") or []
+    if not after or v.get("before") or after[0] != v["numel"]:
+        return False
+    if any(b - a != 1 for a, b in zip(after, after[1:], strict=False)):
+        return False
+    reach = max(block_size(result) or 0, 1024)  # the lanes of one last program
+    return after[-1] < v["numel"] + reach
+
+
+def stray_line(result: dict, op: str, tensor: str | None = None) -> str:
+    """The kernel line (interpreter's access log) whose `op` ("load"/"store") touched memory outside a
+    tensor's elements — on `tensor` when that one is known, else on any ("" when none was recorded)."""
+    strays = [s for s in result.get("strays", []) if isinstance(s, dict) and s.get("op") == op]
+    for s in strays:
+        if tensor is None or s.get("tensor") == tensor:
+            return str(s.get("where") or "")
+    return str(strays[0].get("where") or "") if strays else ""
+
+
+def host_line(result: dict) -> str:
+    """The learner's host line that ran the first flagged torch op, else the first host copy of an input."""
+    where = result.get("op_where", {})
+    for op in result.get("torch_ops", []):
+        name = op.split(":", 1)[-1]
+        if where.get(name):
+            return str(where[name])
+    return next((str(c["where"]) for c in result.get("host_copies", []) if c.get("where")), "")
+
+
+def grid_size(grid: list) -> int:
+    """Programs a launch started: the product of every grid axis (a grid of (1, n) starts n of them)."""
+    return int(np.prod(grid)) if grid else 0
+
+
 def host_checks(
     case: Case, result: dict, *, allow_copies: bool, needs_launch: bool, max_launches: int | None = None
 ) -> list[Failure]:
@@ -52,22 +99,13 @@ def host_checks(
             where.append(f"element(s) before the start, nearest at index {v['before'][-1]}")
         label = v["label"]
         size = v["numel"]
-        reach = max(block_size(result) or 0, 1024)  # the lanes of one last program
-        just_past_end = bool(v["after"]) and not v["before"] and v["after"][-1] < size + reach
-        cause = (
-            "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program "
-            "that fall past the end; store with `mask=offsets < n`"
-            if just_past_end
-            else "the store's offsets point outside the tensor, not just past its end: check the offset "
-            "arithmetic — `row * stride0 + col * stride1` with the OUTPUT's own strides, and the program's "
-            "starting offset"
-        )
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-write",
                 f"the kernel wrote outside {label} ({size} elements): {'; '.join(where)}",
-                cause,
+                MASK_CAUSE if just_past_end(v, result) else OFFSETS_CAUSE,
+                stray_line(result, "store", label),
             )
         )
     for label in result.get("inputs_modified", []):
@@ -93,7 +131,7 @@ def host_checks(
                 f"{fn} ran torch operations on tensors ({names})",
                 "the result must come from your Triton kernel; on the host, only allocate "
                 "outputs and pass pointers, sizes and strides",
-                next((where[n] for n in shown if where.get(n)), ""),
+                next((where[n] for n in shown if where.get(n)), "") or host_line(result),
             )
         )
     launches = result.get("launches", [])
@@ -104,6 +142,7 @@ def host_checks(
                 "no-kernel-launch",
                 f"{fn} returned without launching a Triton kernel",
                 "launch your @triton.jit kernel with `kernel[grid](...)`",
+                host_line(result),
             )
         )
     if max_launches is not None and len(launches) > max_launches:
@@ -220,11 +259,16 @@ def compare_values(
             index_str(int(i), shape) + owner(int(i), block if len(shape) == 1 else None)
             for i in unwritten[:SHOW]
         )
-        cause = (
+        cause, grid_error = (
             unwritten_cause(unwritten, flat_expected.size, block, result)
             if len(shape) <= 1
             else unwritten_cause_2d(unwritten, shape)
         )
+        if len(shape) > 1 and not grid_error and block:  # a flat kernel over an n-d tensor: its flat tail
+            flat_cause, flat_grid = unwritten_cause(unwritten, flat_expected.size, block, result)
+            if flat_grid:
+                cause, grid_error = flat_cause, flat_grid
+        launches = result.get("launches", [])
         failures.append(
             Failure(
                 case.name,
@@ -232,6 +276,7 @@ def compare_values(
                 f"{pre}{unwritten.size} of {flat_expected.size} output elements were never "
                 f"written, first at {index_str(first, shape)}: {shown}",
                 cause,
+                str(launches[0].get("grid_where", "")) if grid_error and launches else "",
             )
         )
         return failures
@@ -247,6 +292,7 @@ def compare_values(
                 f"{pre}{oob.size} output element(s) hold a value read from outside the input: {shown}",
                 "a load read past the input (missing mask, or offsets that ignore the strides); "
                 "masked loads return `other` instead",
+                stray_line(result, "load"),
             )
         )
         return failures
@@ -274,6 +320,7 @@ def compare_values(
                     "past an input's bounds",
                     "mask every tl.load whose offsets can run past the bounds (rows, columns and "
                     "the K dimension) and give it `other=0.0`",
+                    stray_line(result, "load"),
                 )
             )
             return failures
@@ -316,33 +363,52 @@ def compare_values(
     return failures
 
 
-def unwritten_cause(unwritten: np.ndarray, n: int, block: int | None, result: dict) -> str:
+def unwritten_cause(unwritten: np.ndarray, n: int, block: int | None, result: dict) -> tuple[str, bool]:
+    """Why elements were never written, and whether the host's grid is the evidence (then `where` is the line
+    that computed the grid)."""
     first = int(unwritten[0])
     contiguous_tail = unwritten.size == n - first
     launches = result.get("launches", [])
-    grid = launches[0]["grid"] if launches else []
+    grid = list(launches[0]["grid"]) if launches else []
+    programs = grid_size(grid)
+    shown = "×".join(str(g) for g in grid) if len(grid) > 1 else str(programs)
     if block and contiguous_tail and first == (n // block) * block and first % block == 0:
-        return (
-            f"elements ≥ {first} were never written: the grid has {grid[0] if grid else '?'} program(s), "
-            f"one too few — size it with `triton.cdiv(n, {block})`, not `n // {block}`"
-        )
-    programs = grid[0] if grid else 0
+        if programs and programs * block < n:
+            return (
+                f"elements ≥ {first} were never written: the grid has {shown or '?'} program(s), "
+                f"one too few — size it with `triton.cdiv(n, {block})`, not `n // {block}`",
+                True,
+            )
     if block and contiguous_tail and programs > 1 and first == programs - 1 + block:
         return (
             f"only elements < {first} were written: the programs' blocks overlap, each starting at its "
-            f"program id — multiply it by the block size: `pid * {block} + tl.arange(0, {block})`"
+            f"program id — multiply it by the block size: `pid * {block} + tl.arange(0, {block})`",
+            False,
         )
     if block and contiguous_tail and first == block and n > block:
         return (
             "only the first block was written: every program used the same offsets — "
-            "add the program's start, `pid * BLOCK_SIZE`, to `tl.arange(0, BLOCK_SIZE)`"
+            "add the program's start, `pid * BLOCK_SIZE`, to `tl.arange(0, BLOCK_SIZE)`",
+            False,
+        )
+    if block and contiguous_tail and launches and programs * block <= first:
+        return (
+            f"elements ≥ {first} were never written: the grid has {shown} program(s) of {block} lanes, too few "
+            f"for {n} elements — size it with `triton.cdiv(n, {block})`",
+            True,
         )
     if unwritten.size == n:
-        return "no element was written: does the kernel store its result (tl.store) into the output pointer?"
-    return "some elements were never stored: check the grid size and that the store's mask matches the bounds"
+        return (
+            "no element was written: does the kernel store its result (tl.store) into the output pointer?",
+            False,
+        )
+    return (
+        "some elements were never stored: check the grid size and that the store's mask matches the bounds",
+        False,
+    )
 
 
-def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> str:
+def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> tuple[str, bool]:
     """Name the rows or columns a 2-D kernel never stored, in grid terms."""
     rows, cols = shape[0], int(np.prod(shape[1:]))
     mask = np.zeros(rows * cols, dtype=bool)
@@ -355,7 +421,10 @@ def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> str:
     tail[r0:, :] = True
     tail[:, c0:] = True
     if unwritten.size == rows * cols:
-        return "no element was written: does the kernel store its result (tl.store) into the output pointer?"
+        return (
+            "no element was written: does the kernel store its result (tl.store) into the output pointer?",
+            False,
+        )
     if np.array_equal(tail, grid):
         parts = []
         if r0 < rows:
@@ -365,12 +434,14 @@ def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> str:
         return (
             f"{' and '.join(parts)} of the output were never written: the grid is too small along that "
             "axis — size each axis with `triton.cdiv(size, BLOCK)` (not `size // BLOCK`) and offset each "
-            "program by `pid * BLOCK`"
+            "program by `pid * BLOCK`",
+            True,
         )
     return (
         "some tiles were never stored: check that the grid covers every row and column (cdiv), that each "
         "program adds its own start (`pid * BLOCK`) to its offsets, and that the store's mask is not stricter "
-        "than the bounds"
+        "than the bounds",
+        False,
     )
 
 

@@ -90,13 +90,25 @@ def reference(
     return x * scale * w[None, :]
 
 
+def overflowed(x: np.ndarray, actual: np.ndarray, expected: np.ndarray) -> bool:
+    """Evidence that x² overflowed in float16: in a row whose sum of squares passes 65504, the output is what
+    an infinite sum gives (zeros, since rsqrt(inf) = 0, or NaN/Inf) while the reference is finite and not
+    zero. A kernel that upcasts and has another bug does not show this."""
+    squares = np.sum(x.astype(np.float64) ** 2, axis=1)
+    for row in np.flatnonzero(squares > 65504):
+        want, got = expected[row], actual[row]
+        if np.any(np.isfinite(want) & (want != 0)) and np.all((got == 0) | ~np.isfinite(got)):
+            return True
+    return False
+
+
 def diagnosis(case: Case, result: dict, eps: float, rtol: float | np.ndarray, atol: float) -> str:
     x, w = case.args
     actual = actual_values(result, x.dtype)
     if actual is None or actual.shape != x.values.shape:
         return ""
     expected = reference(x.values, w.values, eps)
-    if x.dtype == "float16" and np.max(np.abs(x.values)) ** 2 > 65504:
+    if x.dtype == "float16" and overflowed(x.values, actual, expected):
         return (
             f"x² overflows float16 (|x| reaches {np.max(np.abs(x.values)):.0f}, and float16 stops at 65504): "
             "upcast with `x.to(tl.float32)` before squaring and summing"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab.grading import huge
 from tritonlab.grading.contracts import DEVICE, Case
 from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
@@ -39,6 +40,13 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     out = [Case(f"n={n}, block_size={b}", (n, b, DEVICE)) for n, b in plan]
     out.append(Case("n=0, block_size=64", (0, 64, DEVICE)))
     return out
+
+
+def huge_cases(rng: np.random.Generator) -> list[Case]:
+    """GPU only, `check --huge` (grading/huge.py): more than 2³¹ elements, so int32 offsets wrap."""
+    n, block = huge.MIN_ELEMENTS + int(rng.integers(1, 1 << 12)), 1024
+    spec = {"kind": "pid", "n": n, "dtype": "int32", "block_size": block}
+    return [Case(f"huge: n={n}, block_size={block}", (n, block, DEVICE), extra={"huge": spec})]
 
 
 def check(case: Case, result: dict) -> list[Failure]:

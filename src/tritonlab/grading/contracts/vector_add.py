@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab.grading import huge
 from tritonlab.grading.contracts import Case, Tensor, cached, random_values, rounding_tol
 from tritonlab.grading.contracts._layout import explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
@@ -75,6 +76,13 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     ]
     out += [Case(name, (x, y), expect_error="ValueError", extra=extra) for name, x, y, extra in bad]
     return out
+
+
+def huge_cases(rng: np.random.Generator) -> list[Case]:
+    """GPU only, `check --huge` (grading/huge.py): more than 2³¹ elements, so int32 offsets wrap."""
+    n = huge.MIN_ELEMENTS + int(rng.integers(1, 1 << 12))
+    x, y = (huge.Generated(n, "float16", int(rng.integers(0, 1 << 20))) for _ in range(2))
+    return [Case(f"huge: n={n} float16", (x, y), extra={"huge": {"kind": "add", "n": n, "dtype": "float16"}})]
 
 
 def run_case(fn: Any, case_spec: dict, tools: Any) -> Any:

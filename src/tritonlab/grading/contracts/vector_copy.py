@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab.grading import huge
 from tritonlab.grading.contracts import Case, Tensor, random_values
 from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
@@ -30,6 +31,15 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
         )
     )
     return out
+
+
+def huge_cases(rng: np.random.Generator) -> list[Case]:
+    """GPU only, `check --huge` (grading/huge.py): more than 2³¹ elements, so int32 offsets wrap."""
+    n = huge.MIN_ELEMENTS + int(rng.integers(1, 1 << 12))
+    gen = huge.Generated(n, "float16", int(rng.integers(0, 1 << 20)))
+    return [
+        Case(f"huge: n={n} float16", (gen,), extra={"huge": {"kind": "copy", "n": n, "dtype": "float16"}})
+    ]
 
 
 def check(case: Case, result: dict) -> list[Failure]:

@@ -171,6 +171,15 @@ def sdpa_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool =
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def sdpa_cudnn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """The second peer: torch's scaled_dot_product_attention restricted to the cuDNN backend (raises where
+    this torch build or GPU has none)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
 def bytes_moved(b: int, h: int, s: int, d: int, elem_size: int) -> int:
     """Read q, k, v, write o, write the fp32 lse."""
     return 4 * b * h * s * d * elem_size + 4 * b * h * s

@@ -8,8 +8,14 @@ a Triton kernel turns them in place into ``(softmax − onehot) · grad / BT``, 
 share to ``dh`` and write its rows of ``dW``. Liger-Kernel's version chunks over the tokens instead and
 computes the gradients during the forward; both keep the working set at one chunk of logits.
 
-Cost model: GEMMs 2·BT·V·D FLOPs in the forward and 3 × that in the backward (one recompute), versus 1 + 2
-for eager: +33 % FLOPs. Memory beyond the inputs and the gradients themselves: one (BT, C) chunk of logits and
+``over="tokens"`` (the default on a GPU) is that second schedule: a chunk of T rows gets its full (T, V) logits
+from one GEMM, one Triton kernel turns each row in place into ``(softmax − onehot) / BT`` and writes the row's
+loss, and two GEMMs write the chunk's rows of ``dh`` and add its share to ``dW`` — no GEMM is repeated, so the
+FLOPs equal eager's; the backward only scales the saved gradients by the incoming one.
+
+Cost model (``over="vocab"``): GEMMs 2·BT·V·D FLOPs in the forward and 3 × that in the backward (one
+recompute), versus 1 + 2 for eager: +33 % FLOPs. ``over="tokens"``: 3 × 2·BT·V·D, as eager, plus one extra
+read and write of ``dW`` per chunk after the first (the accumulation). Memory beyond the inputs and the gradients themselves: one (BT, C) chunk of logits and
 their gradient, plus O(BT) fp32 statistics — instead of the (BT, V) logits, their fp32 copy and the saved
 softmax of the eager version.
 """
@@ -50,6 +56,33 @@ def _ce_grad_kernel(logits_ptr, target_ptr, lse_ptr, v_start, n_cols, stride_l, 
     row = tl.program_id(0).to(tl.int64)
     lse = tl.load(lse_ptr + row)
     t = tl.load(target_ptr + row) - v_start
+    for start in range(0, n_cols, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        mask = cols < n_cols
+        x = tl.load(logits_ptr + row * stride_l + cols, mask=mask, other=0.0).to(tl.float32)
+        g = tl.exp(x - lse)
+        g = tl.where(cols == t, g - 1.0, g) * scale
+        tl.store(logits_ptr + row * stride_l + cols, g.to(logits_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _ce_row_grad_kernel(logits_ptr, target_ptr, loss_ptr, n_cols, stride_l, scale, BLOCK_V: tl.constexpr):
+    """One full row of logits: its loss (lse − logit[target]) out, ``(softmax − onehot)·scale`` in place."""
+    row = tl.program_id(0).to(tl.int64)
+    t = tl.load(target_ptr + row)
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], dtype=tl.float32)
+    picked = tl.zeros([], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride_l + cols, mask=cols < n_cols, other=float("-inf"))
+        x = x.to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+        picked += tl.sum(tl.where(cols == t, x, 0.0), axis=0)
+    lse = m + tl.log(s)
+    tl.store(loss_ptr + row, lse - picked)
     for start in range(0, n_cols, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         mask = cols < n_cols
@@ -111,15 +144,62 @@ class _FusedLinearCE(torch.autograd.Function):
         return dh.to(h.dtype), dw, None, None
 
 
+class _TokenChunkedCE(torch.autograd.Function):
+    """Chunks of rows; the gradients are computed in the forward (no GEMM repeated), the backward scales them."""
+
+    @staticmethod
+    def forward(ctx, h, weight, target, chunk):  # noqa: ANN001, ANN205
+        bt, v = h.shape[0], weight.shape[0]
+        losses = torch.empty((bt,), device=h.device, dtype=torch.float32)
+        dh = torch.empty_like(h)
+        dw = torch.zeros_like(weight)
+        buf = torch.empty((min(chunk, bt), v), device=h.device, dtype=h.dtype)
+        for t0 in range(0, bt, chunk):
+            hc = h[t0 : t0 + chunk]
+            logits = buf[: hc.shape[0]]
+            torch.matmul(hc, weight.t(), out=logits)
+            _ce_row_grad_kernel[(hc.shape[0],)](
+                logits, target[t0 : t0 + chunk], losses[t0 : t0 + chunk], v, logits.stride(0), 1.0 / bt,
+                BLOCK_V=_block(v), num_warps=8,
+            )  # fmt: skip
+            torch.matmul(logits, weight, out=dh[t0 : t0 + chunk])
+            dw.addmm_(logits.t(), hc)
+        ctx.save_for_backward(dh, dw)
+        return losses.mean()
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001, ANN205
+        dh, dw = ctx.saved_tensors
+        if grad.numel() == 1 and float(grad) == 1.0:  # the usual case: no extra pass over dW
+            return dh, dw, None, None
+        return dh * grad.to(dh.dtype), dw * grad.to(dw.dtype), None, None
+
+
 def fused_linear_ce(
-    h: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, chunk: int | None = None
+    h: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    chunk: int | None = None,
+    *,
+    over: str | None = None,
 ) -> torch.Tensor:
-    """Mean cross-entropy of ``h @ weight.T`` (BT × V logits, never stored whole) against ``target``."""
+    """Mean cross-entropy of ``h @ weight.T`` (BT × V logits, never stored whole) against ``target``.
+
+    ``over``: "vocab" (chunks of ``chunk`` vocabulary columns, logits recomputed in the backward) or "tokens"
+    (chunks of ``chunk`` rows, gradients made in the forward); default "tokens" on a GPU, "vocab" elsewhere.
+    """
     if h.dim() != 2 or weight.dim() != 2 or h.shape[1] != weight.shape[1] or target.shape != (h.shape[0],):
         raise ValueError(
             f"shapes h {tuple(h.shape)}, weight {tuple(weight.shape)}, target {tuple(target.shape)}"
         )
+    over = over or ("tokens" if h.is_cuda else "vocab")
+    if over not in ("tokens", "vocab"):
+        raise ValueError(f"over must be 'tokens' or 'vocab', not {over!r}")
     h, weight, target = h.contiguous(), weight.contiguous(), target.contiguous()
+    if over == "tokens":
+        if chunk is None:  # one chunk of logits at most ~2**29 elements (1 GiB in bf16)
+            chunk = max(1, min(h.shape[0], (1 << 29) // max(1, weight.shape[0])))
+        return _TokenChunkedCE.apply(h, weight, target, int(chunk))
     if chunk is None:
         chunk = 8192 if h.is_cuda else 256
     return _FusedLinearCE.apply(h, weight, target, int(chunk))

@@ -37,6 +37,7 @@ def _rms_bwd_kernel(
     stride_dxm,
     eps,
     BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
     ATOMIC: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -45,16 +46,21 @@ def _rms_bwd_kernel(
     w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     first = (pid * rows_per_program).to(tl.int64)
-    for i in range(0, tl.minimum(rows_per_program, M - first)):
-        row = first + i
-        x = tl.load(x_ptr + row * stride_xm + cols, mask=cmask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=cmask, other=0.0).to(tl.float32)
-        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
-        g = dy * w
-        c = tl.sum(g * x, axis=0) / N
-        dx = rstd * g - x * (rstd * rstd * rstd * c)
-        tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=cmask)
-        dw_acc += dy * x * rstd
+    last = tl.minimum(first + rows_per_program, M)
+    # ROWS rows per step: more loads in flight per program (a latency-bound loop otherwise)
+    for start in range(first, last, ROWS):
+        rows = start + tl.arange(0, ROWS)
+        mask = (rows < last)[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
+        g = dy * w[None, :]
+        c = tl.sum(g * x, axis=1) / N
+        dx = rstd[:, None] * g - x * (rstd * rstd * rstd * c)[:, None]
+        tl.store(
+            dx_ptr + rows[:, None] * stride_dxm + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask
+        )
+        dw_acc += tl.sum(dy * x * rstd[:, None], axis=0)
     if ATOMIC:
         tl.atomic_add(dw_ptr + cols, dw_acc, mask=cmask)
     else:
@@ -74,10 +80,29 @@ def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 
 
 def default_config(m: int, n: int, device: torch.device) -> dict[str, int]:
+    """One program per SM, 8 warps, several rows per step: the fastest of `candidate_configs` on an H200
+    (docs/gpu-runs/2026-12-01-round3: 16384 × 4096 and 8192 × 8192 bf16), ahead of 2 programs per SM × 16
+    warps × 1 row by 14-19 %."""
     block = next_pow2(n)
-    per_sm = 2 if block >= 4096 else 4
-    programs = num_sms(device.index or 0) * per_sm if device.type == "cuda" and not interpreting() else 4
-    return {"programs": max(1, min(m, programs)), "num_warps": max(1, min(16, block // 256))}
+    programs = num_sms(device.index or 0) if device.type == "cuda" and not interpreting() else 4
+    rows = max(1, min(4, 16384 // block))
+    return {"programs": max(1, min(m, programs)), "num_warps": max(1, min(8, block // 256)), "rows": rows}
+
+
+def candidate_configs(m: int, n: int, device: torch.device) -> list[dict[str, int]]:
+    """The configurations `scripts/bench_lessons_11_12.py --sweep` times on a GPU (programs per SM × warps ×
+    rows per step), the default first."""
+    sms = num_sms(device.index or 0) if device.type == "cuda" and not interpreting() else 1
+    found = [default_config(m, n, device)]
+    for per_sm in (1, 2, 4):
+        for warps in (4, 8, 16):
+            for rows in (1, 2, 4):
+                if rows * next_pow2(n) // (warps * 32) > 64:  # too many values per thread: spills
+                    continue
+                cfg = {"programs": max(1, min(m, sms * per_sm)), "num_warps": warps, "rows": rows}
+                if cfg not in found:
+                    found.append(cfg)
+    return found
 
 
 def rms_norm_backward(
@@ -110,7 +135,7 @@ def rms_norm_backward(
     BLOCK_N = next_pow2(N)
     _rms_bwd_kernel[(programs,)](
         x, weight, dy, dx, partial, M, N, rows_per_program, x.stride(0), dy.stride(0), dx.stride(0), eps,
-        BLOCK_N=BLOCK_N, ATOMIC=atomic, num_warps=int(cfg["num_warps"]),
+        BLOCK_N=BLOCK_N, ROWS=int(cfg.get("rows", 1)), ATOMIC=atomic, num_warps=int(cfg["num_warps"]),
     )  # fmt: skip
     if atomic:
         dw.copy_(partial)

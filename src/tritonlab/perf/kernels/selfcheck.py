@@ -137,7 +137,7 @@ def check(
         hh = _randn((bt, d), dtype, device).requires_grad_()
         w = (_randn((vocab, d), dtype, device) / math.sqrt(d)).requires_grad_()
         target = torch.randint(0, vocab, (bt,), device=device)
-        loss = fn(hh, w, target, chunk)
+        loss = fn(hh, w, target, chunk, over=(config or {}).get("over"))
         loss.backward()
         hd, wd = hh.detach().double().requires_grad_(), w.detach().double().requires_grad_()
         ref_loss = torch.nn.functional.cross_entropy(hd @ wd.t(), target)
@@ -242,6 +242,13 @@ SMALL_CASES += [
     ("rms_norm_backward", (37, 300), torch.float32, None),
     ("rms_norm_backward", (50, 128), torch.bfloat16, {"programs": 3, "num_warps": 4}),
     ("rms_norm_backward", (29, 100), torch.float32, {"atomic": True}),
+    ("rms_norm_backward", (37, 300), torch.float32, {"programs": 3, "num_warps": 4, "rows": 4}),
+    (
+        "rms_norm_backward",
+        (41, 96),
+        torch.bfloat16,
+        {"programs": 5, "num_warps": 2, "rows": 2, "atomic": True},
+    ),
     ("attention", (1, 2, 77, 64), torch.float16, {"causal": True}),
     ("attention", (2, 1, 50, 128), torch.float16, None),
     (
@@ -252,6 +259,8 @@ SMALL_CASES += [
     ),
     ("fused_linear_ce", (37, 1000, 64), torch.float32, {"chunk": 256}),
     ("fused_linear_ce", (16, 700, 32), torch.float16, {"chunk": 300}),
+    ("fused_linear_ce", (37, 1000, 64), torch.float32, {"chunk": 10, "over": "tokens"}),
+    ("fused_linear_ce", (16, 700, 32), torch.float16, {"chunk": 7, "over": "tokens"}),
 ]
 
 

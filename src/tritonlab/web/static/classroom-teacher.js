@@ -2,6 +2,7 @@
 // (classroom.js already adds the CSRF header to every POST.)
 (function () {
   "use strict";
+  const tr = window.TritonClassroom.tr;
   const message = document.getElementById("roster-message");
   function say(text, ok) { message.textContent = text; message.classList.toggle("ok", !!ok); }
   async function post(url, body) {
@@ -11,7 +12,7 @@
     });
     let data = {};
     try { data = await res.json(); } catch (e) { data = {}; }
-    if (!res.ok) throw new Error(data.error || ("failed (" + res.status + ")"));
+    if (!res.ok) throw new Error(data.error || data.detail || tr("failed", { status: res.status }, "Failed ({status})"));
     return data;
   }
   const form = document.getElementById("add-user-form");
@@ -22,7 +23,7 @@
         username: form.elements.username.value, display_name: form.elements.display_name.value,
         role: form.elements.role.value,
       });
-      say("Added " + u.username + " — password: " + u.password + " (shown once; reload to see the roster)", true);
+      say(tr("added", { username: u.username, password: u.password }), true);
       const out = document.createElement("output");
       out.className = "new-password";
       out.dataset.username = u.username;
@@ -41,16 +42,25 @@
       const action = button.dataset.action;
       if (action === "password") {
         const r = await post("/api/classroom/users/" + id + "/password");
-        say("New password for " + name + ": " + r.password + " (shown once)", true);
+        say(tr("new_password", { username: name, password: r.password }), true);
       } else if (action === "unlock") {
         await post("/api/classroom/users/" + id + "/unlock");
-        say(name + " may try to log in again at once", true);
+        say(tr("unlocked", { username: name }), true);
       } else {
         await post("/api/classroom/users/" + id + "/disabled", { value: action === "disable" });
         window.location.reload();
       }
     } catch (e) { say(e.message); }
   });
+  const board = document.getElementById("leaderboard-toggle");
+  if (board) {
+    board.addEventListener("click", async () => {
+      try {
+        await post("/api/classroom/leaderboard", { value: board.dataset.on !== "true" });
+        window.location.reload();
+      } catch (e) { say(e.message); }
+    });
+  }
   const toggle = document.getElementById("join-toggle");
   if (toggle) {
     toggle.addEventListener("click", async () => {

@@ -18,7 +18,17 @@
     }
     return plainFetch(input, opts);
   };
-  window.TritonClassroom = { csrf: csrf };
+  // The page's strings (#tl-strings, i18n.js_strings): the key's text in the page's language, {names} filled.
+  let strings = null;
+  function tr(key, values, fallback) {
+    if (strings === null) {
+      const el = document.getElementById("tl-strings");
+      try { strings = el ? JSON.parse(el.textContent).strings || {} : {}; } catch (e) { strings = {}; }
+    }
+    const text = strings["js.classroom." + key] || fallback || key;
+    return text.replace(/\{(\w+)\}/g, (m, name) => (values && name in values ? String(values[name]) : m));
+  }
+  window.TritonClassroom = { csrf: csrf, tr: tr };
 
   function say(text, ok) {
     const box = document.getElementById("form-message");
@@ -45,20 +55,26 @@
       const pill = document.createElement("span");
       pill.className = "pill user-pill";
       pill.id = "user-pill";
-      pill.textContent = me.display_name + " (" + me.role + ")";
+      pill.textContent = me.display_name + " (" + tr("role_" + me.role, {}, me.role) + ")";
       bar.appendChild(pill);
       if (me.role === "teacher") {
         const link = document.createElement("a");
         link.className = "pill";
         link.href = "/teacher";
         link.id = "teacher-link";
-        link.textContent = "Teacher";
+        link.textContent = tr("teacher", {}, "Teacher");
         bar.appendChild(link);
       }
+      const board = document.createElement("a");
+      board.className = "pill";
+      board.href = "/leaderboard";
+      board.id = "leaderboard-link";
+      board.textContent = tr("leaderboard", {}, "Leaderboard");
+      bar.appendChild(board);
       const out = document.createElement("button");
       out.type = "button";
       out.id = "logout";
-      out.textContent = "Log out";
+      out.textContent = tr("logout", {}, "Log out");
       out.addEventListener("click", async () => {
         await postJSON("/api/logout", {});
         window.location.href = "/login";
@@ -77,7 +93,7 @@
           username: login.elements.username.value, password: login.elements.password.value,
         });
         if (r.ok) { window.location.href = safeNext(login.dataset.next); }
-        else { say(r.data.error || ("log-in failed (" + r.status + ")")); }
+        else { say(r.data.error || tr("login_failed", { status: r.status }, "Log-in failed ({status})")); }
       });
       return;
     }
@@ -90,10 +106,26 @@
           username: join.elements.username.value, display_name: join.elements.display_name.value,
           password: join.elements.password.value,
         });
-        if (r.ok) { window.location.href = "/"; } else { say(r.data.error || ("could not join (" + r.status + ")")); }
+        if (r.ok) { window.location.href = "/"; } else { say(r.data.error || tr("join_failed", { status: r.status }, "Could not join ({status})")); }
       });
       return;
     }
     userBar();
+    const naming = document.getElementById("leaderboard-name-form");
+    if (naming) {
+      naming.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        say("");
+        const res = await fetch("/api/leaderboard/name", {
+          method: "PUT", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+          body: JSON.stringify({ name: naming.elements.name.value }),
+        });
+        let data = {};
+        try { data = await res.json(); } catch (e) { data = {}; }
+        if (!res.ok) { say(data.detail || tr("failed", { status: res.status }, "Failed ({status})")); return; }
+        say(data.name ? tr("name_saved", { name: data.name }, "Saved: you appear as {name}.")
+                      : tr("name_removed", {}, "You have left the leaderboard."), true);
+      });
+    }
   });
 })();

@@ -167,6 +167,8 @@
       this.results = document.querySelector("[data-results-for='" + this.id + "']");
       this.vizPanel = document.querySelector("[data-viz-for='" + this.id + "']");
       this.vizBusy = false;
+      this.inspectPanel = document.querySelector("[data-inspect-for='" + this.id + "']");
+      this.inspectBusy = false;
       const source = q("source");
       this.editor = window.TritonEditor.create(q("editor"), {
         doc: source.value,
@@ -184,6 +186,10 @@
       act("run", () => this.start("run"));
       act("check", () => this.start("check"));
       if (section.querySelector("[data-action=viz]")) act("viz", () => this.visualize());
+      if (this.inspectPanel) {
+        act("inspect", () => this.inspect());
+        this.inspectPanel.querySelector("[data-action=inspect-again]").addEventListener("click", () => this.inspect());
+      }
       act("hint", () => this.hint());
       act("reset", () => this.confirmReset());
       act("solution", () => this.solution());
@@ -374,6 +380,35 @@
       this.vizPanel.scrollIntoView({ block: "nearest" });
     }
 
+    // Compile the saved file for a GPU target in the sandbox (POST .../inspect, what `tritonlab inspect` runs)
+    // and show the report: resources, layout, occupancy, and the stages in tabs.
+    async inspect() {
+      if (this.inspectBusy || !this.inspectPanel) return;
+      if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
+      if (!(await this.save())) return;
+      const panel = this.inspectPanel;
+      const body = panel.querySelector("[data-role=inspect-body]");
+      const target = panel.querySelector("[data-role=inspect-target]").value;
+      const buttons = [this.section.querySelector("[data-action=inspect]"), panel.querySelector("[data-action=inspect-again]")];
+      this.inspectBusy = true;
+      buttons.forEach((b) => { b.disabled = true; });
+      panel.hidden = false;
+      panel.setAttribute("aria-busy", "true");
+      body.replaceChildren(el("p", { class: "muted", role: "status", text: t("js.inspect.compiling", { target: target }) }));
+      const r = await api("POST", this.url("/inspect"), { target: target });
+      this.inspectBusy = false;
+      buttons.forEach((b) => { b.disabled = false; });
+      panel.removeAttribute("aria-busy");
+      if (!r.ok) {
+        if (r.status === 409) this.showConflict(r.data);
+        body.replaceChildren(el("p", { class: "notice inspect-error", role: "alert",
+          text: t("js.inspect.failed", { error: r.data.error }) }));
+      } else {
+        body.replaceChildren(renderInspect(r.data, this.id));
+      }
+      panel.scrollIntoView({ block: "nearest" });
+    }
+
     async hint() {
       const r = await api("POST", this.url("/hint"));
       const button = this.section.querySelector("[data-action=hint]");
@@ -417,13 +452,22 @@
       dialog.showModal();
     }
 
+    // Put the cursor at the start of `line` (1-based), scrolled into view, and focus the editor.
+    goToLine(line) {
+      const view = this.editor.view;
+      const number = Math.min(Math.max(1, line), view.state.doc.lines);
+      const at = view.state.doc.line(number).from;
+      view.dispatch({ selection: { anchor: at }, scrollIntoView: true });
+      view.focus();
+    }
+
     showVerdict(d) {
       if (d.stopped) {
         this.results.replaceChildren(el("p", { class: "muted", text: t("js.editor.check_stopped") }));
         return;
       }
       const viz = this.section.dataset.viz === "true" ? (name) => this.visualize({ case: name, seed: d.seed }) : null;
-      this.results.replaceChildren(renderVerdict(d, viz));
+      this.results.replaceChildren(renderVerdict(d, viz, (line) => this.goToLine(line)));
       if (d.solution_available) this.section.querySelector("[data-action=solution]").hidden = false;
       if (d.passed) {
         this.section.dataset.passed = "true";
@@ -464,7 +508,98 @@
     ]);
   }
 
-  function renderVerdict(d, onVisualize) {
+  // Text from the grader with `inline code` shown as <code>: split on backticks and built as text nodes,
+  // never as HTML (messages quote the learner's own names and values).
+  function richText(text) {
+    return String(text || "").split("`").map((part, i) => (i % 2 ? el("code", { text: part }) : part));
+  }
+
+  // "file:line" as a link that moves the editor's cursor to that line (`goTo`) when it names the checked
+  // file itself (`file`, the verdict's); a line of another module stays plain code.
+  function whereNode(where, goTo, file) {
+    const match = /^(.*):(\d+)$/.exec(String(where || ""));
+    const label = basename(where);
+    if (!match || !goTo || (file && match[1] !== file)) return el("code", { text: label });
+    const link = el("a", { href: "#", class: "where-link", "data-line": match[2], text: label,
+      title: t("js.feedback.go_to_line", { line: match[2] }) });
+    link.addEventListener("click", (e) => { e.preventDefault(); goTo(Number(match[2])); });
+    return link;
+  }
+
+  // The answer of POST /api/exercises/<id>/inspect: one block per compiled kernel. Every string in it comes
+  // from the sandboxed child (kernel names, compiler messages): text nodes only.
+  let inspectTabs = 0;
+  function renderInspect(d, exerciseId) {
+    const data = d.data || {};
+    const parts = [];
+    if (data.case) parts.push(el("p", { class: "small muted", text: t("js.inspect.case", { case: data.case, target: d.target }) }));
+    if (data.import_error) {
+      const e = data.import_error;
+      parts.push(el("p", { class: "notice inspect-error", role: "alert",
+        text: t("js.inspect.import_error", { error: e.type + ": " + e.message + (e.where ? " (" + basename(e.where) + ")" : "") }) }));
+    }
+    for (const problem of data.problems || []) parts.push(el("p", { class: "notice inspect-problem", text: problem }));
+    for (const k of data.kernels || []) parts.push(renderKernel(k, exerciseId));
+    return el("div", { class: "inspect-report" }, parts);
+  }
+
+  function renderKernel(k, exerciseId) {
+    const name = String(k.kernel || "kernel");
+    if (k.error) {
+      return el("p", { class: "notice inspect-error", role: "alert",
+        text: t("js.inspect.compile_error", { name: name, error: k.error + (k.where ? " (" + basename(k.where) + ")" : "") }) });
+    }
+    const res = k.resources || {};
+    const occ = k.occupancy || {};
+    const layouts = ((k.layout || {}).blocked || []).map((b) =>
+      b.name + ": sizePerThread=[" + (b.sizePerThread || []).join(", ") + "] threadsPerWarp=[" +
+      (b.threadsPerWarp || []).join(", ") + "] warpsPerCTA=[" + (b.warpsPerCTA || []).join(", ") + "]");
+    const row = (label, value, role) => [el("dt", { text: label }), el("dd", { text: value, "data-inspect": role })];
+    const facts = el("dl", { class: "inspect-facts" }, [
+      ...row(t("js.inspect.registers"), res.registers === undefined ? "?" : String(res.registers), "registers"),
+      ...row(t("js.inspect.spills"), t("js.inspect.spills_value", { stores: res.spill_stores || 0, loads: res.spill_loads || 0 }), "spills"),
+      ...row(t("js.inspect.shared"), String(res.shared_memory || 0) + " B", "shared"),
+      ...row(t("js.inspect.warps"), String(k.num_warps), "warps"),
+      ...row(t("js.inspect.layout"), layouts.join("\n") || "—", "layout"),
+      ...row(t("js.inspect.occupancy"), t("js.inspect.occupancy_value", {
+        programs: occ.programs_per_sm, warps: occ.warps_per_sm, max: occ.max_warps_per_sm,
+        percent: Math.round((occ.occupancy || 0) * 100), limits: (occ.limited_by || []).join(", ") }), "occupancy"),
+    ]);
+    const stages = Object.keys(k.stages || {});
+    const group = "inspect-" + (++inspectTabs);
+    const tabs = el("div", { class: "tabs inspect-tabs", role: "tablist", "aria-label": t("js.inspect.stages", { name: name }) });
+    const panels = [];
+    stages.forEach((stage, i) => {
+      const tabId = group + "-tab-" + i, panelId = group + "-panel-" + i;
+      const text = String(k.stages[stage]);
+      const shown = k.truncated && k.truncated[stage]
+        ? text + "\n" + t("js.inspect.truncated", { lines: k.truncated[stage], exercise: exerciseId, stage: stage }) : text;
+      tabs.append(el("button", { type: "button", role: "tab", id: tabId, "aria-controls": panelId, "data-stage": stage,
+        "aria-selected": i === 0 ? "true" : "false", tabindex: i === 0 ? "0" : "-1", text: stage.toUpperCase() }));
+      panels.push(el("pre", { class: "inspect-stage", role: "tabpanel", id: panelId, "aria-labelledby": tabId,
+        tabindex: "0", hidden: i !== 0, "data-stage": stage, text: shown }));
+    });
+    const buttons = Array.from(tabs.children);
+    const show = (n, focus) => {
+      buttons.forEach((b, j) => {
+        b.setAttribute("aria-selected", j === n ? "true" : "false");
+        b.tabIndex = j === n ? 0 : -1;
+        panels[j].hidden = j !== n;
+      });
+      if (focus) buttons[n].focus();
+    };
+    buttons.forEach((b, i) => {
+      b.addEventListener("click", () => show(i, false));
+      b.addEventListener("keydown", (e) => {
+        const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+        if (step) { e.preventDefault(); show((i + step + buttons.length) % buttons.length, true); }
+      });
+    });
+    return el("article", { class: "inspect-kernel", "data-kernel": name }, [
+      el("h4", { text: t("js.inspect.kernel", { name: name }) }), facts, tabs, ...panels]);
+  }
+
+  function renderVerdict(d, onVisualize, goTo) {
     const failed = d.cases.filter((c) => !c.passed).length;
     const head = d.passed
       ? t("js.verdict.all_pass", { count: d.cases.length })
@@ -474,14 +609,36 @@
       if (!byCase.has(f.case)) byCase.set(f.case, []);
       byCase.get(f.case).push(f);
     }
-    // The grader's messages and causes are English (tritonlab.contracts): lang="en" on them.
-    const explain = (list) => list.map((f) => el("div", { class: "failure" }, [
-      el("div", { class: "failure-message" }, [el("span", { class: "kind", title: f.kind, text: kindLabel(f.kind) }), " ",
-        el("span", { lang: "en", text: f.message })]),
-      f.cause ? el("div", { class: "failure-cause" }, [el("strong", { text: t("js.verdict.likely_cause") }),
-        el("span", { lang: "en", text: f.cause })]) : null,
-      f.where ? el("div", { class: "failure-where" }, [t("js.verdict.look_at"), el("code", { text: basename(f.where) })]) : null,
-    ]));
+    // One entry per distinct problem (kind and cause), as the CLI prints it: the first case in full, then
+    // how many other cases hit the same one. Each text is in the page's language when the server's catalog
+    // knows it, else in English; `message_lang` / `cause_lang` say which (lang="en" on what stayed English).
+    const englishLeft = d.failures.some((f) => (f.message_lang || "en") === "en" || (f.cause && (f.cause_lang || "en") === "en"));
+    const groups = new Map();
+    for (const f of d.failures) {
+      // the same advice with other numbers in it (sizes, program counts) is the same problem
+      const key = f.kind + "\u0000" + (f.cause || "").replace(/\d+(\.\d+)?/g, "#");
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(f);
+    }
+    const problems = [...groups.values()].map((same) => {
+      const f = same[0];
+      const cases = [...new Set(same.map((g) => g.case))];
+      const title = cases.length > 1
+        ? t("js.feedback.group", { count: cases.length, kind: kindLabel(f.kind) })
+        : t("js.feedback.group_one", { case: f.case, kind: kindLabel(f.kind) });
+      return el("li", { class: "problem", "data-kind": f.kind, "data-cases": String(cases.length) }, [
+        el("div", { class: "problem-title" }, [el("strong", { class: "kind", title: f.kind, text: title })]),
+        el("div", { class: "failure-message", lang: f.message_lang || "en" }, richText(f.message)),
+        f.cause ? el("div", { class: "failure-cause" }, [el("strong", { text: t("js.verdict.likely_cause") }),
+          el("span", { lang: f.cause_lang || "en" }, richText(f.cause))]) : null,
+        f.where ? el("div", { class: "failure-where" }, [t("js.verdict.look_at"), whereNode(f.where, goTo, d.file)]) : null,
+        cases.length > 1 ? el("div", { class: "small muted problem-cases" },
+          t("js.feedback.same_in", { cases: cases.slice(1, 6).join(", ") + (cases.length > 6 ? ", …" : "") })) : null,
+      ]);
+    });
+    // In the table, a failing case names only its problems' kinds: the text is in the list above, once.
+    const explain = (list) => [...new Set(list.map((f) => f.kind))].map((kind) =>
+      el("span", { class: "kind case-kind", title: kind, text: kindLabel(kind) }));
     const rows = [];
     const names = new Set(d.cases.map((c) => c.name));
     for (const [name, list] of byCase) {
@@ -507,11 +664,12 @@
     }
     const backend = t(d.backend === "gpu" ? "web.backend.gpu" : "web.backend.interpreter");
     const meta = t("js.verdict.meta", { backend: backend, seed: d.seed, seconds: Number(d.duration_s).toFixed(1) });
-    const english = window.TL.lang !== "en" && d.failures.length
+    const english = window.TL.lang !== "en" && d.failures.length && englishLeft
       ? el("p", { class: "small muted", text: t("js.verdict.english_details") }) : null;
     return el("div", { class: "verdict " + (d.passed ? "pass" : "fail") }, [
       el("p", { class: "verdict-head" }, [el("strong", { text: head }), el("span", { class: "muted", text: " · " + meta })]),
       english,
+      problems.length ? el("ul", { class: "problems" }, problems) : null,
       el("table", { class: "cases" }, [
         el("caption", { class: "sr-only", text: t("js.verdict.caption") }),
         el("thead", {}, el("tr", {}, [el("th", { scope: "col", text: t("js.verdict.case") }),
@@ -519,7 +677,8 @@
           el("th", { scope: "col", text: t("js.verdict.what") })])),
         el("tbody", {}, rows),
       ]),
-      d.notes.length ? el("ul", { class: "notes", lang: "en" }, d.notes.map((n) => el("li", { text: n }))) : null,
+      d.notes.length ? el("ul", { class: "notes" }, d.notes.map((n, i) =>
+        el("li", { lang: (d.notes_lang || [])[i] || "en" }, richText(n)))) : null,
       d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null,
     ]);
   }
@@ -531,7 +690,7 @@
   }
 
   function selectTab(tab, focus) {
-    const tabs = Array.from(document.querySelectorAll("[role=tab]"));
+    const tabs = Array.from(document.querySelectorAll("[role=tab][id^='tab-']"));
     for (const t of tabs) {
       const on = t === tab;
       t.setAttribute("aria-selected", on ? "true" : "false");
@@ -542,11 +701,13 @@
       if (results) results.hidden = !on;
       const viz = document.querySelector("[data-viz-for='" + panel.dataset.exercise + "']");
       if (viz) viz.hidden = !on || !viz.hasChildNodes();
+      const inspect = document.querySelector("[data-inspect-for='" + panel.dataset.exercise + "']");
+      if (inspect) inspect.hidden = !on || !inspect.querySelector(".inspect-report, .inspect-error");
     }
     if (focus) tab.focus();
   }
 
-  document.querySelectorAll("[role=tab]").forEach((tab, i, all) => {
+  document.querySelectorAll("[role=tab][id^='tab-']").forEach((tab, i, all) => {
     tab.addEventListener("click", () => selectTab(tab, false));
     tab.addEventListener("keydown", (e) => {
       const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;

@@ -1,0 +1,88 @@
+"""scripts/gpu_verify.py (`make gpu-verify`) off the GPU: its plan, its budget, and the verdicts it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_verify  # noqa: E402
+
+sys.path.remove(str(ROOT / "scripts"))
+
+
+def test_dry_run_writes_the_plan_of_every_step_within_the_budget(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_verify.py"), "--dry-run", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "gpu-verify.json").read_text())
+    assert list(report["steps"]) == list(gpu_verify.LIMITS)
+    assert report["dry_run"] and all(s["status"].startswith("dry run") for s in report["steps"].values())
+    assert gpu_verify.BUDGET_S <= 570
+    assert "dry run: nothing was run" in (tmp_path / "gpu-verify.md").read_text()
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_verify.py"), "--out", str(tmp_path), "--only", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "unknown step" in bad.stderr
+
+
+def test_a_spent_budget_skips_the_steps_left(tmp_path: Path) -> None:
+    """With no time left every step is skipped, not run past the budget (the 10-minute GPU call returns)."""
+    assert gpu_verify.main(["--out", str(tmp_path), "--budget", "1", "--only", "environment,bench"]) == 0
+    report = json.loads((tmp_path / "gpu-verify.json").read_text())
+    assert report["steps"]["bench"]["status"] == "skipped: the time budget is spent"
+    assert report["steps"]["doctor"]["status"].startswith("not asked for")
+
+
+def test_judge_marks_each_target_met_or_short() -> None:
+    report = {
+        "cli_latency": {
+            "exercises": [
+                {"exercise": "softmax", "runs": [{"wall_s": 3.4, "verdict_s": 2.5}] * 5, "median_wall_s": 3.4,
+                 "median_verdict_s": 2.5, "median_speed_after_verdict_s": 0.9, "target_s": 3.0, "all_passed": True},
+                {"exercise": "matmul", "runs": [{"wall_s": 6.0, "verdict_s": 5.5}] * 5, "median_wall_s": 6.0,
+                 "median_verdict_s": 5.5, "median_speed_after_verdict_s": 0.5, "target_s": 5.0, "all_passed": True},
+            ],
+            "client_heavy_imports": [],
+            "client_imports_daemon_client": True,
+        },
+        "first_check": {"seconds": 14.0, "passed": True},
+        "dev_check": {"seconds": 95.0, "code": 0},
+        "total_s": 560.0,
+    }  # fmt: skip
+    verdicts = {t["what"]: t["met"] for t in gpu_verify.judge(report)}
+    assert verdicts["CLI check softmax: verdict printed (median of 5, warm daemon), s"] is True
+    assert verdicts["CLI check softmax: speed line after the verdict (median), s"] is True
+    assert verdicts["CLI check matmul: verdict printed (median of 5, warm daemon), s"] is False
+    assert verdicts["first check after install, s"] is True
+    assert verdicts["dev check --backend gpu, s"] is False
+    assert verdicts["CLI process imports torch/triton/numpy (daemon answering)"] is True
+    text = gpu_verify.summary_md(report | {"targets": gpu_verify.judge(report), "steps": {}})
+    assert "| dev check --backend gpu, s | 95.0 | ≤ 90.0 | **short** |" in text
+
+
+def test_cli_check_times_the_verdict_line(tmp_path: Path) -> None:
+    """The CLI-latency step reads the learner's text output as it comes: the verdict line is timed (here on the
+    interpreter and the fixture course; on the GPU the speed line follows it)."""
+    env = dict(
+        os.environ,
+        TRITONLAB_HOME=str(tmp_path / "home"),
+        TRITONLAB_COURSE=str(ROOT / "tests" / "fixtures" / "course"),
+        TRITONLAB_DAEMON="0",
+        PYTHONUNBUFFERED="1",
+    )
+    got = gpu_verify.cli_check("vector-copy", env, 240, backend="interpreter")
+    assert got["passed"] and got["code"] == 0, got
+    assert got["verdict_s"] is not None and 0 < got["verdict_s"] <= got["wall_s"]
+    assert got["speed_line"] is None and got["speed_after_verdict_s"] is None  # no timing on the interpreter

@@ -1,0 +1,185 @@
+"""`where` names the learner's line that did it (issue 16, grading/where.py): the host line that ran the torch
+op or the copy, the load or store whose addresses were wrong (the interpreter's access log), the line that
+computed a wrong grid. Each case is a small learner file whose expected line is marked `# <-`."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonlab.grading import grader
+from tritonlab.grading import where as lines
+from tritonlab.models import Exercise, Verdict
+from tritonlab.runs import sandbox
+
+HEAD = """
+import torch
+import triton
+import triton.language as tl
+"""
+
+ADD_KERNEL = """
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load({y_address}, mask=mask){y_mark}
+    tl.store(out_ptr + offs, x + y, mask={store_mask}){store_mark}
+"""
+
+ADD_HOST = """
+def vector_add(x, y):
+    if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+        raise ValueError("x and y differ in shape, dtype or device")
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = out.numel()
+    if n == 0:
+        return out
+    x, y = x.contiguous(), y.contiguous()
+    grid = ({grid},){grid_mark}
+    add_kernel[grid](x, y, out, n, BLOCK=64)
+    return out
+"""
+
+
+def exercise(exercise_id: str, function: str) -> Exercise:
+    return Exercise(exercise_id, "test", Path("."), function, {"en": exercise_id}, {}, {}, ())
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
+        z = sandbox.Zygote("interpreter")
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+def write(tmp_path: Path, name: str, text: str) -> tuple[Path, int]:
+    """The learner file and the number of its line marked `# <-`."""
+    path = tmp_path / f"{name}.py"
+    text = textwrap.dedent(text)
+    path.write_text(text)
+    marked = [k for k, line in enumerate(text.splitlines(), 1) if line.rstrip().endswith("# <-")]
+    assert len(marked) == 1, "mark exactly one line"
+    return path, marked[0]
+
+
+def add_file(tmp_path: Path, name: str, **parts: str) -> tuple[Path, int]:
+    fill = {"y_address": "y_ptr + offs", "store_mask": "mask", "grid": "triton.cdiv(n, 64)"}
+    fill |= {"y_mark": "", "store_mark": "", "grid_mark": ""} | parts
+    return write(tmp_path, name, HEAD + ADD_KERNEL.format(**fill) + ADD_HOST.format(**fill))
+
+
+def add_check(path: Path, zygote: sandbox.Zygote) -> Verdict:
+    return grader.check(exercise("vector-add", "vector_add"), path, "interpreter", zygote, seed=5)
+
+
+def wheres(verdict: Verdict, kind: str) -> set[str]:
+    found = {f.where for f in verdict.failures if f.kind == kind}
+    assert found, f"no {kind} failure in {[(f.kind, f.message) for f in verdict.failures]}"
+    return found
+
+
+def test_second_load_with_wrong_addresses_is_named_not_the_first(
+    tmp_path: Path, zygote: sandbox.Zygote
+) -> None:
+    path, line = add_file(tmp_path, "second_load", y_address="y_ptr + offs + 1", y_mark="  # <-")
+    verdict = add_check(path, zygote)
+    assert not verdict.passed
+    assert wheres(verdict, "out-of-bounds-read") == {f"{path}:{line}"}
+
+
+def test_store_past_the_end_is_named_with_the_mask_cause(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    path, line = add_file(tmp_path, "store_le", store_mask="offs <= n", store_mark="  # <-")
+    verdict = add_check(path, zygote)
+    failures = [f for f in verdict.failures if f.kind == "out-of-bounds-write"]
+    assert failures and {f.where for f in failures} == {f"{path}:{line}"}
+    assert all("`<=`" in f.cause for f in failures)
+
+
+def test_too_small_grid_names_the_grid_line_not_the_store(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    path, line = add_file(tmp_path, "small_grid", grid="n // 64", grid_mark="  # <-")
+    verdict = add_check(path, zygote)
+    assert wheres(verdict, "unwritten-output") == {f"{path}:{line}"}
+    assert any("cdiv" in f.cause for f in verdict.failures)
+
+
+def test_torch_op_names_the_host_line_that_ran_it(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    path, line = write(
+        tmp_path,
+        "fallback",
+        HEAD
+        + textwrap.dedent(
+            """
+        def vector_add(x, y):
+            if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+                raise ValueError("x and y differ")
+            total = x + y  # <-
+            return total
+        """
+        ),
+    )
+    verdict = add_check(path, zygote)
+    assert wheres(verdict, "torch-fallback") == {f"{path}:{line}"}
+    assert wheres(verdict, "no-kernel-launch") == {f"{path}:{line}"}
+
+
+def test_numpy_on_the_host_names_the_return_line(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    path, line = write(
+        tmp_path,
+        "numpy_host",
+        HEAD
+        + textwrap.dedent(
+            """
+        def vector_add(x, y):
+            if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device:
+                raise ValueError("x and y differ")
+            values = x.numpy() + y.numpy()
+            return torch.from_numpy(values)  # <-
+        """
+        ),
+    )
+    verdict = add_check(path, zygote)
+    assert wheres(verdict, "no-kernel-launch") == {f"{path}:{line}"}
+
+
+def test_host_copy_without_launch_names_the_copy_line(tmp_path: Path, zygote: sandbox.Zygote) -> None:
+    path, line = write(
+        tmp_path,
+        "clone",
+        HEAD
+        + textwrap.dedent(
+            """
+        def vector_copy(x):
+            y = x.clone()  # <-
+            return y
+        """
+        ),
+    )
+    verdict = grader.check(exercise("vector-copy", "vector_copy"), path, "interpreter", zygote, seed=5)
+    assert wheres(verdict, "no-kernel-launch") == {f"{path}:{line}"}
+
+
+def test_grid_line_follows_the_name_to_its_assignment(tmp_path: Path) -> None:
+    path, line = write(
+        tmp_path,
+        "grids",
+        """
+        def launch(k, n):
+            grid = (n // 64,)  # <-
+            other = 3
+            k[grid](n)
+            k[(n, 1)](n)
+        """,
+    )
+    launch = line + 2
+    assert lines.grid_line(f"{path}:{launch}") == f"{path}:{line}"
+    assert lines.grid_line(f"{path}:{launch + 1}") == f"{path}:{launch + 1}"  # written inline
+    assert lines.grid_line(f"{path}:{line + 1}") == f"{path}:{line + 1}"  # not a launch: unchanged
+    assert lines.grid_line("no-such-file.py:3") == "no-such-file.py:3"
