@@ -40,6 +40,42 @@ LESSON = "01-only"
 PAGES = ("/", f"/lessons/{LESSON}")
 GRACE_S = 45.0  # after the load's end, how long learners still follow checks they submitted
 DOWN = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ReadTimeout)
+PROBE_USER, PROBE_PASSWORD = "probe", f"probe-pass-{os.getpid()}"
+
+# A probe in a process of its own at the server's priority (not the generator's nice 10): one logged-in learner
+# opening the course pages twice a second for the whole run. Its latencies are what the server answers with;
+# the generator's own figures also hold the time its 200 threads wait for their share of a busy CPU.
+PROBE = """
+import json, sys, time
+import httpx
+base, user, password, seconds, out, pages = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6:]
+end = time.monotonic() + seconds
+took, failed = [], 0
+headers = {"Origin": base}
+with httpx.Client(base_url=base, timeout=30) as client:
+    logged_in = False
+    while time.monotonic() < end:
+        try:
+            if not logged_in:
+                r = client.post("/api/login", json={"username": user, "password": password}, headers=headers)
+                logged_in = r.status_code == 200
+                if not logged_in:
+                    time.sleep(1.0)
+                    continue
+            for page in pages:
+                started = time.monotonic()
+                r = client.get(page)
+                if r.status_code == 200:
+                    took.append(time.monotonic() - started)
+                else:
+                    failed += 1
+                    logged_in = r.status_code not in (401, 302, 303)
+        except httpx.HTTPError:
+            failed += 1  # the server killed on purpose, or restarting
+            time.sleep(0.5)
+        time.sleep(0.5)
+json.dump({"took": took, "failed": failed}, open(out, "w"))
+"""
 
 
 def free_port() -> int:
@@ -211,6 +247,7 @@ class Run:
         roster.write_text(
             "username,display_name,role,password\n"
             + "".join(f"{ln.username},Learner {ln.index},learner,{ln.password}\n" for ln in self.learners)
+            + f"{PROBE_USER},Probe,learner,{PROBE_PASSWORD}\n"
         )
         self.cli("classroom", "add", "--csv", str(roster), "--json")
         self.timeline["class_made_s"] = round(time.monotonic() - started, 1)
@@ -367,6 +404,13 @@ class Run:
         self.timeline["server_start_s"] = round(self.server.start(), 1)
         begin = time.monotonic()
         deadline = begin + self.duration
+        probe_out = self.home / "probe.json"
+        probe = subprocess.Popen(
+            [sys.executable, "-c", PROBE, self.server.base, PROBE_USER, PROBE_PASSWORD, str(self.duration)]
+            + [str(probe_out), *PAGES],
+            env=self.env,
+            preexec_fn=server_priority,
+        )
         threads = [
             threading.Thread(target=self.learner, args=(ln, deadline), daemon=True) for ln in self.learners
         ]
@@ -388,8 +432,20 @@ class Run:
             self.timeline["load_s"] = round(time.monotonic() - begin, 1)
         finally:
             self.outage.set()
+            try:
+                probe.wait(timeout=max(5.0, deadline + 40 - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                probe.kill()
             self.server.kill9()  # kill -9 at the end as well: nothing acknowledged may be missing afterwards
         result = self.verify()
+        try:
+            probed = json.loads(probe_out.read_text())
+        except (OSError, ValueError):
+            probed = {"took": [], "failed": None}
+        result["probe_pages"] = len(probed["took"])
+        result["probe_failed"] = probed["failed"]
+        result["probe_page_p50_ms"] = pct(probed["took"], 0.5)
+        result["probe_page_p95_ms"] = pct(probed["took"], 0.95)
         result["acked_saves_before_kill"] = killed_acked
         result["threads_still_running"] = sum(t.is_alive() for t in threads)
         return result

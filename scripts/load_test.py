@@ -286,15 +286,19 @@ def classroom_markdown(r: dict) -> str:
         [
             f"Measured by `scripts/load_test.py --db {r['database']}` on {time.strftime('%Y-%m-%d')}: "
             f"{r['learners']} simulated learners for {r['duration_s']:.0f} s against a real "
-            f"`tritonlab serve --classroom` on loopback (interpreter backend, {r['cpu_cores']} CPU cores shared "
-            f"with other work: load average {r['load_avg_1m_end']} at the end), killed with SIGKILL at "
+            f"`tritonlab serve --classroom` on loopback (interpreter backend, {r['cpu_cores']} CPU cores; "
+            f"load average {r['load_avg_1m_end']} at the end), killed with SIGKILL at "
             f"{t.get('killed_at_s')} s and restarted ({t.get('restart_s')} s until it answered).",
             "",
             "| figure | value |",
             "| --- | --- |",
             f"| requests (status counts) | {r['requests']} ({', '.join(f'{k}: {v}' for k, v in r['status'].items())}) |",
             f"| 5xx responses | {r['server_errors']} |",
-            f"| page latency p50 / p95 (`/`, lesson page) | {r['page_p50_ms']} ms / {r['page_p95_ms']} ms |",
+            f"| page latency p50 / p95 seen by a probe at the server's priority, the whole run, kill included "
+            f"({r.get('probe_pages')} pages, {r.get('probe_failed')} failed) | {r.get('probe_page_p50_ms')} ms / "
+            f"{r.get('probe_page_p95_ms')} ms |",
+            f"| page latency p50 / p95 seen by the 200 learners (nice 10: their own wait for CPU included) | "
+            f"{r['page_p50_ms']} ms / {r['page_p95_ms']} ms |",
             f"| page latency p95 after the last log-in answered ({r['page_requests_after_logins']} pages) | "
             f"{r['page_p95_after_logins_ms']} ms |",
             f"| log-in latency p50 / p95 (argon2id, all 200 arriving within 30 s) | {r['login_p50_ms']} ms / "

@@ -12,10 +12,20 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 export TRITONLAB_HOME="$work/home"
 "$work/venv/bin/tritonlab" doctor --backend interpreter
+# The default path: the check goes through this user's background check worker (cli/daemon.py), started now.
+trap '"$work/venv/bin/tritonlab" daemon stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$work/venv/bin/tritonlab" check vector-copy --solution --backend interpreter --json > "$work/verdict.json"
+"$work/venv/bin/tritonlab" daemon status --json > "$work/daemons.json"
 "$work/venv/bin/python" - "$work/verdict.json" <<'PY'
 import json, sys
 verdict = json.load(open(sys.argv[1]))
 assert verdict["passed"] is True and verdict["cases"], verdict
 print(f"wheel smoke: vector-copy solution passed {len(verdict['cases'])} cases from the installed wheel")
 PY
+"$work/venv/bin/python" - "$work/daemons.json" <<'PY'
+import json, sys
+daemons = json.load(open(sys.argv[1]))
+assert len(daemons) == 1 and daemons[0]["backend"] == "interpreter", daemons
+print(f"wheel smoke: answered by the background check worker (pid {daemons[0]['pid']}, hardened {daemons[0]['hardened']})")
+PY
+"$work/venv/bin/tritonlab" daemon stop

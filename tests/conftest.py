@@ -22,6 +22,9 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["TRITONLAB_HOME_FOR_TESTS"] = tempfile.mkdtemp(prefix="tritonlab-tests-")
     os.environ.setdefault("TRITONLAB_HOME", os.environ["TRITONLAB_HOME_FOR_TESTS"])
     os.environ.pop("TRITONLAB_WORKSPACE", None)
+    # No background check worker per test home (cli/daemon.py: each would outlive its test by 10 minutes);
+    # tests/test_daemon.py turns it back on where it is the subject, and the wheel smoke test uses the default.
+    os.environ.setdefault("TRITONLAB_DAEMON", "0")
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
     # ~125 ms per hash here; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")

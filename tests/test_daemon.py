@@ -60,17 +60,32 @@ def stop_daemon(events: list[dict]) -> None:
 
 
 def test_wanted_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every local check goes through the daemon, on both backends and both sandbox layers; a cluster check
+    and TRITONLAB_DAEMON=0 do not."""
     for name in ("TRITONLAB_DAEMON", "TRITONLAB_SANDBOX", "TRITONLAB_EXECUTOR", "TRITONLAB_BACKEND"):
         monkeypatch.delenv(name, raising=False)
-    assert daemon.wanted("gpu") and not daemon.wanted("interpreter")
+    assert daemon.wanted("gpu") and daemon.wanted("interpreter") and daemon.wanted(None)
     assert not daemon.wanted("gpu", executor="ray")  # a cluster check runs in the command
+    monkeypatch.setenv("TRITONLAB_EXECUTOR", "ray")
+    assert not daemon.wanted("interpreter")
+    monkeypatch.delenv("TRITONLAB_EXECUTOR")
     monkeypatch.setenv("TRITONLAB_SANDBOX", "hardened")
-    assert not daemon.wanted("gpu")
-    monkeypatch.delenv("TRITONLAB_SANDBOX")
+    assert daemon.wanted("gpu") and daemon.wanted("interpreter")
     monkeypatch.setenv("TRITONLAB_DAEMON", "0")
-    assert not daemon.wanted("gpu")
-    monkeypatch.setenv("TRITONLAB_DAEMON", "1")
-    assert daemon.wanted("interpreter")
+    assert not daemon.wanted("gpu") and not daemon.wanted("interpreter")
+
+
+def test_the_key_names_the_workspace(forced: Path, tmp_path: Path) -> None:
+    """A hardened zygote shows its runs one workspace read-only: checks asked from two workspaces never share
+    a daemon (the second would not see its own folder)."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    from tritonlab.store.workspace import MARKER
+
+    for folder in (one, two):
+        (folder / "sub").mkdir(parents=True)
+        (folder / MARKER).write_text("")
+    assert daemon.workspace_root(one / "sub") == daemon.workspace_root(one) == one.resolve()
+    assert daemon.key("interpreter", one.resolve()) != daemon.key("interpreter", two.resolve())
 
 
 def test_the_key_changes_with_the_environment_and_the_course(
@@ -175,12 +190,97 @@ def test_a_client_that_goes_away_has_its_run_stopped(forced: Path, tmp_path: Pat
 
 
 def test_a_daemon_that_cannot_start_fails_fast(forced: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(daemon, "key", lambda requested: "broken")
+    monkeypatch.setattr(daemon, "key", lambda requested, root=None: "broken")
     monkeypatch.setattr(daemon.sys, "executable", "/bin/false")
     started = time.monotonic()
     with pytest.raises(daemon.Unavailable):
         daemon.connect("interpreter")
     assert time.monotonic() - started < 5
+
+
+def test_a_worker_started_by_a_thread_that_ended_keeps_serving(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zygote (and bubblewrap's monitor around a hardened one) asks to die with its parent, and Linux
+    sends that signal when the *thread* that started it ends. The check daemon starts its worker from a
+    start-up thread that ends, a web server from pooled request threads: the worker must outlive that
+    thread (sandbox._Spawner). Checked with the layer this machine uses by default."""
+    import threading
+
+    from tritonlab.service import Service
+
+    monkeypatch.setenv("TRITONLAB_COURSE", str(FIXTURE_COURSE))
+    service = Service(backend="interpreter")
+    try:
+        starter = threading.Thread(target=service.warm_up)
+        starter.start()
+        starter.join()
+        zygote = service.zygote()
+        zygote.wait_ready()
+        first = zygote.proc.pid
+        time.sleep(1.0)  # a killed worker or jail monitor is gone by now
+        exercise = service.exercise("vector-copy")
+        verdict = service.check(exercise, file=LEARNERS / "good.py", record=False, speed=False)
+        assert verdict.passed, (verdict.failures, verdict.output[-2000:])
+        assert service.zygote().proc.pid == first  # the same worker served it: it was never restarted
+    finally:
+        service.close()
+
+
+def test_hardened_checks_go_through_the_daemon_by_default(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing set, two `tritonlab check` commands from a workspace are answered by one background
+    worker that runs them under the hardened layer (as the sandbox user, with the workspace's helper module
+    importable), and `tritonlab daemon stop` ends it."""
+    from tritonlab.runs import hardening
+
+    for name in ("TRITONLAB_DAEMON", "TRITONLAB_SANDBOX", "TRITONLAB_POOL", "TRITONLAB_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRITONLAB_COURSE", str(FIXTURE_COURSE))
+    monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "60")
+    report = hardening.probe("interpreter")
+    if not report["hardened"]:
+        pytest.skip(f"needs the hardened layer (bubblewrap): {report['reason']}")
+    from tritonlab.store.workspace import MARKER
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / MARKER).write_text("")
+    (work / "copy_helper.py").write_text("BLOCK = 1024\n")
+    learner = work / "mine.py"
+    learner.write_text(
+        "import os\nfrom copy_helper import BLOCK\nprint('RUN-UID', os.getuid(), 'BLOCK', BLOCK)\n"
+        + (LEARNERS / "good.py").read_text()
+    )
+    argv = [sys.executable, "-m", "tritonlab", "--lang", "en"]
+    try:
+        for _ in range(2):
+            done = subprocess.run(
+                [*argv, "check", "vector-copy", "--file", str(learner), "--output"],
+                cwd=work,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+            assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+            assert "RUN-UID 65534 BLOCK 1024" in done.stdout  # the sandbox user, the workspace visible
+        status = subprocess.run(
+            [*argv, "daemon", "status", "--json"], cwd=work, capture_output=True, text=True, timeout=60
+        )
+        daemons = json.loads(status.stdout)
+        assert len(daemons) == 1, daemons
+        assert daemons[0]["hardened"] is True and daemons[0]["workspace"] == str(work.resolve())
+    finally:
+        stopped = subprocess.run(
+            [*argv, "daemon", "stop", "--json"], cwd=work, capture_output=True, text=True, timeout=60
+        )
+    pids = [a["pid"] for a in json.loads(stopped.stdout)]
+    assert pids == [daemons[0]["pid"]]
+    assert wait_until(lambda: not alive(pids[0]), 30)
+    assert not list((home / "daemon").glob("*.sock"))
+    text = subprocess.run([*argv, "daemon", "status"], capture_output=True, text=True, timeout=60)
+    assert "No background check worker" in text.stdout
 
 
 @pytest.mark.gpu

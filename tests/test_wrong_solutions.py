@@ -112,6 +112,7 @@ EXPECTED: dict[str, str] = {
     "rmsnorm_backward/torch_sum.py": "torch-fallback",
     "rmsnorm_backward/missing_store_mask.py": "out-of-bounds-write",
     "rmsnorm_backward/host_numpy.py": "host-computed",  # the first call's launches are replayed
+    "rmsnorm_backward/state_kept_between_calls.py": "wrong-result",  # the repeat cases' second call differs
     "autograd_wrap/no_function.py": "wrong-result",
     "autograd_wrap/no_weight_grad.py": "wrong-result",
     "autograd_wrap/torch_backward.py": "no-kernel-launch",
@@ -161,6 +162,7 @@ CAUSE_MENTIONS: dict[str, str] = {
     "bench_protocol/times_warmup.py": "warm-up",
     "rmsnorm_backward/dw_not_reduced.py": "one program's rows",
     "rmsnorm_backward/missing_second_term.py": "second term",
+    "rmsnorm_backward/state_kept_between_calls.py": "state kept between calls",
     "autograd_wrap/no_function.py": ".apply",
     "autograd_wrap/no_weight_grad.py": "one gradient per input",
     "attention_forward/missing_tail_mask.py": "-inf",
@@ -220,3 +222,26 @@ def test_host_copy_names_the_line_that_copied(zygote: sandbox.Zygote) -> None:
     line = next(i for i, text in enumerate(lines, 1) if text.strip() == "x = x.contiguous()")
     copies = [f for f in verdict.failures if f.kind == "host-copy"]
     assert copies and all(f.where == f"{WRONG / rel}:{line}" for f in copies), [f.where for f in copies]
+
+
+def test_the_trusted_compile_runs_beside_the_check_and_ends_with_it(
+    zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """occupancy's compile for sm_90 needs only the file's text, so it starts with the check run
+    (grader.TrustedCompile): a right file gets its compiled case; a file that cannot even be imported gets no
+    compiled case, and its compile child is stopped, not left running for its 180 s limit."""
+    from tritonlab.runs.zygote import descendants
+
+    exercise = exercise_for("occupancy")
+    root = Path(__file__).resolve().parent.parent
+    solution = root / "course" / "06-performance" / "exercises" / "occupancy" / "solution.py"
+    verdict = grader.check(exercise, solution, "interpreter", zygote, seed=3, timeout=60)
+    assert verdict.passed, [(f.case, f.message) for f in verdict.failures]
+    assert any("trusted compile" in c.name for c in verdict.cases)
+    assert verdict.timings["compile_s"] > 0
+    broken = tmp_path / "occupancy.py"
+    broken.write_text(solution.read_text() + "\nraise RuntimeError('broken at import')\n")
+    verdict = grader.check(exercise, broken, "interpreter", zygote, seed=3, timeout=60)
+    assert not verdict.passed and {f.kind for f in verdict.failures} == {"exception"}
+    assert not any("trusted compile" in c.name for c in verdict.cases)
+    assert descendants(zygote.proc.pid) == []  # the compile child is gone with the check

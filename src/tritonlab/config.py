@@ -5,7 +5,7 @@ TRITONLAB_COURSE  course folder; default: the repo's course/ (editable install) 
 TRITONLAB_BACKEND auto | interpreter | gpu (default auto)
 TRITONLAB_LANG    en | pt | es (default: from the system locale, else en)
 TRITONLAB_POOL    warm single-use run workers per zygote (default: 2 on a GPU, 0 on the interpreter; runs/pool.py)
-TRITONLAB_DAEMON  1 | 0: one-shot CLI checks go through a per-user check daemon (default: GPU only; cli/daemon.py)
+TRITONLAB_DAEMON  0 turns off the per-user background check worker one-shot CLI checks reuse (default on; cli/daemon.py)
 TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (default 600)
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 TRITONLAB_ARGON2  classroom password hashing cost `t=3,m=65536,p=4` (time cost, memory KiB, lanes; default
@@ -33,6 +33,23 @@ def home() -> Path:
         path = Path(platformdirs.user_data_dir("tritonlab", appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+WORKSPACE_MARKER = ".tritonlab-workspace"
+
+
+def workspace_root(start: Path | None = None) -> Path:
+    """The workspace for the folder `start` (default: the current one): a parent holding the marker file, else
+    $TRITONLAB_WORKSPACE, else TRITONLAB_HOME/workspace. Here, not in store/, because the check daemon's client
+    (cli/daemon.py) needs it and may import only the standard library and this module."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / WORKSPACE_MARKER).is_file():
+            return folder
+    env = os.environ.get("TRITONLAB_WORKSPACE")
+    if env:
+        return Path(env).expanduser().resolve()
+    return home() / "workspace"
 
 
 def course_dir() -> Path:

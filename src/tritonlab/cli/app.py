@@ -41,6 +41,11 @@ app = typer.Typer(
 )
 dev_app = typer.Typer(help="Commands for course authors.", no_args_is_help=True)
 app.add_typer(dev_app, name="dev")
+daemon_app = typer.Typer(
+    help="The background worker that one-shot `tritonlab check` commands reuse (ends by itself when idle).",
+    no_args_is_help=True,
+)
+app.add_typer(daemon_app, name="daemon")
 
 
 @app.callback()
@@ -431,6 +436,49 @@ def doctor(json_out: Annotated[bool, typer.Option("--json")] = False, backend: B
     else:
         print_report(report, console(), lang())
     raise typer.Exit(0 if report["ok"] else 2)
+
+
+def _print_daemons(answers: list[dict], json_out: bool, stopping: bool) -> None:
+    if json_out:
+        print(json.dumps(answers, indent=2))
+        return
+    if not answers:
+        print(tr("cli.daemon.none"))
+        return
+    for a in answers:
+        layer = tr("cli.daemon.hardened") if a.get("hardened") else tr("cli.daemon.basic")
+        print(
+            tr(
+                "cli.daemon.stopping" if stopping else "cli.daemon.line",
+                pid=a.get("pid"),
+                backend=a.get("backend"),
+                layer=layer,
+                workspace=a.get("workspace") or "-",
+                busy=a.get("checks_in_flight", 0),
+                idle=a.get("idle_s", 0),
+                limit=int(a.get("ends_after_idle_s") or 0),
+            )
+        )
+
+
+@daemon_app.command("status")
+def daemon_status(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List this user's background check workers."""
+    from tritonlab.cli import daemon
+
+    _print_daemons(daemon.control("status"), json_out, stopping=False)
+
+
+@daemon_app.command("stop")
+def daemon_stop(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """End this user's background check workers (each finishes the checks it is running first)."""
+    from tritonlab.cli import daemon
+
+    answers = daemon.control("stop")
+    _print_daemons(answers, json_out, stopping=True)
+    left = daemon.wait_gone([int(a["pid"]) for a in answers], seconds=30.0)
+    if left and not json_out:
+        print(tr("cli.daemon.still_running", pids=", ".join(map(str, left))))
 
 
 @dev_app.command("check")

@@ -19,9 +19,14 @@ the daemon reads run directories as hostile data like any parent; runs use the l
 - When: started by the first check that wants it; ends after TRITONLAB_DAEMON_IDLE seconds (600) with no
   client, or at once when its service cannot start (the client then prints why). Two checks starting at once
   still get one daemon (the lock).
-- Which: TRITONLAB_DAEMON=1 forces it (also on the interpreter: the tests), 0 turns it off; by default it
-  serves the GPU (`--backend gpu`, or `auto` on a machine with an NVIDIA device). Never for the hardened
-  layer or a remote executor: those checks run in the command itself, as before.
+- Which: every local check by default, on either backend and under either sandbox layer (on the
+  interpreter it saves the zygote's torch + triton import: about 2 s of a 4 s check on a 2-core machine);
+  TRITONLAB_DAEMON=0 turns it off (the test suite does, except in the daemon's own tests). Never for a
+  remote executor: that check runs in the command. Under the hardened layer a zygote shows its runs one
+  workspace folder read-only — the workspace of the folder the check was asked from, as in the command — so
+  that folder is part of the key: one daemon per workspace.
+- `tritonlab daemon status|stop` lists and ends this user's daemons; a daemon whose socket file is gone
+  (`stop`, or its TRITONLAB_HOME deleted) ends within a second.
 - A client that goes away (Ctrl-C) has its run stopped.
 """
 
@@ -29,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
 import hashlib
 import json
 import os
@@ -61,15 +65,11 @@ class Unavailable(Exception):
 
 
 def wanted(requested: str | None, executor: str | None = None) -> bool:
+    """Whether a one-shot `tritonlab check` goes through the daemon: every local check unless
+    TRITONLAB_DAEMON=0 (`requested`, the backend, does not change the answer; kept for the callers)."""
     if (executor or os.environ.get("TRITONLAB_EXECUTOR") or "local").strip().lower() != "local":
         return False
-    if os.environ.get("TRITONLAB_SANDBOX", "").strip().lower() == "hardened":
-        return False
-    forced = os.environ.get("TRITONLAB_DAEMON", "").strip()
-    if forced in ("0", "1"):
-        return forced == "1"
-    backend = (requested or config.default_backend()).strip().lower()
-    return backend == "gpu" or (backend == "auto" and bool(glob.glob("/dev/nvidia[0-9]*")))
+    return os.environ.get("TRITONLAB_DAEMON", "").strip() != "0"
 
 
 def idle_seconds() -> float:
@@ -94,10 +94,17 @@ def _tree_fingerprint(root: Path, digest: hashlib._Hash) -> None:
             digest.update(f"{file.relative_to(root)}:{file.stat().st_mtime_ns}\n".encode())
 
 
-def key(requested: str | None) -> str:
+def workspace_root(start: Path | None = None) -> Path:
+    """The workspace of a check asked from `start` (default: the current folder): the folder a hardened
+    zygote shows its runs read-only, as the command itself would."""
+    return config.workspace_root(start)
+
+
+def key(requested: str | None, root: Path | None = None) -> str:
     backend = (requested or config.default_backend()).strip().lower()
     env = sorted((k, v) for k, v in os.environ.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES))
-    digest = hashlib.sha256(json.dumps([backend, sys.executable, sys.version, env]).encode())
+    where = str(root or workspace_root())
+    digest = hashlib.sha256(json.dumps([backend, sys.executable, sys.version, env, where]).encode())
     _tree_fingerprint(Path(__file__).resolve().parents[1], digest)
     _tree_fingerprint(config.course_dir(), digest)
     return digest.hexdigest()[:16]
@@ -128,7 +135,8 @@ def _lock_is_free(k: str) -> bool:
 
 def connect(requested: str | None) -> socket.socket:
     """A connection to this user's daemon for `requested`, started now if there is none; Unavailable else."""
-    k = key(requested)
+    root = workspace_root()
+    k = key(requested, root)
     path = folder() / f"{k}.sock"
     if len(str(path).encode()) > MAX_SOCKET_PATH:
         raise Unavailable(f"{path} is too long for a unix socket")
@@ -137,7 +145,7 @@ def connect(requested: str | None) -> socket.socket:
         return sock
     with open(folder() / f"{k}.log", "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tritonlab.cli.daemon", k, requested or ""],
+            [sys.executable, "-m", "tritonlab.cli.daemon", k, requested or "", str(root)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -171,6 +179,52 @@ def request(msg: dict, on_event: Callable[[dict], None]) -> dict:
     raise Unavailable("the background worker ended before it answered")
 
 
+def control(op: str) -> list[dict]:
+    """Send `op` ("status" or "stop") to every daemon of this user that answers; sockets nobody answers on
+    (a daemon killed with SIGKILL) are removed."""
+    answers = []
+    for path in sorted(folder().glob("*.sock")):
+        sock = _connect(path)
+        if sock is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        with sock, sock.makefile("rb") as replies:
+            try:
+                sock.settimeout(10.0)
+                sock.sendall((json.dumps({"op": op}) + "\n").encode())
+                reply = json.loads(replies.readline() or b"{}")
+            except (OSError, ValueError):
+                continue
+        if isinstance(reply, dict) and "pid" in reply:
+            answers.append({"key": path.stem, **{k: v for k, v in reply.items() if k != "final"}})
+    return answers
+
+
+def wait_gone(pids: list[int], seconds: float) -> list[int]:
+    """Wait up to `seconds` for these processes to end; the ones still running."""
+    deadline = time.monotonic() + seconds
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        left = [pid for pid in left if _running(pid)]
+        if left:
+            time.sleep(0.05)
+    return left
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (its starter has not reaped it yet) has ended
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 # ---- daemon side ------------------------------------------------------------------------------------------
 
 
@@ -182,13 +236,13 @@ def peer_uid(conn: socket.socket) -> int:
 class CheckServer:
     """One long-lived Service answering check requests, one thread per connection."""
 
-    def __init__(self, k: str, requested: str | None) -> None:
-        self.requested, self.idle_s = requested, idle_seconds()
+    def __init__(self, k: str, requested: str | None, root: Path | None = None) -> None:
+        self.requested, self.idle_s, self.root = requested, idle_seconds(), root
         self.service = None
         self.problem: dict | None = None  # why the service could not start (sent to every client)
         self.ready = threading.Event()
         self.active = 0
-        self.last_busy = time.monotonic()
+        self.last_check = time.monotonic()  # when the last check was answered: the idle clock
         self.lock = threading.Lock()
         self.path = folder() / f"{k}.sock"
         with contextlib.suppress(FileNotFoundError):
@@ -208,7 +262,7 @@ class CheckServer:
         from tritonlab.service import BackendError, ExecutorError, Service
 
         try:
-            service = Service(backend=self.requested, executor="local")
+            service = Service(backend=self.requested, executor="local", workspace_dir=self.root)
             service.warm_up()  # the zygote imports torch (while the GPU probe runs) and fills its pool
             _ = service.choice
             self.service = service
@@ -235,13 +289,15 @@ class CheckServer:
                     threading.Thread(target=self._client, args=(conn,), daemon=True).start()
             with self.lock:
                 if self.active:
-                    self.last_busy = time.monotonic()
                     continue
                 broken = self.ready.is_set() and self.problem is not None
-                if broken or time.monotonic() - self.last_busy > self.idle_s:
+                if broken or time.monotonic() - self.last_check > self.idle_s:  # status asks do not count
                     return
+            if not self.path.exists():  # `daemon stop`, or its TRITONLAB_HOME deleted: nobody can reach it
+                return
 
     def _client(self, conn: socket.socket) -> None:
+        control = False  # a status/stop request, not a check
         try:
             with conn:
                 conn.settimeout(30.0)
@@ -260,7 +316,8 @@ class CheckServer:
                     self._send(conn, {"final": True, "error": "unavailable", "detail": "malformed request"})
                     return
                 try:
-                    answer = self._answer(conn, msg)
+                    control = msg.get("op") in ("status", "stop")
+                    answer = self._control(msg) if control else self._answer(conn, msg)
                 except OSError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the client checks in its own process and says why
@@ -272,23 +329,41 @@ class CheckServer:
         finally:
             with self.lock:
                 self.active -= 1
-                self.last_busy = time.monotonic()
+                if not control:
+                    self.last_check = time.monotonic()
 
     @staticmethod
     def _send(conn: socket.socket, msg: dict) -> None:
         conn.sendall((json.dumps(msg) + "\n").encode())
+
+    def _control(self, msg: dict) -> dict:
+        """`tritonlab daemon status|stop`: who this daemon is; stop removes the socket, so the serve loop ends
+        once the checks in flight are answered."""
+        service = self.service
+        with self.lock:
+            busy = self.active - 1  # this connection is not a check
+            idle = time.monotonic() - self.last_check if not busy else 0.0
+        info = {
+            "final": True,
+            "pid": os.getpid(),
+            "backend": service.backend if service is not None else self.requested,
+            "hardened": bool(service.hardened) if service is not None else None,
+            "workspace": str(self.root) if self.root else None,
+            "checks_in_flight": busy,
+            "idle_s": round(idle, 1),
+            "ends_after_idle_s": self.idle_s,
+        }
+        if msg.get("op") == "stop":
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            info["stopping"] = True
+        return info
 
     def _answer(self, conn: socket.socket, msg: dict) -> dict:
         self.ready.wait()
         service = self.service
         if service is None:
             return {"final": True, **(self.problem or {"error": "unavailable", "detail": "no service"})}
-        if service.hardened:
-            return {
-                "final": True,
-                "error": "unavailable",
-                "detail": "the hardened layer checks in the command",
-            }
         try:
             exercise = service.exercise(str(msg.get("exercise")))
         except KeyError:
@@ -356,6 +431,7 @@ class CheckServer:
 
 def main() -> None:
     k, requested = sys.argv[1], sys.argv[2] or None
+    root = Path(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else None
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill`: clean up (socket, zygote) on the way out
     lock = open(folder() / f"{k}.lock", "a")  # noqa: SIM115 - held for the daemon's whole life
@@ -363,7 +439,7 @@ def main() -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # another daemon for this key is starting or running: the client connects to that one
-    server = CheckServer(k, requested)
+    server = CheckServer(k, requested, root)
     try:
         server.serve()
     finally:

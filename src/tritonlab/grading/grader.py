@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import signal as signals
+import threading
 import time
 import tomllib
 from collections.abc import Callable
@@ -332,6 +333,7 @@ def check(
     timings["cases_s"] = time.monotonic() - started
     run_dir = sandbox.new_run_dir()
     graded = file
+    compiling: TrustedCompile | None = None
     try:
         if source is not None:
             graded = snapshot(run_dir, file, source)
@@ -345,6 +347,13 @@ def check(
             search_dir=file.parent if graded != file else None,
         )
         timings["write_job_s"] = time.monotonic() - started - timings["cases_s"]
+        # The trusted compile reads only the text, never the check's results: it runs beside the check run
+        # (on the interpreter it is a second process on another core; it is judged only when the check ran).
+        compiling = (
+            TrustedCompile(contract, file, source, backend, zygote, timeout)
+            if hasattr(contract, "compile_items")
+            else None
+        )
         mark = time.monotonic()
         handle = zygote.start(run_dir, sandbox.default_limits(backend, timeout))
         if on_start:
@@ -374,13 +383,17 @@ def check(
             verdict.failures = [malformed_failure(problem)]
             verdict.cases = [CaseResult(c.name, False) for c in cases]
             result = {}
-        if hasattr(contract, "compile_items") and result and not result.get("import_error"):
-            mark = time.monotonic()
-            trusted_compile(verdict, contract, file, source, backend, zygote, timeout)
-            timings["compile_s"] = time.monotonic() - mark
+        if compiling is not None:
+            if result and not result.get("import_error"):
+                compiling.finish(verdict)
+                timings["compile_s"] = compiling.seconds
+            else:
+                compiling.stop()
         if graded != file:
             rename_in_verdict(verdict, graded, file)
     finally:
+        if compiling is not None:
+            compiling.stop()  # a check that raised or was stopped: never leave the compile running
         if not keep_run_dir:
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
@@ -690,42 +703,78 @@ def judge_huge(case: Case, entry: dict) -> list[Failure]:
     return failures + huge.judge(case.name, entry)
 
 
-def trusted_compile(
-    verdict: Verdict,
-    contract: object,
-    file: Path,
-    source: str,
-    backend: str,
-    zygote: sandbox.Zygote,
-    timeout: float,
-) -> None:
+class TrustedCompile:
     """Grade what the compiler makes of the learner's kernel for a GPU (e.g. occupancy) from a compile that
     never imports the learner's file: the parent reads the kernel's source as text, a separate sandboxed child
     (job mode `compile`) compiles only that function, with the signature and constexprs the contract fixes.
-    The numbers come from triton and ptxas in that child, not from anything the learner's process reported."""
-    name = getattr(contract, "COMPILE_CASE", "compiled for the GPU")
-    items, failures = contract.compile_items(source)  # the very text this check graded
-    results: list[dict] = []
-    if items:
-        run_dir = sandbox.new_run_dir()
+    The numbers come from triton and ptxas in that child, not from anything the learner's process reported.
+
+    Started when the check starts (it needs only the text), so that it runs beside the check run; `finish`
+    waits for it and adds its case to the verdict, `stop` kills it (a check that was stopped or could not
+    import the file: nothing to grade)."""
+
+    def __init__(
+        self, contract: object, file: Path, source: str, backend: str, zygote: sandbox.Zygote, timeout: float
+    ) -> None:
+        self.contract = contract
+        self.name = getattr(contract, "COMPILE_CASE", "compiled for the GPU")
+        self.items, self.failures = contract.compile_items(source)  # the very text this check grades
+        self.started = time.monotonic()
+        self.seconds = 0.0
+        self.handle: sandbox.Run | None = None
+        self.run: sandbox.RunResult | None = None
+        self.run_dir: Path | None = None
+        self._waiter: threading.Thread | None = None
+        if not self.items:
+            return
+        self.run_dir = sandbox.new_run_dir()
         try:
-            (run_dir / "job.json").write_text(
-                json.dumps({"mode": "compile", "file": str(file), "items": items})
+            (self.run_dir / "job.json").write_text(
+                json.dumps({"mode": "compile", "file": str(file), "items": self.items})
             )
-            run = zygote.start(run_dir, sandbox.default_limits(backend, max(timeout, 180.0))).wait()
+            self.handle = zygote.start(self.run_dir, sandbox.default_limits(backend, max(timeout, 180.0)))
+        except BaseException:
+            sandbox.remove_run_dir(self.run_dir)
+            self.run_dir = None
+            raise
+        # drained while the check runs: a child whose output nobody reads could block on a full pipe
+        self._waiter = threading.Thread(target=self._wait, name="trusted-compile", daemon=True)
+        self._waiter.start()
+
+    def _wait(self) -> None:
+        assert self.handle is not None
+        self.run = self.handle.wait()
+
+    def finish(self, verdict: Verdict) -> None:
+        results: list[dict] = []
+        if self._waiter is not None and self.run_dir is not None:
+            self._waiter.join()
             try:
-                data = rundir.read_json(run_dir / "inspect.json")  # capped and depth-checked: hostile
+                data = rundir.read_json(self.run_dir / "inspect.json")  # capped and depth-checked: hostile
             except rundir.Malformed:
                 data = None
             results = list(data.get("results", [])) if isinstance(data, dict) else []
-            if len(results) != len(items):
-                failures.append(process_failure(name, run))
-        finally:
-            sandbox.remove_run_dir(run_dir)
-        if len(results) == len(items):
-            failures += contract.judge_compile(results)
-    verdict.failures.extend(failures)
-    verdict.cases.append(CaseResult(name, not failures))
+            if len(results) != len(self.items):
+                assert self.run is not None
+                self.failures.append(process_failure(self.name, self.run))
+            self._clean()
+            if len(results) == len(self.items):
+                self.failures += self.contract.judge_compile(results)
+        self.seconds = time.monotonic() - self.started
+        verdict.failures.extend(self.failures)
+        verdict.cases.append(CaseResult(self.name, not self.failures))
+
+    def stop(self) -> None:
+        if self.handle is not None and self.run_dir is not None:
+            self.handle.stop()
+            if self._waiter is not None:
+                self._waiter.join()
+            self._clean()
+
+    def _clean(self) -> None:
+        if self.run_dir is not None:
+            sandbox.remove_run_dir(self.run_dir)
+            self.run_dir = None
 
 
 def judge_all(

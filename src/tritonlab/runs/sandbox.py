@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -286,6 +287,46 @@ def _job_file(run_dir: Path) -> str:
     return str(Path(file).resolve()) if isinstance(file, str) else ""
 
 
+class _Spawner:
+    """Starts worker processes from one thread that lives as long as this process.
+
+    The zygote asks for SIGKILL when its parent dies (PR_SET_PDEATHSIG), and so does bubblewrap's
+    `--die-with-parent` for the jail around it; Linux sends that signal when the *thread* that forked the
+    process ends, not the process. A worker started from a short-lived thread — the check daemon's start-up
+    thread, a web server's pooled request thread that is retired when idle — would be killed (or, hardened,
+    lose the jail's monitor process, so that its runs can no longer be found and placed in their cgroups)
+    as soon as that thread ends. Starting every worker from this one thread ties them to the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while True:
+            args, kwargs, done = self._jobs.get()
+            try:
+                done["proc"] = subprocess.Popen(args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+                done["error"] = exc
+            done["event"].set()
+
+    def popen(self, args: list[str], **kwargs) -> subprocess.Popen:  # noqa: ANN003 - subprocess.Popen's
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="worker-spawner", daemon=True)
+                self._thread.start()
+        done: dict = {"event": threading.Event()}
+        self._jobs.put((args, kwargs, done))
+        done["event"].wait()
+        if "error" in done:
+            raise done["error"]
+        return done["proc"]
+
+
+SPAWNER = _Spawner()
+
+
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
@@ -347,7 +388,7 @@ class Zygote:
         env = child_environment(backend)
         if hardened:
             env["TMPDIR"] = hardening.ZYGOTE_TMP
-        self.proc = subprocess.Popen(
+        self.proc = SPAWNER.popen(  # from a thread that outlives the caller's (_Spawner)
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

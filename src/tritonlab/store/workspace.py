@@ -20,7 +20,8 @@ from tritonlab import config
 from tritonlab.models import Course, Exercise
 from tritonlab.store.disk import DiskFull, is_full
 
-MARKER = ".tritonlab-workspace"
+MARKER = config.WORKSPACE_MARKER
+locate = config.workspace_root  # the workspace of a folder (kept under its old name)
 MAX_SOURCE_BYTES = config.MAX_SOURCE_BYTES
 _THREADS = threading.Lock()  # flock is per open file description: threads of one process need this too
 
@@ -42,18 +43,6 @@ class ConflictError(WorkspaceError):
 
 def version_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def locate(start: Path | None = None) -> Path:
-    """The workspace for this directory: a parent with the marker, else $TRITONLAB_WORKSPACE, else the default."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / MARKER).is_file():
-            return folder
-    env = os.environ.get("TRITONLAB_WORKSPACE")
-    if env:
-        return Path(env).expanduser().resolve()
-    return config.home() / "workspace"
 
 
 @dataclass
