@@ -245,3 +245,21 @@ def test_the_trusted_compile_runs_beside_the_check_and_ends_with_it(
     assert not verdict.passed and {f.kind for f in verdict.failures} == {"exception"}
     assert not any("trusted compile" in c.name for c in verdict.cases)
     assert descendants(zygote.proc.pid) == []  # the compile child is gone with the check
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"BLOCK = " + b"-" * 100_000 + b"1\n", b"\xff\xfe = 1\n", b"BLOCK = 1\x00\n"],
+    ids=["parser-bomb", "bad-utf8", "null-byte"],
+)
+def test_hostile_text_gets_a_verdict_from_the_trusted_compile(
+    text: bytes, zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """The trusted compile reads the text before the check run has said whether it imports, and the check
+    writes that text into its run directory: text that makes Python's parser run out of memory, bytes that are
+    not UTF-8 (written back byte for byte, grader.snapshot) or a NUL byte must end as a failed verdict, never
+    as an exception in the server or the CLI."""
+    broken = tmp_path / "occupancy.py"
+    broken.write_bytes(text)
+    verdict = grader.check(exercise_for("occupancy"), broken, "interpreter", zygote, seed=3, timeout=60)
+    assert not verdict.passed and verdict.failures

@@ -59,7 +59,7 @@ def snapshot(run_dir: Path, file: Path, source: str) -> Path:
     folder = run_dir / SNAPSHOT_DIR
     folder.mkdir()
     copy = folder / file.name
-    copy.write_bytes(source.encode("utf-8"))
+    copy.write_bytes(source.encode("utf-8", errors="surrogateescape"))  # read_source's bytes, exactly
     return copy
 
 

@@ -76,13 +76,15 @@ def _constants(source: str) -> tuple[dict[str, int], list[str]]:
         tree = ast.parse(source)
     except SyntaxError as exc:
         return found, [f"the file does not parse: {exc.msg} (line {exc.lineno})"]
+    except (MemoryError, RecursionError, UnicodeError, ValueError) as exc:  # hostile text: nesting, bad bytes
+        return found, [f"the file does not parse: {type(exc).__name__}"]
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             if name in STARTER:
                 try:
                     value = ast.literal_eval(node.value)
-                except ValueError:
+                except (ValueError, TypeError, MemoryError, RecursionError):
                     value = None
                 if isinstance(value, int) and not isinstance(value, bool):
                     found[name] = value
