@@ -1,11 +1,12 @@
 """CPU seconds of a check's two children, measured in-process: on a machine shared with other work, the CLI's wall
 time follows the load (docs/performance.md), the children's CPU time much less.
 
-    python scripts/profile_check.py softmax [--runs 5] [--profile]
+    python scripts/profile_check.py softmax [--runs 5] [--profile | --cases]
 
 Each run is two fresh processes, as in a real check: the check child's work (`harness.run_check` on the course
 solution, TRITON_INTERPRET=1) and then the replay child's (`replay.run_replay` on the records it wrote). Prints
-the median CPU seconds of each. `--profile` prints the check child's cProfile instead (by own time). With
+the median CPU seconds of each. `--profile` prints the check child's cProfile instead (by own time); `--cases`
+does one run and prints what the check child timed per case and the replay child's lowering and total. With
 PYTHONPATH pointing at another checkout's src, it measures that checkout (a before/after comparison).
 """
 
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("exercise")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--cases", action="store_true", help="one run: seconds per case, and the replay's")
     parser.add_argument("--phase")
     parser.add_argument("--dir")
     opts = parser.parse_args()
@@ -89,6 +91,15 @@ def main() -> None:
         subprocess.run([*me, "--phase", "check", "--dir", tempfile.mkdtemp(), "--profile"], check=True)
         return
     seconds: dict[str, list[float]] = {"check": [], "replay": []}
+    if opts.cases:
+        run_dir = Path(tempfile.mkdtemp(prefix="tritonlab-profile-"))
+        for phase in ("check", "replay"):
+            subprocess.run([*me, "--phase", phase, "--dir", str(run_dir)], capture_output=True, check=True)
+        for entry in json.loads((run_dir / "result.json").read_text())["cases"]:
+            print(f"{entry.get('seconds', 0):7.3f} s  {entry['name']}")
+        reply = json.loads((run_dir / "replay.json").read_text())
+        print(f"replay child: {reply.get('seconds')} s, of which lowering {reply.get('lower_seconds')} s")
+        return
     for _ in range(opts.runs):
         run_dir = tempfile.mkdtemp(prefix="tritonlab-profile-")
         for phase in ("check", "replay"):
