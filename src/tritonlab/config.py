@@ -73,7 +73,11 @@ def runs_dir() -> Path:
     return path
 
 
-TRITON_CACHES = {"learner": "triton-cache", "trusted": "triton-cache-trusted"}
+TRITON_CACHES = {
+    "learner": "triton-cache",
+    "trusted": "triton-cache-trusted",
+    "replay": "triton-cache-replay",
+}
 
 
 def triton_cache_dir(kind: str = "learner") -> Path:
@@ -81,8 +85,9 @@ def triton_cache_dir(kind: str = "learner") -> Path:
 
     `learner`: handed to the learner's runs, and to nothing else (compiled learner kernels are the learner's);
     `trusted`: tritonlab's own processes that compile the course's reference kernels (`tritonlab bench`,
-    the roof measurement); never handed to a run. Under the hardened layer a run cannot see either folder
-    (it compiles into its own run directory); under layer 1 a run has the user's own rights, so keeping
+    the roof measurement); never handed to a run; `replay`: the grader's children that import no learner file
+    (runs/caches.py). Under the hardened layer a run sees none of these (its cache is under the runs folder,
+    runs/caches.py); under layer 1 a run has the user's own rights, so keeping
     trusted code off the learner's cache is what stops a planted binary from reaching a reference process.
     """
     path = home() / TRITON_CACHES[kind]

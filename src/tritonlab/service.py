@@ -20,7 +20,7 @@ from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.runs import backend as backends
-from tritonlab.runs import cgroups, hardening, pool, rundir, sandbox
+from tritonlab.runs import caches, cgroups, hardening, pool, rundir, sandbox
 from tritonlab.runs import executor as executors
 from tritonlab.store.disk import DiskFull, is_full
 from tritonlab.store.progress import Store
@@ -165,6 +165,8 @@ class Service:
         self.slots: int | None = None
         # Whether the next seed's cases are made ahead (None: on a GPU). A one-shot command turns it off.
         self.prefetch_cases: bool | None = None
+        # The Triton compile cache this learner's runs share (runs/caches.py); a classroom names one per learner.
+        self.cache_name = caches.LEARNER
 
     # ---- infrastructure -----------------------------------------------------------------------------------
 
@@ -215,22 +217,54 @@ class Service:
                 if z is not None:
                     z.close()  # a worker that died: release what it held (its shared runs-folder mount)
                 # Layer 2 when the machine allows it (TRITONLAB_SANDBOX=auto|hardened|basic; see hardening.py).
-                self.hardened, self.hardened_reason = hardening.decide(backend)
+                early = self._hardened_beside_probe(backend)
+                try:
+                    self.hardened, self.hardened_reason = hardening.decide(backend)
+                except hardening.Unavailable:
+                    if early is not None:
+                        early.close()
+                    raise
+                if early is not None and self.hardened:
+                    self._zygotes[backend] = early
+                    return early
+                if early is not None:
+                    early.close()  # the probe said no: nothing ever ran in it
                 if not self.hardened and backend == "gpu" and self.on_unhardened is not None:
                     self.on_unhardened(
                         "WARNING: GPU runs use sandbox layer 1 only (your own code on your own machine is "
                         f"fine; do not run other people's code): {self.hardened_reason}"
                     )
-                size = pool.wanted(backend, bool(self.hardened), self.slots or 1)
-                z = sandbox.Zygote(
-                    backend,
-                    hardened=self.hardened,
-                    read_only=(self.workspace.root,) if self.sandbox_reads_workspace else (),
-                    hidden=tuple(e.solution for e in self.course.exercises()),
-                    pool=size,
-                )
+                z = self._new_zygote(backend, bool(self.hardened))
                 self._zygotes[backend] = z
             return z
+
+    def _hardened_beside_probe(self, backend: str) -> sandbox.Zygote | None:
+        """The first worker of a process: while the hardened layer's probe runs (a sandbox started, torch
+        imported, on a GPU a kernel compiled and launched in it: seconds), start the hardened worker too, so
+        that its imports overlap the probe. It is used only if the probe then proves the layer (the caller
+        decides, and closes it otherwise); nothing runs in it before. None when the probe's answer is known
+        already, or the layer is switched off or cannot start here."""
+        if hardening.mode() == "basic" or hardening.probed(backend) is not None or not hardening.find_bwrap():
+            return None
+        probing = threading.Thread(target=hardening.probe, args=(backend,), name="sandbox-probe", daemon=True)
+        probing.start()
+        try:
+            early = self._new_zygote(backend, hardened=True)
+        except (hardening.Unavailable, sandbox.SandboxError, OSError):
+            early = None
+        probing.join()
+        return early
+
+    def _new_zygote(self, backend: str, hardened: bool) -> sandbox.Zygote:
+        # every run directory comes from the zygote (grader.run_dir_for): warm children under the hardened
+        # layer too, each bound ahead to a run's directory and compile cache (pool.BoundPool)
+        return sandbox.Zygote(
+            backend,
+            hardened=hardened,
+            read_only=(self.workspace.root,) if self.sandbox_reads_workspace else (),
+            hidden=tuple(e.solution for e in self.course.exercises()),
+            pool=pool.wanted(backend, hardened, self.slots or 1, bound=True),
+        )
 
     def private_workspaces(self) -> None:
         """Classroom mode: runs read no shared workspace folder (each learner's file is copied into their own
@@ -399,6 +433,7 @@ class Service:
                 timeout=timeout,
                 source=source,
                 huge_cases=huge,
+                cache=self.cache_name,
             )
         except executors.WorkerLost as lost:
             return self._lost_verdict(exercise, target, seed, lost)
@@ -539,7 +574,7 @@ class Service:
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
-        run_dir = sandbox.new_run_dir()
+        run_dir = grader.run_dir_for(zygote, self.cache_name)  # every job mode here runs learner code
         try:
             original = Path(job["file"]) if source is not None and "file" in job else None
             if original is not None:

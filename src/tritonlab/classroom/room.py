@@ -18,6 +18,7 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.classroom.auth import PasswordAuthenticator, hash_password, new_password
 from tritonlab.models import Course, Exercise
+from tritonlab.runs import caches
 from tritonlab.service import Service
 from tritonlab.store import leaderboard
 from tritonlab.store.classroom import ROLES, AccountError, ClassroomDB, User, database_url, redact
@@ -59,6 +60,9 @@ class LearnerService(Service):
         self._store = db.learner(user.id)  # type: ignore[assignment]
         self.workspace = db.code(user.id, base.course)  # type: ignore[assignment]
         self._folder = folder
+        self.cache_name = caches.learner_name(
+            user.id
+        )  # what this learner compiles reaches no one else's runs
 
     def zygote(self):  # type: ignore[override]
         return self.base.zygote()

@@ -22,7 +22,7 @@ from tritonlab.grading import case_cache, contracts, huge
 from tritonlab.grading import where as lines
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
-from tritonlab.runs import rundir, sandbox
+from tritonlab.runs import caches, rundir, sandbox
 
 SIGNAL_NAMES = {
     signals.SIGSEGV: "SIGSEGV",
@@ -301,6 +301,15 @@ def make_cases(contract: object, seed: int, backend: str, huge_cases: bool = Fal
     return cases
 
 
+def run_dir_for(zygote: object, cache: str) -> Path:
+    """A fresh run directory for a run of `zygote` with compile cache `cache` (runs/caches.py): the local
+    zygote's own (a warm child may be bound to it already), or a plain one for an executor without caches."""
+    make = getattr(zygote, "new_run_dir", None)
+    if make is None:
+        return sandbox.new_run_dir()
+    return make(cache=cache)[0]
+
+
 def check(
     exercise: Exercise,
     file: Path,
@@ -313,9 +322,11 @@ def check(
     keep_run_dir: bool = False,
     source: str | None = None,
     huge_cases: bool = False,
+    cache: str = caches.LEARNER,
 ) -> Verdict:
     """Grade `source` (the text a request sent), or else `file`'s text as read now, under `file`'s name. With
-    `huge_cases` (GPU only), the contract's ≥ 2³¹-element cases run too."""
+    `huge_cases` (GPU only), the contract's ≥ 2³¹-element cases run too. `cache`: the learner's compile
+    cache, for the run of their code (the replay and the trusted compile use the replay's: runs/caches.py)."""
     started = time.monotonic()
     file = Path(
         file
@@ -331,7 +342,7 @@ def check(
     verdict = Verdict(exercise=exercise.id, backend=backend, seed=seed, file=str(file))
     timings = verdict.timings  # where this check's time went (seconds), per phase, in the verdict JSON
     timings["cases_s"] = time.monotonic() - started
-    run_dir = sandbox.new_run_dir()
+    run_dir = run_dir_for(zygote, cache)
     graded = file
     compiling: TrustedCompile | None = None
     try:
@@ -472,7 +483,7 @@ def replay_cases(
         todo.append((i, entry, record))
     if not todo:
         return
-    replay_dir = sandbox.new_run_dir()
+    replay_dir = run_dir_for(zygote, caches.REPLAY)
     try:
         (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
         job_cases = []
@@ -727,7 +738,7 @@ class TrustedCompile:
         self._waiter: threading.Thread | None = None
         if not self.items:
             return
-        self.run_dir = sandbox.new_run_dir()
+        self.run_dir = run_dir_for(zygote, caches.REPLAY)
         try:
             (self.run_dir / "job.json").write_text(
                 json.dumps({"mode": "compile", "file": str(file), "items": self.items})

@@ -254,11 +254,22 @@ def prepare_run_dir(path: Path) -> None:
     os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
+_answered: dict[tuple[str, str], dict] = {}  # what probe() found, per (backend, mode): see probed()
+
+
 def probe(backend: str = "interpreter") -> dict:
     """Start the real sandbox with a tiny script and verify each layer. {"hardened", "reason", "layers", ...}
 
     Cached per (backend, TRITONLAB_SANDBOX mode): a changed mode is honoured, an unchanged one probes once."""
-    return _probe(backend, mode())
+    key = (backend, mode())
+    result = _probe(*key)
+    _answered[key] = result
+    return result
+
+
+def probed(backend: str) -> dict | None:
+    """probe()'s answer for `backend` in the current mode when this process has one already, else None."""
+    return _answered.get((backend, mode()))
 
 
 @functools.lru_cache(maxsize=8)

@@ -132,13 +132,18 @@ def deny_files(paths: list[str]) -> None:
     sys.addaudithook(hook)
 
 
-def isolate_run(run_dir: str, runs_folder: str) -> None:
-    """Only `run_dir` stays visible (and writable) under `runs_folder`; then no capabilities at all."""
+CACHE_MOUNT = ".cache/triton"  # where a run's compile cache (runs/caches.py) is bound inside its directory
+
+
+def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
+    """Only `run_dir` stays visible (and writable) under `runs_folder`, with the one compile cache `cache` (a
+    folder under the runs folder) bound at `run_dir/.cache/triton`; then no capabilities at all."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a uid change /proc/self/*_map belong to root otherwise
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare(user, mount, ipc)")
     fd = os.open(run_dir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)  # in the new namespace's copy
+    cache_fd = os.open(cache, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if cache else None
     try:
         for name, text in (
             ("setgroups", "deny"),
@@ -158,6 +163,13 @@ def isolate_run(run_dir: str, runs_folder: str) -> None:
             libc.mount(f"/proc/self/fd/{fd}".encode(), run_dir.encode(), None, MS_BIND, None),
             "bind the run directory",
         )
+        if cache_fd is not None:
+            target = os.path.join(run_dir, CACHE_MOUNT)
+            os.makedirs(target, exist_ok=True)
+            _check(
+                libc.mount(f"/proc/self/fd/{cache_fd}".encode(), target.encode(), None, MS_BIND, None),
+                "bind the compile cache",
+            )
         _check(
             libc.mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
             "make the runs folder read-only",
@@ -169,6 +181,8 @@ def isolate_run(run_dir: str, runs_folder: str) -> None:
                 _check(libc.mount(scratch.encode(), shared.encode(), None, MS_BIND, None), f"cover {shared}")
     finally:
         os.close(fd)
+        if cache_fd is not None:
+            os.close(cache_fd)
     drop_capabilities()
     no_new_privileges()
     not_dumpable()

@@ -244,18 +244,21 @@ def bound_child(
     job_fd: int,
     run_dir: str,
     backend: str,
-    isolate: Callable[[str], None],
+    isolate: Callable[[str, str | None], None],
     serve: Callable[[str, dict], None],
-    release: Callable[[int], None] | None = None,
+    release: Callable[[int, str], None] | None = None,
+    cache: str | None = None,
 ) -> None:
-    """In a child forked for one known run directory (hardened): isolate into it, get the device ready, wait
-    for that directory's job, run it (never returns)."""
+    """In a child forked for one known run directory (hardened): isolate into it (with its compile cache
+    `cache` bound, runs/caches.py), get the device ready, wait for that directory's job, run it (never
+    returns). A held job waits named after its id (jail.hold_tag), as an on-demand one does, so the parent
+    finds it where /proc shows no NSpid (gVisor)."""
     _die_with_parent()
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)  # the zygote's reply pipe must not stay open here
     os.close(devnull)
-    isolate(run_dir)  # single-threaded still: the user namespace is made before CUDA starts any thread
+    isolate(run_dir, cache)  # single-threaded still: the user namespace is made before CUDA starts any thread
     init_device(backend)
     line = _read_line(job_fd)
     if not line:  # the zygote dropped this child or closed
@@ -263,8 +266,10 @@ def bound_child(
     msg = json.loads(line)
     if msg.get("run_dir") != run_dir:  # never: the zygote hands a child only its own directory's job
         os._exit(70)
+    if (msg.get("limits", {}).get("cache") or None) != (cache or None):  # bound to another cache: refuse
+        os._exit(70)
     if msg.get("limits", {}).get("hold") and release is not None:
-        release(job_fd)  # closes job_fd
+        release(job_fd, str(msg.get("id", "")))  # closes job_fd
     else:
         os.close(job_fd)
     serve(run_dir, msg.get("limits", {}))
@@ -278,10 +283,10 @@ class BoundPool:
     def __init__(
         self,
         backend: str,
-        isolate: Callable[[str], None],
+        isolate: Callable[[str, str | None], None],
         serve: Callable[[str, dict], None],
         inherited: Callable[[], list[int]] = list,
-        release: Callable[[int], None] | None = None,
+        release: Callable[[int, str], None] | None = None,
     ) -> None:
         self.backend, self.isolate, self.serve = backend, isolate, serve
         self.inherited, self.release = inherited, release
@@ -291,8 +296,9 @@ class BoundPool:
     def __contains__(self, pid: int) -> bool:
         return any(p == pid for p, _ in self.children.values())
 
-    def add(self, run_dir: str) -> bool:
-        """Fork a child for `run_dir`; False when warming is off (too many early deaths) or it has one."""
+    def add(self, run_dir: str, cache: str | None = None) -> bool:
+        """Fork a child for `run_dir` (bound to compile cache `cache`); False when warming is off (too many
+        early deaths) or it has one."""
         if self.early_deaths >= MAX_EARLY_DEATHS or run_dir in self.children:
             return False
         read_end, write_end = os.pipe()
@@ -304,7 +310,7 @@ class BoundPool:
                     os.close(other)
                 for other in self.inherited():
                     os.close(other)
-                bound_child(read_end, run_dir, self.backend, self.isolate, self.serve, self.release)
+                bound_child(read_end, run_dir, self.backend, self.isolate, self.serve, self.release, cache)
             except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                 traceback.print_exc()
             os._exit(70)

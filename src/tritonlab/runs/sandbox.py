@@ -23,6 +23,7 @@ unprivileged user, so every run inherits it; each run sees and writes only its o
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import cgroups, hardening, jail, rundir, runfolder
+from tritonlab.runs import caches, cgroups, hardening, jail, rundir, runfolder
 
 ENV_ALLOW = {
     "PATH",
@@ -184,6 +185,7 @@ class Run:
         self.group_lock = threading.Lock()  # wait()'s clean-up against a late placement (_place)
         self.closed = False
         self.limits_hold = False
+        self.cache_name: str | None = None  # the compile cache it runs with (runs/caches.py), when named
         self.sandbox_error = ""
         self.status: dict | None = None
         self.started = time.monotonic()
@@ -192,6 +194,8 @@ class Run:
 
     def _finish(self, status: dict) -> None:
         self.status = status
+        if self.cache_name:
+            self.zygote.cache_released(self.cache_name)
         self._done.set()
 
     def stop(self) -> None:
@@ -327,6 +331,19 @@ class _Spawner:
 SPAWNER = _Spawner()
 
 
+def warm_plan(recent: list[str], size: int) -> collections.Counter:
+    """How many warm children each compile cache gets out of `size` (hardened), from the names asked for most
+    recently first: the replay's (every check's second run) and the learners' in turn, so one learner checking
+    several files at once (dev check) gets several of each, and a class gets one for each recent learner."""
+    learners = [n for n in recent if n != caches.REPLAY] or [caches.LEARNER]
+    plan: collections.Counter = collections.Counter()
+    if size >= 2:
+        plan[caches.REPLAY] = size // 2
+    for i in range(size - plan[caches.REPLAY]):
+        plan[learners[i % len(learners)]] += 1
+    return plan
+
+
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
@@ -361,11 +378,16 @@ class Zygote:
             )
             self._cgroups_probe.start()
         self.pool = pool
-        # Hardened: run directories made ahead, each with a warm child isolated into it (pool.BoundPool);
-        # handed out by new_run_dir() and not yet started (a caller that gives one up without a run: the
-        # next new_run_dir() sees it removed and ends its child).
-        self._warm_dirs: list[Path] = []
+        # Hardened: run directories made ahead, each with a warm child isolated into it (pool.BoundPool) and
+        # bound to one compile cache (runs/caches.py), as (directory, cache name); handed out by new_run_dir()
+        # and not yet started (a caller that gives one up without a run: the next new_run_dir() sees it
+        # removed and ends its child). Warm children are kept for the caches asked for most recently.
+        self._warm_dirs: list[tuple[Path, str]] = []
         self._handed: set[Path] = set()
+        self._cache_of: dict[Path, str] = {}  # run directory -> its cache name, from new_run_dir() to start()
+        self._cache_use: dict[str, int] = {}  # cache name -> runs using it now (a cache is emptied only at 0)
+        self._cache_paths: set[Path] = set()  # the cache folders this worker's runs used (released at close)
+        self._recent: list[str] = [caches.LEARNER, caches.REPLAY]  # the names to keep warm, most recent first
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -491,38 +513,85 @@ class Zygote:
         except (BrokenPipeError, ValueError):
             self.dead = True
 
+    def cache_folder(self, name: str) -> Path:
+        """The compile cache folder `name` for this worker's runs (runs/caches.py), emptied first when nearly
+        full and no run uses it."""
+        path = caches.folder(name, self.hardened)
+        with self._lock:
+            self._cache_paths.add(path)
+            idle = not self._cache_use.get(name) and not any(c == name for _, c in self._warm_dirs)
+        if idle and caches.nearly_full(path):
+            caches.empty(path)
+        return path
+
+    def cache_released(self, name: str) -> None:
+        with self._lock:
+            self._cache_use[name] = max(0, self._cache_use.get(name, 0) - 1)
+
     def _refill(self) -> None:
-        """Hardened with a pool: make run directories ahead, each with a child warming up in it."""
+        """Hardened with a pool: make run directories ahead, each with a child warming up in it, one for each
+        of the `pool` compile caches asked for most recently (a learner's and the replay's, alone)."""
         if not (self.hardened and self.pool):
             return
         with self._lock:
             for gone in [d for d in self._handed if not d.exists()]:
                 self._handed.discard(gone)  # given up without a run: its warm child must not wait forever
+                self._cache_of.pop(gone, None)
                 self.send({"op": "drop", "run_dir": str(gone)})
-            while not self.dead and len(self._warm_dirs) + len(self._handed) < self.pool:
-                path = new_run_dir()
-                hardening.prepare_run_dir(path)
-                self._warm_dirs.append(path)
-                self.send({"op": "warm", "run_dir": str(path)})
+            wanted = warm_plan(self._recent, self.pool)
+            for path, name in list(self._warm_dirs):
+                if wanted[name] > 0:
+                    wanted[name] -= 1
+                    continue
+                self._warm_dirs.remove((path, name))  # a cache nobody asked for lately: its child makes way
+                self.send({"op": "drop", "run_dir": str(path)})
+                remove_run_dir(path)
+            missing = [name for name, count in wanted.items() for _ in range(count)]
+        for name in missing:
+            if self.dead:
+                return
+            cache = self.cache_folder(name)
+            path = new_run_dir()
+            hardening.prepare_run_dir(path)
+            with self._lock:
+                self._warm_dirs.append((path, name))
+            self.send({"op": "warm", "run_dir": str(path), "cache": str(cache)})
 
-    def new_run_dir(self) -> tuple[Path, bool]:
-        """A run directory for this zygote's next run, and whether a warm child is bound to it already
-        (hardened with a pool); otherwise a fresh one, like the module's new_run_dir()."""
+    def new_run_dir(self, cache: str = caches.LEARNER) -> tuple[Path, bool]:
+        """A run directory for this zygote's next run, whose run will use compile cache `cache`
+        (runs/caches.py: `learner`, `learner-KEY`, or `replay` for a mode that imports no learner file), and
+        whether a warm child is bound to it already (hardened with a pool); otherwise a fresh one, like the
+        module's new_run_dir()."""
+        caches.check_name(cache)
         self.wait_ready()
+        with self._lock:
+            if cache in self._recent:
+                self._recent.remove(cache)
+            self._recent.insert(0, cache)
+            del self._recent[max(self.pool, 2) + 4 :]
         self._refill()  # a directory given up without a run frees its place here
         with self._lock:
-            path = self._warm_dirs.pop(0) if self._warm_dirs else None
-            if path is not None:
-                self._handed.add(path)
-        if path is None:  # layer 1 with a pool: any run takes a warm child
-            return new_run_dir(), bool(self.pool) and not self.hardened
-        return path, True
+            found = next(((p, c) for p, c in self._warm_dirs if c == cache), None)
+            if found is not None:
+                self._warm_dirs.remove(found)
+                self._handed.add(found[0])
+                self._cache_of[found[0]] = cache
+        if found is None:  # layer 1 with a pool: any run takes a warm child
+            path = new_run_dir()
+            with self._lock:
+                self._cache_of[path] = cache
+            return path, bool(self.pool) and not self.hardened
+        return found[0], True
 
     def start(self, run_dir: Path, limits: Limits) -> Run:
+        """Start the job written in `run_dir`. A directory from new_run_dir() runs with the compile cache
+        named there; any other with a cache of its own inside the directory (hardened) or the learner's."""
         self.wait_ready()
         with self._lock:
             handed = run_dir in self._handed
             self._handed.discard(run_dir)
+            cache_name = self._cache_of.pop(run_dir, None)
+        cache = str(self.cache_folder(cache_name)) if cache_name else ""
         renamed = {}
         if self.hardened:
             hardening.prepare_run_dir(run_dir)
@@ -542,6 +611,12 @@ class Zygote:
             child["hold"] = True  # the child waits until _place() put it in the run's cgroup
         if not self.hardened:  # layer 1: the child refuses to open reference solutions (see jail.deny_files)
             child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
+        if cache:
+            child["cache"] = cache
+            child["trusted"] = caches.kind(cache_name or "") == caches.REPLAY
+            run.cache_name = cache_name
+            with self._lock:
+                self._cache_use[cache_name] = self._cache_use.get(cache_name, 0) + 1
         self.send({"op": "run", "id": run.id, "run_dir": str(run_dir), "limits": child})
         if handed:
             self._refill()  # the next run's child warms up while this one runs
@@ -558,8 +633,11 @@ class Zygote:
         self.dead = True
         with self._lock:
             left, self._warm_dirs = self._warm_dirs, []
-        for path in left:
+        for path, _name in left:
             remove_run_dir(path)
+        if self.hardened:  # a capped cache is a tmpfs: its memory goes with the worker (runs keep their bind)
+            for path in self._cache_paths:
+                runfolder.release(path)
         if self.run_cgroups:
             cgroups.release()
         if self.shared:

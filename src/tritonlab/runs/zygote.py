@@ -128,17 +128,18 @@ def wait_for_release(hold: int | None, others: list[int], tag: str | None = None
         os._exit(HELD_EXIT)
 
 
-def isolate(run_dir: str, runs_folder: str) -> None:
+def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
     """Hardened: this process sees and writes only `run_dir` under `runs_folder` (a user and mount namespace
-    of its own, no capabilities), with its home, temp and caches inside it. Single-threaded callers only."""
-    jail.isolate_run(run_dir, runs_folder)
-    for name in ("tmp", ".cache/triton", ".config/matplotlib"):
+    of its own, no capabilities), with its home, temp and caches inside it, and its compile cache `cache`
+    (runs/caches.py) bound at `.cache/triton` when given. Single-threaded callers only."""
+    jail.isolate_run(run_dir, runs_folder, cache or None)
+    for name in ("tmp", jail.CACHE_MOUNT, ".config/matplotlib"):
         os.makedirs(os.path.join(run_dir, name), exist_ok=True)
     os.environ.update(
         {
             "HOME": run_dir,
             "TMPDIR": os.path.join(run_dir, "tmp"),
-            "TRITON_CACHE_DIR": os.path.join(run_dir, ".cache/triton"),
+            "TRITON_CACHE_DIR": os.path.join(run_dir, jail.CACHE_MOUNT),
             "MPLCONFIGDIR": os.path.join(run_dir, ".config/matplotlib"),
         }
     )
@@ -160,12 +161,14 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
     jail.not_dumpable()  # other runs cannot ptrace this one or read its /proc entries
     if runs_folder:  # hardened: this run sees and writes only its own directory, with no capabilities
         if not isolated:
-            isolate(run_dir, runs_folder)
+            isolate(run_dir, runs_folder, limits.get("cache"))
         # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     else:
         jail.private_ipc()  # the hardened run gets it with its user namespace (isolate_run)
+        if limits.get("cache"):  # layer 1: the run's compile cache (runs/caches.py) by name only
+            os.environ["TRITON_CACHE_DIR"] = str(limits["cache"])
     os.chdir(run_dir)
     cpu = int(limits.get("cpu_seconds", 60))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -183,18 +186,26 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
     if limits.get("gpu_memory_bytes"):  # GPU runs: a soft cap in torch's allocator, before learner code
         pool.soft_gpu_cap(int(limits["gpu_memory_bytes"]))
     jail.deny_files(list(limits.get("deny") or ()))  # layer 1: reference solutions (see jail.deny_files)
-    code = run_job(Path(run_dir))
+    code = run_job(Path(run_dir), trusted_only=bool(limits.get("trusted")))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
 
-def run_job(run_dir: Path) -> int:
-    """Call the child-side entry point of the job's mode with (job, run_dir)."""
+TRUSTED_MODES = frozenset({"replay", "compile"})  # import no learner file: caches.TRUSTED_MODES
+
+
+def run_job(run_dir: Path, trusted_only: bool = False) -> int:
+    """Call the child-side entry point of the job's mode with (job, run_dir). `trusted_only`: this run holds
+    the replay cache (runs/caches.py), so it serves only modes that import no learner file."""
     job = json.loads((run_dir / "job.json").read_text())
     target = ENTRIES.get(job.get("mode"))
     if target is None:
         raise ValueError(f"unknown mode {job.get('mode')!r}")
+    if trusted_only and job.get("mode") not in TRUSTED_MODES:
+        raise ValueError(
+            f"mode {job.get('mode')!r} imports a learner file: not in a run with the replay cache"
+        )
     module, _, function = target.partition(":")
     return getattr(importlib.import_module(module), function)(job, run_dir)
 
@@ -255,10 +266,10 @@ def main() -> None:
     # Hardened: warm children isolated ahead into the directory of a coming run ("warm"; pool.BoundPool).
     bound = pool.BoundPool(
         backend,
-        isolate=lambda run_dir: isolate(run_dir, str(runs_folder)),
+        isolate=lambda run_dir, cache: isolate(run_dir, str(runs_folder), cache),
         serve=lambda run_dir, limits: child_main(run_dir, limits, runs_folder, isolated=True),
         inherited=lambda: list(holds.values()),
-        release=lambda fd: wait_for_release(fd, []),
+        release=lambda fd, run_id: wait_for_release(fd, [], jail.hold_tag(run_id)),
     )
     stdin = sys.stdin.buffer
     buffer = b""
@@ -308,7 +319,7 @@ def main() -> None:
                     out.write(json.dumps({"id": msg["id"], "pid": pid}) + "\n")
                     out.flush()
                 elif msg["op"] == "warm" and runs_folder:
-                    bound.add(str(msg["run_dir"]))
+                    bound.add(str(msg["run_dir"]), msg.get("cache"))
                 elif msg["op"] == "drop":
                     bound.drop(str(msg["run_dir"]))
                 elif msg["op"] == "go":

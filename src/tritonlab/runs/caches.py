@@ -1,0 +1,127 @@
+"""Triton compile caches for runs: one per learner, one for the grader's trusted children.
+
+Compiling a kernel (TTIR → PTX → cubin, and the C launcher Triton builds with the host compiler) costs a second or
+more per kernel and signature on a GPU host; a check is three runs (the learner's code, the replay of its
+launches, the timing run), so without a cache between runs a check pays for every compile three times. A cache
+between runs is also a place to plant a binary: whoever can write an entry under a key decides what a later
+process that compiles that key runs. So:
+
+- `learner` (per learner: `learner-<key>` in a classroom): the runs that execute the learner's own Python
+  (check, run, viz, bench, inspect). What a learner plants there only ever reaches that learner's own runs.
+- `replay`: the grader's children that never import a learner's file (the replay of recorded launches, the
+  trusted compile of occupancy). No run of learner code is ever given this cache, so a binary planted by one
+  cannot reach the replay that checks the work was done.
+
+Layer 1: folders under TRITONLAB_HOME (`triton-cache`, `triton-cache-replay/`); a run there has the user's own
+rights, so the split keeps honest runs apart but is no wall (docs/grader.md). Hardened: folders under the runs
+folder's `.triton/`, owned by the sandbox user, each a capped tmpfs when the server runs as root
+(runfolder.cap); a run binds exactly one of them at `RUN_DIR/.cache/triton` (jail.isolate_run) and sees no other.
+A cache that is nearly full is emptied before its next run starts (never under a run that uses it): a cache is
+only a cache, and a learner who fills theirs slows only their own next compile.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from tritonlab import config
+from tritonlab.runs import runfolder
+
+LEARNER, REPLAY = "learner", "replay"
+# modes that run no learner Python: the only ones a run with the replay cache may serve (runs/zygote.py)
+TRUSTED_MODES = frozenset({"replay", "compile"})
+CACHE_BYTES = {LEARNER: 128 << 20, REPLAY: 512 << 20}
+CACHE_FILES = 20_000
+NEARLY_FULL = 0.8  # emptied when this share of its bytes or files is used
+_NAME = re.compile(r"^(learner|replay)(-[A-Za-z0-9_]{1,64})?$")
+
+
+def kind(name: str) -> str:
+    """`learner` or `replay` for a cache name (`learner-<key>` is a learner's)."""
+    check_name(name)
+    return name.split("-", 1)[0]
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(f"not a run cache name: {name!r} (learner, learner-KEY or replay)")
+    return name
+
+
+def learner_name(key: str | int | None) -> str:
+    """The cache name of one learner (None: this machine's one user)."""
+    if key is None or key == "":
+        return LEARNER
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", str(key))[:64]
+    return f"{LEARNER}-{safe}"
+
+
+def folder(name: str, hardened: bool) -> Path:
+    """The cache folder for `name`, made on first use (see the module docstring for where)."""
+    check_name(name)
+    if not hardened:
+        if name == LEARNER:
+            return config.triton_cache_dir("learner")
+        base = config.triton_cache_dir("replay" if kind(name) == REPLAY else "learner")
+        path = base if name == REPLAY else base / name
+        path.mkdir(mode=0o700, exist_ok=True)
+        return path
+    from tritonlab.runs import hardening
+
+    root = hardening.runs_folder() / ".triton"
+    root.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(root, 0o711)
+    path = root / name
+    if not path.is_dir() or path.is_symlink():
+        if path.is_symlink():
+            path.unlink()
+        path.mkdir(mode=0o700, exist_ok=True)
+    if not os.path.ismount(path):
+        runfolder.cap(path, size=CACHE_BYTES[kind(name)], files=CACHE_FILES)
+    hardening.prepare_run_dir(path)  # the sandbox user's, private to it
+    return path
+
+
+def nearly_full(path: Path) -> bool:
+    """Does this cache need emptying before its next run? (A capped tmpfs: its own counters; a plain folder:
+    counted, at most CACHE_FILES entries looked at.)"""
+    try:
+        if os.path.ismount(path):
+            st = os.statvfs(path)
+            used_bytes = 1 - st.f_bavail / max(1, st.f_blocks)
+            used_files = 1 - st.f_favail / max(1, st.f_files)
+            return max(used_bytes, used_files) >= NEARLY_FULL
+        limit = CACHE_BYTES[kind(path.name)] if _NAME.match(path.name) else CACHE_BYTES[LEARNER]
+        count, size = 0, 0
+        for root, dirs, names in os.walk(path):
+            count += len(dirs) + len(names)
+            for n in names:
+                try:
+                    size += os.lstat(os.path.join(root, n)).st_size
+                except OSError:
+                    pass
+            if count >= CACHE_FILES * NEARLY_FULL or size >= limit * NEARLY_FULL:
+                return True
+    except OSError:
+        return False
+    return False
+
+
+def empty(path: Path) -> None:
+    """Remove everything in a cache folder (the folder and its mount stay), never following a symlink."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        target = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            try:
+                target.unlink()
+            except OSError:
+                pass

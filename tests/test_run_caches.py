@@ -1,0 +1,140 @@
+"""Compile caches between runs (runs/caches.py): a learner's runs share theirs, no run of learner code reaches
+the replay's, and a run holding the replay's serves only the modes that import no learner file. Real
+bubblewrap for the hardened layer (interpreter backend: the cache is a folder either way)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tritonlab.runs import caches, hardening, sandbox
+
+PROGRAM = """
+import json, os
+cache = os.environ["TRITON_CACHE_DIR"]
+seen = sorted(os.listdir(cache))
+with open(os.path.join(cache, MARK), "w") as f:
+    f.write("planted")
+reach = {}
+for path in OTHERS:
+    try:
+        with open(path) as f:
+            reach[path] = f.read()
+    except OSError as exc:
+        reach[path] = type(exc).__name__
+print(json.dumps({"cache": cache, "seen": seen, "reach": reach}))
+"""
+
+
+def run_program(z: sandbox.Zygote, cache: str, mark: str, others: list[str] = ()) -> dict:
+    run_dir, _warm = z.new_run_dir(cache=cache)
+    try:
+        text = f"MARK = {mark!r}\nOTHERS = {list(others)!r}\n" + PROGRAM
+        (run_dir / "prog.py").write_text(text)
+        (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
+        result = z.start(run_dir, sandbox.default_limits("interpreter", 30)).wait()
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output.strip().splitlines()[-1])
+    finally:
+        sandbox.remove_run_dir(run_dir)
+
+
+def zygote_runs() -> Path:
+    return hardening.runs_folder()
+
+
+@pytest.fixture(scope="module", params=["hardened", "basic"])
+def zygote(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("home"))
+    hardened = request.param == "hardened"
+    if hardened and not hardening.probe("interpreter")["hardened"]:
+        pytest.skip(f"needs the hardened layer (bubblewrap): {hardening.probe('interpreter')['reason']}")
+    z = sandbox.Zygote("interpreter", hardened=hardened, pool=2)  # warm: one learner's and the replay's
+    z.wait_ready()
+    yield z
+    z.close()
+
+
+def test_a_learners_runs_share_one_cache_and_no_one_elses(zygote: sandbox.Zygote) -> None:
+    first = run_program(zygote, caches.LEARNER, "first")
+    second = run_program(zygote, caches.LEARNER, "second")
+    assert "first" in second["seen"]  # what one run compiled, the next run of the same learner finds
+    if zygote.hardened:  # bound inside each run's own directory
+        assert first["cache"].endswith("/.cache/triton") and first["cache"].startswith(str(zygote_runs()))
+    else:
+        assert second["cache"] == first["cache"] == str(caches.folder(caches.LEARNER, False))
+    other = run_program(zygote, caches.learner_name(7), "other")
+    assert "first" not in other["seen"] and "second" not in other["seen"]  # another learner starts empty
+    again = run_program(zygote, caches.LEARNER, "third")
+    assert "other" not in again["seen"]
+
+
+def test_no_learner_run_sees_or_reaches_the_replay_cache(zygote: sandbox.Zygote) -> None:
+    replay = caches.folder(caches.REPLAY, zygote.hardened)
+    (replay / "trusted-entry").write_text("compiled by a replay child")
+    try:
+        seen = run_program(zygote, caches.LEARNER, "attempt", [str(replay / "trusted-entry")])
+        assert "trusted-entry" not in seen["seen"]
+        if zygote.hardened:  # a wall: the replay's folder is not in the run's view at all
+            assert seen["reach"][str(replay / "trusted-entry")] in ("FileNotFoundError", "PermissionError")
+        assert not (replay / "attempt").exists()  # the learner's entry went to the learner's cache only
+        assert (caches.folder(caches.LEARNER, zygote.hardened) / "attempt").exists()
+    finally:
+        (replay / "trusted-entry").unlink()
+
+
+def test_a_run_with_the_replay_cache_serves_no_learner_code(zygote: sandbox.Zygote) -> None:
+    run_dir, warm = zygote.new_run_dir(cache=caches.REPLAY)
+    assert warm == (zygote.hardened or bool(zygote.pool))  # the replay's child was warming up ahead
+    try:
+        (run_dir / "prog.py").write_text("print('learner code ran')\n")
+        (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
+        result = zygote.start(run_dir, sandbox.default_limits("interpreter", 30)).wait()
+    finally:
+        sandbox.remove_run_dir(run_dir)
+    assert result.exit_code != 0
+    assert "learner code ran" not in result.output
+    assert "not in a run with the replay cache" in result.output
+
+
+def test_warm_children_wait_for_the_learners_and_the_replays_cache(zygote: sandbox.Zygote) -> None:
+    if not zygote.hardened:
+        pytest.skip("layer 1's warm children take any cache: it is an environment variable there")
+    for name in (caches.LEARNER, caches.REPLAY, caches.LEARNER):
+        run_dir, warm = zygote.new_run_dir(cache=name)
+        sandbox.remove_run_dir(run_dir)
+        assert warm, name
+
+
+def test_a_nearly_full_cache_is_emptied_and_names_are_checked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(caches.CACHE_BYTES, caches.LEARNER, 10_000)
+    folder = tmp_path / "learner"
+    (folder / "abc").mkdir(parents=True)
+    (folder / "abc" / "kernel.cubin").write_bytes(b"x" * 5_000)
+    assert not caches.nearly_full(folder)
+    (folder / "abc" / "kernel.ptx").write_bytes(b"x" * 4_000)
+    assert caches.nearly_full(folder)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    (folder / "link").symlink_to(outside)
+    caches.empty(folder)
+    assert folder.is_dir() and list(folder.iterdir()) == [] and outside.read_text() == "keep"
+    for bad in ("", "../x", "learner-" + "a" * 65, "replay/..", "trusted"):
+        with pytest.raises(ValueError):
+            caches.check_name(bad)
+    assert caches.kind(caches.learner_name("a/b")) == caches.LEARNER
+
+
+def test_warm_children_are_shared_out_between_the_replay_and_recent_learners() -> None:
+    plan = sandbox.warm_plan
+    assert plan([caches.LEARNER, caches.REPLAY], 2) == {caches.REPLAY: 1, caches.LEARNER: 1}
+    assert plan([caches.LEARNER], 1) == {caches.LEARNER: 1}
+    assert plan([caches.REPLAY, caches.LEARNER], 5) == {caches.LEARNER: 3, caches.REPLAY: 2}  # dev check
+    assert plan(["learner-3", caches.LEARNER, caches.REPLAY], 3) == {
+        caches.REPLAY: 1,
+        "learner-3": 1,
+        caches.LEARNER: 1,
+    }
