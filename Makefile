@@ -87,5 +87,13 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The GPU machine's CI substitute (docs/gpu-runs/): doctor, GPU tests, check latency, dev check on the GPU.
-gpu-verify: install
-	$(PY) scripts/gpu_verify.py --out docs/gpu-runs/latest
+# Where tritonlab and its dependencies are importable already (a GPU image without network, PYTHONPATH set),
+# it runs with $(PYTHON) and installs nothing; otherwise it installs first, as everywhere.
+GPU_VERIFY_OUT ?= docs/gpu-runs/latest
+GPU_VERIFY_ARGS ?=
+gpu-verify:
+	@if $(PYTHON) -c "import tritonlab, torch, triton, fastapi, typer" >/dev/null 2>&1; then \
+		$(PYTHON) scripts/gpu_verify.py --out $(GPU_VERIFY_OUT) $(GPU_VERIFY_ARGS); \
+	else \
+		$(MAKE) --no-print-directory install && $(PY) scripts/gpu_verify.py --out $(GPU_VERIFY_OUT) $(GPU_VERIFY_ARGS); \
+	fi

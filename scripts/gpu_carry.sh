@@ -25,7 +25,7 @@ fetch .whl fastapi starlette pydantic pydantic_core annotated-types typing-inspe
   sqlalchemy greenlet alembic mako argon2-cffi argon2-cffi-bindings cffi pycparser
 fetch .nb-wheels nbclient jupyter_client ipykernel ipython ipython_pygments_lexers pyzmq tornado comm \
   matplotlib-inline prompt_toolkit wcwidth pexpect ptyprocess stack-data executing asttokens pure_eval \
-  nest-asyncio2 jedi parso debugpy
+  nest-asyncio2  # (no debugpy, jedi: a kernel runs without them, and they would not fit the 64 MiB of a call)
 mkdir -p .ray-wheels && "${PIP[@]}" -d .ray-wheels "ray==$(version ray)"
 .venv/bin/python -c "import sys, pathlib; sys.path.insert(0, 'scripts'); from slim_ray_wheel import slim; [slim(w) for w in pathlib.Path('.ray-wheels').glob('ray-*.whl')]"
 mkdir -p .deb && (cd .deb && apt-get download -qq bubblewrap libcap2 2>/dev/null || true)

@@ -33,6 +33,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -543,7 +544,8 @@ def main(argv: list[str] | None = None) -> int:
         "--home",
         type=Path,
         default=None,
-        help="TRITONLAB_HOME of the run (default OUT/home; caches, sockets)",
+        help="TRITONLAB_HOME of the run (default: a folder in the system's temp folder, so that --out holds "
+        "only the report: caches, sockets and run folders stay out of it)",
     )
     parser.add_argument("--dry-run", action="store_true", help="write the plan as the report; run nothing")
     parser.add_argument(
@@ -559,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     # The daemons the CLI checks start end a minute after the script (instead of ten).
     env = dict(
         os.environ,
-        TRITONLAB_HOME=str((args.home or args.out / "home").resolve()),
+        TRITONLAB_HOME=str((args.home or Path(tempfile.gettempdir()) / "tritonlab-gpu-verify-home").resolve()),
         PYTHONUNBUFFERED="1",
         TRITONLAB_DAEMON_IDLE="60",
     )

@@ -170,7 +170,7 @@ def test_json_listing_follows_the_seed(course: Path) -> None:
 
 
 def test_quiz_command_imports_neither_torch_nor_triton(course: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "tritonlab", "quiz", "3", "-a", "programs=97", "--json"],
         capture_output=True, text=True, env=env, timeout=120,
@@ -323,7 +323,11 @@ def test_interactive_q_quits(course: Path) -> None:
 
 
 def test_interactive_ctrl_c_ends_cleanly(course: Path) -> None:
-    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ,
+        COLUMNS="200",
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", "tritonlab", "quiz", "3", "--seed", "0"],
         stdin=subprocess.PIPE,

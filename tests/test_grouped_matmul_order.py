@@ -105,7 +105,11 @@ def test_gpu_path_swaps_compiled_kernels_for_interpreted_twins() -> None:
 
 
 def test_timing_script_smoke_runs_every_order_on_the_interpreter(tmp_path: Path) -> None:
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ,
+        TRITON_INTERPRET="1",
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench_grouped_order.py"), "--smoke", "--out", str(tmp_path)],
         capture_output=True,
@@ -166,7 +170,11 @@ def test_tap_maps_host_copies_back_to_the_output() -> None:
 def test_gpu_check_grades_the_order_too(which: str, tmp_path: Path) -> None:
     """On a GPU the order cases run through the interpreter: the row-major starter must still fail there."""
     folder = ROOT / "course" / "09-matmul-fusion" / "exercises" / "grouped-matmul-order"
-    env = dict(os.environ, TRITONLAB_HOME=str(tmp_path), PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ,
+        TRITONLAB_HOME=str(tmp_path),
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     env.pop("TRITON_INTERPRET", None)
     proc = subprocess.run(
         [sys.executable, "-m", "tritonlab", "check", "grouped-matmul-order", "--backend", "gpu",

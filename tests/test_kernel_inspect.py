@@ -107,7 +107,11 @@ def test_compiles_and_reads_ptxas_without_a_gpu(probe: dict) -> None:
 
 
 def test_cli_inspect_prints_ptx_and_registers(tmp_path: Path) -> None:
-    env = dict(os.environ, TRITONLAB_HOME=str(tmp_path), PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ,
+        TRITONLAB_HOME=str(tmp_path),
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "tritonlab", "inspect", "vector-add", "--solution", "--target", "cuda:90"],
         capture_output=True,

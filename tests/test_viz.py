@@ -55,7 +55,11 @@ print(json.dumps(log.to_json()))
 def record_in_child(tmp_path: Path, op: str) -> dict:
     script = tmp_path / f"kernels_{'le' if op == '<=' else 'lt'}.py"
     script.write_text(COPY_KERNEL.replace("{op}", op))
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ,
+        TRITON_INTERPRET="1",
+        PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -132,12 +132,15 @@ def deny_files(paths: list[str]) -> None:
     sys.addaudithook(hook)
 
 
-CACHE_MOUNT = ".cache/triton"  # where a run's compile cache (runs/caches.py) is bound inside its directory
+CACHE_MOUNT = ".cache/triton"  # a run's own compile cache inside its directory, when it is given none
 
 
 def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
-    """Only `run_dir` stays visible (and writable) under `runs_folder`, with the one compile cache `cache` (a
-    folder under the runs folder) bound at `run_dir/.cache/triton`; then no capabilities at all."""
+    """Only `run_dir` stays visible (and writable) under `runs_folder`, and the one compile cache `cache` (a
+    folder under the runs folder, runs/caches.py) at its own path; then no capabilities at all.
+
+    The cache keeps its path in every run because Triton writes absolute paths into its cache entries (Triton
+    3.6's group files): bound anywhere else, a run would find the entries of the run before and not use them."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a uid change /proc/self/*_map belong to root otherwise
@@ -164,8 +167,9 @@ def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> Non
             "bind the run directory",
         )
         if cache_fd is not None:
-            target = os.path.join(run_dir, CACHE_MOUNT)
-            os.makedirs(target, exist_ok=True)
+            inside = os.path.commonpath([os.path.abspath(cache), folder.decode()]) == folder.decode()
+            target = os.path.abspath(cache) if inside else os.path.join(run_dir, CACHE_MOUNT)
+            os.makedirs(target, exist_ok=True)  # in the covering tmpfs (still writable) or the run's directory
             _check(
                 libc.mount(f"/proc/self/fd/{cache_fd}".encode(), target.encode(), None, MS_BIND, None),
                 "bind the compile cache",

@@ -139,7 +139,7 @@ def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
         {
             "HOME": run_dir,
             "TMPDIR": os.path.join(run_dir, "tmp"),
-            "TRITON_CACHE_DIR": os.path.join(run_dir, jail.CACHE_MOUNT),
+            "TRITON_CACHE_DIR": cache or os.path.join(run_dir, jail.CACHE_MOUNT),
             "MPLCONFIGDIR": os.path.join(run_dir, ".config/matplotlib"),
         }
     )
