@@ -20,7 +20,7 @@ fetch() { local dir=$1; shift; mkdir -p "$dir"; for name in "$@"; do
 mkdir -p .git/info && touch .git/info/exclude
 for d in /.whl/ /.ray-wheels/ /.nb-wheels/ /.deb/; do grep -qxF "$d" .git/info/exclude || echo "$d" >> .git/info/exclude; done
 # Not in the image (docs/gpu-runs/2026-12-01-round3/README.md lists what is): the web and classroom stack.
-fetch .whl fastapi starlette pydantic pydantic_core annotated-types typing-inspection uvicorn platformdirs \
+fetch .whl fastapi starlette pydantic pydantic_core annotated-types typing-inspection opentelemetry-api uvicorn platformdirs \
   nbformat fastjsonschema jsonschema jsonschema-specifications referencing rpds-py jupyter_core traitlets \
   sqlalchemy greenlet alembic mako argon2-cffi argon2-cffi-bindings cffi pycparser
 fetch .nb-wheels nbclient jupyter_client ipykernel ipython ipython_pygments_lexers pyzmq tornado comm \

@@ -561,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
     # The daemons the CLI checks start end a minute after the script (instead of ten).
     env = dict(
         os.environ,
-        TRITONLAB_HOME=str((args.home or Path(tempfile.gettempdir()) / "tritonlab-gpu-verify-home").resolve()),
+        TRITONLAB_HOME=str(
+            (args.home or Path(tempfile.gettempdir()) / "tritonlab-gpu-verify-home").resolve()
+        ),
         PYTHONUNBUFFERED="1",
         TRITONLAB_DAEMON_IDLE="60",
     )

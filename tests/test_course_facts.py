@@ -5,6 +5,7 @@ Each test pins one correction from issue 18, in all three languages where the te
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -342,3 +343,57 @@ def test_lesson_7_to_9_starters_leave_the_grid_and_program_ids_to_the_learner() 
             text = starter.read_text()
             assert "tl.program_id(" not in text, starter
             assert "triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)" not in text, starter
+
+
+GROUPED_ORDER_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-round4" / "grouped-order-a2e4389.json"
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_lesson_9_quotes_the_grouped_order_timings_of_its_run(lang: str) -> None:
+    """Every speed-up lesson 9 gives for the grouped order is the one the recorded H200 run wrote."""
+    rows = json.loads(GROUPED_ORDER_RUN.read_text())["rows"]
+    text = (ROOT / "course" / "09-matmul-fusion" / f"lesson.{lang}.md").read_text()
+    assert GROUPED_ORDER_RUN.name in text
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 4096), (16384, 16384, 2048), (4096, 16384, 4096)):
+        speedups = {
+            r["group_m"]: r["speedup_vs_row_major"] for r in rows if (r["M"], r["N"], r["K"]) == (m, n, k)
+        }
+        conj = {"en": "and", "pt": "e", "es": "y"}[lang]
+        quoted = f"{speedups[8]:.2f}× {conj}\\s+{speedups[16]:.2f}×"
+        shape = f"{m} × {n} × {k}"
+        assert re.search(re.escape(shape) + r"[^:]*:\s+" + quoted, text), (lang, shape, quoted)
+    worst = min(r["speedup_vs_row_major"] for r in rows)
+    assert f"{worst:.2f}×" in text  # the row that went the other way is shown too
+
+
+LESSONS_11_12_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-round4" / "lessons-11-12-a2e4389.json"
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_lessons_11_and_12_quote_one_recorded_run(lang: str) -> None:
+    """The H200 figures of lessons 11 and 12 all come from the one run recorded beside them (issue 22)."""
+    run = json.loads(LESSONS_11_12_RUN.read_text())
+
+    def num(value: float, digits: int) -> str:
+        text = f"{value:.{digits}f}"
+        return text if lang == "en" else text.replace(".", ",")
+
+    attention = {r["causal"]: r for r in run["attention"]["rows"]}
+    text12 = (ROOT / "course" / "12-attention" / f"lesson.{lang}.md").read_text()
+    for row in attention.values():
+        for value in (row["ms"], row["sdpa_flash_ms"], row["speedup_vs_sdpa"], row["sdpa_cudnn_ms"]):
+            assert num(value, 2) in text12, (lang, value)
+        assert row["met"] is True
+    ce = run["fused_linear_ce"]
+    text11 = (ROOT / "course" / "11-training" / f"lesson.{lang}.md").read_text()
+    for value, digits in (
+        (ce["eager_ms"], 1),
+        (ce["tokens_ms"], 1),
+        (ce["vocab_ms"], 1),
+        (ce["eager_peak_gb"], 1),
+    ):
+        assert num(value, digits) in text11, (lang, value)
+    assert f"{round(100 * ce['tokens_peak_ratio'])} %" in text11
+    for row in run["rms_norm_backward"]["rows"]:
+        assert f"{round(row['pct_copy'])} %" in text11, (lang, row["shape"])
+    assert LESSONS_11_12_RUN.name in text11 and LESSONS_11_12_RUN.name in text12

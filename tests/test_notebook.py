@@ -400,3 +400,52 @@ def test_a_sandbox_that_cannot_harden_says_so_once(nb_env: Path, monkeypatch: py
         assert session.sandbox_note() == ""  # once per session
     finally:
         session.close()
+
+
+@pytest.mark.slow
+def test_the_documented_commands_run_a_lesson_notebook_clean(tmp_path: Path) -> None:
+    """docs/notebooks.md's commands, as a learner types them: `tritonlab notebook 5 --out nb`, then `jupyter
+    nbconvert --to notebook --execute nb/*.ipynb`. The lesson runs clean (its starter fails its %%check, as it
+    should) and the same notebook with the solution in that cell shows a pass."""
+    pytest.importorskip("nbconvert")
+    import json
+    import os
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    jupyter = bin_dir / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("jupyter is not installed beside this Python")
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        TRITONLAB_HOME=str(tmp_path / "home"),
+        TRITONLAB_BACKEND="interpreter",
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+    )
+    run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 600}
+    made = subprocess.run([str(bin_dir / "tritonlab"), "notebook", "5", "--out", "nb"], **run)
+    assert made.returncode == 0, made.stderr
+    lesson = next((tmp_path / "nb").glob("*.ipynb"))
+    nb = json.loads(lesson.read_text())
+    cell = next(
+        c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).startswith("%%check")
+    )
+    solution = Path(__file__).resolve().parents[1] / "course" / "05-vector-add" / "exercises" / "vector-add"
+    cell["source"] = "%%check vector-add\n" + (solution / "solution.py").read_text()
+    (tmp_path / "nb" / "solved.ipynb").write_text(json.dumps(nb))
+    names = sorted(p.name for p in (tmp_path / "nb").glob("*.ipynb"))
+    done = subprocess.run(
+        [str(jupyter), "nbconvert", "--to", "notebook", "--execute", *(f"nb/{n}" for n in names)], **run
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    import nbformat
+
+    for name, shown in ((lesson.stem, "not passed yet"), ("solved", "All ")):
+        executed = nbformat.read(str(tmp_path / "nb" / f"{name}.nbconvert.ipynb"), as_version=4)
+        code = [c for c in executed.cells if c.cell_type == "code"]
+        assert not [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"], name
+        check = next(c for c in code if c.source.startswith("%%check"))
+        assert shown in _outputs(check) and "passed" in _outputs(check), (name, _outputs(check)[:500])

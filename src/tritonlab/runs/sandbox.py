@@ -565,6 +565,8 @@ class Zygote:
         caches.check_name(cache)
         self.wait_ready()
         with self._lock:
+            for gone in [p for p in self._cache_of if not p.exists()]:
+                del self._cache_of[gone]  # handed out and removed without a run (the caller's error path)
             if cache in self._recent:
                 self._recent.remove(cache)
             self._recent.insert(0, cache)
