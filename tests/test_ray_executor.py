@@ -176,7 +176,9 @@ def ray_service(cluster: dict):
     # The workers keep a warm single-use child (forced on the interpreter, as on a GPU by default), passed
     # to them like TRITONLAB_SANDBOX: CI exercises the path a GPU worker takes.
     saved = os.environ.get("TRITONLAB_POOL")
-    os.environ["TRITONLAB_POOL"] = "1"
+    os.environ["TRITONLAB_POOL"] = (
+        "2"  # warm children for a learner's runs and for the replays (sandbox.warm_plan)
+    )
     try:
         service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
         service.warm_up()
@@ -235,6 +237,9 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
 
         def forget(self, worker: object) -> None:
             pass
+
+        def cache_for(self, run_dir: Path) -> None:  # a directory it did not hand out: no shared cache
+            return None
 
     def lose(*args: object) -> dict:
         raise ray_executor._Lost("ActorDiedError")

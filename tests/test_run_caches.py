@@ -131,10 +131,27 @@ def test_a_nearly_full_cache_is_emptied_and_names_are_checked(tmp_path: Path, mo
 def test_warm_children_are_shared_out_between_the_replay_and_recent_learners() -> None:
     plan = sandbox.warm_plan
     assert plan([caches.LEARNER, caches.REPLAY], 2) == {caches.REPLAY: 1, caches.LEARNER: 1}
-    assert plan([caches.LEARNER], 1) == {caches.LEARNER: 1}
+    assert plan([caches.LEARNER, caches.REPLAY], 1) == {
+        caches.LEARNER: 1
+    }  # one child: the cache asked for last
+    assert plan([caches.REPLAY, "learner-3"], 1) == {caches.REPLAY: 1}
     assert plan([caches.REPLAY, caches.LEARNER], 5) == {caches.LEARNER: 3, caches.REPLAY: 2}  # dev check
     assert plan(["learner-3", caches.LEARNER, caches.REPLAY], 3) == {
         caches.REPLAY: 1,
         "learner-3": 1,
         caches.LEARNER: 1,
     }
+
+
+def test_a_cluster_worker_takes_the_cache_the_server_named_but_never_the_replays_for_learner_code() -> None:
+    pytest.importorskip("ray")
+    from tritonlab.runs.ray_executor import CACHE_KEY, worker_cache
+
+    named = caches.learner_name(42)
+    job = {"mode": "check", CACHE_KEY: named}
+    assert worker_cache(job) == named and CACHE_KEY not in job  # taken out: the child never sees it
+    assert worker_cache({"mode": "check", CACHE_KEY: caches.REPLAY}) is None  # learner code: not the replay's
+    assert worker_cache({"mode": "run", CACHE_KEY: "../../etc"}) is None
+    assert worker_cache({"mode": "check"}) is None  # a server that names none: nothing shared
+    for trusted in caches.TRUSTED_MODES:  # the grader's own children: the replay's, whatever the job says
+        assert worker_cache({"mode": trusted, CACHE_KEY: named}) == caches.REPLAY

@@ -667,3 +667,38 @@ def test_inspect_cuts_long_stages_for_the_page() -> None:
     kernel = capped["kernels"][0]
     assert kernel["truncated"] == {"ptx": 25} and kernel["stages"]["ttir"] == "a\nb"
     assert kernel["stages"]["ptx"].splitlines()[-1] == f"line {MAX_STAGE_LINES - 1}"
+
+
+def test_a_gpu_check_shows_its_verdict_before_its_speed_line(
+    env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU a passing check is timed after it was judged: the page gets the verdict first (with a
+    placeholder for the speed line) and the speed line in a `speed` event after it (issue 19)."""
+    from tritonlab.models import CaseResult, Verdict
+    from tritonlab.service import speed_line
+
+    client, service = env["client"], env["service"]
+    speed = {"case": "vector_add fp32 268435456", "unit": "GB/s", "achieved": 4368.5, "ms": 0.737,
+             "roof": 4212.3, "pct_of_roof": 103.7, "vs_reference": 1.007, "goal_vs_reference": 0.8,
+             "gpu": "NVIDIA H200"}  # fmt: skip
+    order: list[str] = []
+
+    def gpu_check(exercise, on_verdict=None, **_: object) -> Verdict:  # noqa: ANN001
+        verdict = Verdict(exercise=exercise.id, backend="gpu", seed=7, file="f.py")  # passed: every case
+        verdict.cases = [CaseResult("n=1 float32", True)]
+        on_verdict(verdict)
+        order.append("judged")
+        time.sleep(0.2)  # the timing run
+        verdict.speed = speed
+        return verdict
+
+    monkeypatch.setattr(Service, "backend", property(lambda self: "gpu"))
+    monkeypatch.setattr(service, "check", gpu_check)
+    job = client.post("/api/exercises/vector-copy/check", headers=ORIGIN).json()
+    got = events(client, job)
+    names = [(n, d) for n, d in got if n in ("verdict", "speed")]
+    assert names, got
+    assert [n for n, _ in names] == ["verdict", "speed"] and order == ["judged"]
+    shown, timed = names[0][1], names[1][1]
+    assert shown["passed"] is True and shown["speed_pending"] is True and shown["speed_line"] == ""
+    assert timed["speed_line"] == speed_line(speed) and "4368 GB/s" in timed["speed_line"]

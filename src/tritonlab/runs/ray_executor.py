@@ -50,13 +50,33 @@ from ray import exceptions as ray_errors
 
 from tritonlab import config
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, pool, rundir, sandbox
+from tritonlab.runs import caches, hardening, pool, rundir, sandbox
 from tritonlab.runs.executor import ExecutorError, RemoteOptions, WorkerLost
 
 NAMESPACE = "tritonlab"
 RESOURCES = {"interpreter": "tritonlab_interpreter", "gpu": "GPU"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 RESERVED = {"job.json", "output.log"}
+CACHE_KEY = (
+    "run_cache"  # in a shipped job: the compile cache its run uses (runs/caches.py), named by the server
+)
+
+
+def worker_cache(job: dict) -> str | None:
+    """The compile cache a shipped job runs with (popped from it): the replay's only for a mode that imports no
+    learner file, whatever the job says; a learner's own when named; otherwise (`replay` asked for a learner
+    mode, a missing or bad name) none shared: the run compiles into its own directory, never another's cache."""
+    named = job.pop(CACHE_KEY, None)
+    if job.get("mode") in caches.TRUSTED_MODES:
+        return caches.REPLAY
+    try:
+        if isinstance(named, str) and caches.kind(named) == caches.LEARNER:
+            return named
+    except ValueError:
+        pass
+    return None
+
+
 MAX_SHIPPED_BYTES = 256 << 20  # inputs to a worker, and files back from it, per run
 MAX_LEARNER_BYTES = 1 << 20
 START_TIMEOUT_S = 180.0  # a worker's self-check and zygote start (torch + triton imports)
@@ -187,7 +207,8 @@ class Worker:
         run_dir: Path | None = None
         try:
             zygote = self._ready_zygote()
-            run_dir, warm = zygote.new_run_dir()
+            job = dict(job)
+            run_dir, warm = zygote.new_run_dir(cache=worker_cache(job))
             timings = {"zygote_s": time.monotonic() - began, "warm_child": warm}
             for name, data in inputs.items():
                 if not SAFE_NAME.match(name) or name in RESERVED:
@@ -329,6 +350,7 @@ class RayPool:
         self.on_capacity: Callable[[int], None] | None = None
         self._free: list[WorkerRef] = []
         self._cond = threading.Condition()
+        self._cache_of: dict[Path, str] = {}  # run directory -> the compile cache named for it (new_run_dir)
         self._started = False
         self._start_lock = threading.Lock()
 
@@ -474,6 +496,21 @@ class RayPool:
 
     # ---- Zygote-like face -----------------------------------------------------------------------------------
 
+    def new_run_dir(self, cache: str = caches.LEARNER) -> tuple[Path, bool]:
+        """A local run directory whose run will use compile cache `cache` on the worker (runs/caches.py:
+        the learner's own, or the replay's for a mode that imports no learner file); no warm child here."""
+        caches.check_name(cache)
+        path = sandbox.new_run_dir()
+        with self._cond:
+            for gone in [p for p in self._cache_of if not p.exists()]:
+                del self._cache_of[gone]
+            self._cache_of[path] = cache
+        return path, False
+
+    def cache_for(self, run_dir: Path) -> str | None:
+        with self._cond:
+            return self._cache_of.pop(run_dir, None)
+
     def start(self, run_dir: Path, limits: sandbox.Limits) -> RemoteRun:
         self.wait_ready()
         return RemoteRun(self, run_dir, limits)
@@ -500,6 +537,7 @@ class RemoteRun:
 
     def __init__(self, pool: RayPool, run_dir: Path, limits: sandbox.Limits) -> None:
         self.pool, self.run_dir, self.limits = pool, run_dir, limits
+        self.cache = pool.cache_for(run_dir)  # None: a run directory from elsewhere, no shared cache
         self.id = uuid.uuid4().hex
         self.node = ""
         self.attempts: list[str] = []  # the nodes tried, in order
@@ -518,6 +556,7 @@ class RemoteRun:
 
     def _payload(self) -> tuple[dict, dict[str, bytes], dict | None]:
         job = json.loads((self.run_dir / "job.json").read_text())
+        job[CACHE_KEY] = self.cache
         inputs, total = {}, 0
         for entry in sorted(os.scandir(self.run_dir), key=lambda e: e.name):
             if entry.name in RESERVED or not entry.is_file(follow_symlinks=False):

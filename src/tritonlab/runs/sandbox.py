@@ -333,10 +333,14 @@ SPAWNER = _Spawner()
 
 def warm_plan(recent: list[str], size: int) -> collections.Counter:
     """How many warm children each compile cache gets out of `size` (hardened), from the names asked for most
-    recently first: the replay's (every check's second run) and the learners' in turn, so one learner checking
-    several files at once (dev check) gets several of each, and a class gets one for each recent learner."""
+    recently first: half for the replay's (every check's second run), the rest for the learners' in turn, so
+    one learner checking several files at once (dev check) gets several of each and a class one for each recent
+    learner; a single child (a forced TRITONLAB_POOL=1) goes to the cache asked for last."""
     learners = [n for n in recent if n != caches.REPLAY] or [caches.LEARNER]
     plan: collections.Counter = collections.Counter()
+    if size == 1:  # one child (TRITONLAB_POOL=1 only): for the cache asked for last
+        plan[recent[0] if recent else caches.LEARNER] = 1
+        return plan
     if size >= 2:
         plan[caches.REPLAY] = size // 2
     for i in range(size - plan[caches.REPLAY]):
@@ -387,7 +391,8 @@ class Zygote:
         self._cache_of: dict[Path, str] = {}  # run directory -> its cache name, from new_run_dir() to start()
         self._cache_use: dict[str, int] = {}  # cache name -> runs using it now (a cache is emptied only at 0)
         self._cache_paths: set[Path] = set()  # the cache folders this worker's runs used (released at close)
-        self._recent: list[str] = [caches.LEARNER, caches.REPLAY]  # the names to keep warm, most recent first
+        self._refilling = threading.Lock()
+        self._recent: list[str] = [caches.LEARNER, caches.REPLAY]  # the caches asked for, most recent first
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -524,6 +529,15 @@ class Zygote:
             caches.empty(path)
         return path
 
+    def _take_warm(self, cache: str) -> tuple[Path, str] | None:
+        with self._lock:
+            found = next(((p, c) for p, c in self._warm_dirs if c == cache), None)
+            if found is not None:
+                self._warm_dirs.remove(found)
+                self._handed.add(found[0])
+                self._cache_of[found[0]] = cache
+            return found
+
     def cache_released(self, name: str) -> None:
         with self._lock:
             self._cache_use[name] = max(0, self._cache_use.get(name, 0) - 1)
@@ -533,6 +547,10 @@ class Zygote:
         of the `pool` compile caches asked for most recently (a learner's and the replay's, alone)."""
         if not (self.hardened and self.pool):
             return
+        with self._refilling:  # the reader thread (worker ready) and callers: one plan at a time
+            self._refill_now()
+
+    def _refill_now(self) -> None:
         with self._lock:
             for gone in [d for d in self._handed if not d.exists()]:
                 self._handed.discard(gone)  # given up without a run: its warm child must not wait forever
@@ -557,27 +575,28 @@ class Zygote:
                 self._warm_dirs.append((path, name))
             self.send({"op": "warm", "run_dir": str(path), "cache": str(cache)})
 
-    def new_run_dir(self, cache: str = caches.LEARNER) -> tuple[Path, bool]:
+    def new_run_dir(self, cache: str | None = caches.LEARNER) -> tuple[Path, bool]:
         """A run directory for this zygote's next run, whose run will use compile cache `cache`
         (runs/caches.py: `learner`, `learner-KEY`, or `replay` for a mode that imports no learner file), and
         whether a warm child is bound to it already (hardened with a pool); otherwise a fresh one, like the
-        module's new_run_dir()."""
+        module's new_run_dir(). `cache=None`: no shared cache, the run compiles into its own directory."""
+        if cache is None:
+            return new_run_dir(), bool(self.pool) and not self.hardened
         caches.check_name(cache)
         self.wait_ready()
         with self._lock:
             for gone in [p for p in self._cache_of if not p.exists()]:
                 del self._cache_of[gone]  # handed out and removed without a run (the caller's error path)
+        found = self._take_warm(cache)  # taken before the plan changes, so a refill cannot drop it
+        with self._lock:
             if cache in self._recent:
                 self._recent.remove(cache)
             self._recent.insert(0, cache)
             del self._recent[max(self.pool, 2) + 4 :]
-        self._refill()  # a directory given up without a run frees its place here
-        with self._lock:
-            found = next(((p, c) for p, c in self._warm_dirs if c == cache), None)
-            if found is not None:
-                self._warm_dirs.remove(found)
-                self._handed.add(found[0])
-                self._cache_of[found[0]] = cache
+        if found is None and self.hardened and self.pool:
+            self._refill()  # a cache not kept warm until now: its child starts here, bound ahead all the same
+            found = self._take_warm(cache)
+        self._refill()  # the next run's child warms up (and a directory given up without a run frees its place)
         if found is None:  # layer 1 with a pool: any run takes a warm child
             path = new_run_dir()
             with self._lock:

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t, translate_verdict
-from tritonlab.models import Exercise
+from tritonlab.models import Exercise, Verdict
 from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError, speed_line
 from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import MAX_ACTIVE, Busy, Job, Jobs
@@ -251,19 +251,38 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
     # Grade exactly the text this request sent (saved above); without a text, the file as it is now.
     text = body.text if body is not None and body.text is not None else service.read_code(exercise)[0]
 
+    def verdict_event(verdict: Verdict, job: Job, speed_pending: bool = False) -> dict:
+        data = translate_verdict(verdict.to_json(), lang)  # messages and causes in the page's language
+        data["stopped"] = job.stop_requested
+        data["speed_line"] = "" if speed_pending else speed_line(verdict.speed)  # one line (GPU only)
+        data["speed_pending"] = speed_pending  # a `speed` event follows with it
+        data["solution_available"] = verdict.passed or exercise.id in service.store.passed_exercises()
+        return data
+
     def work(job: Job) -> None:
         job.emit(
             "begin",
             {"kind": "check", "backend": service.backend, "command": f"tritonlab check {exercise.id}"},
         )
+        timed = []  # a passing GPU check is timed after its verdict was shown (Service.check's on_verdict)
+
+        def judged(verdict: Verdict) -> None:
+            timed.append(service.backend == "gpu" and verdict.passed)
+            job.emit("verdict", verdict_event(verdict, job, speed_pending=timed[0]))
+
         verdict = service.check(
-            exercise, on_output=job.on_output, on_start=job.on_start, on_wait=job.on_wait, text=text
+            exercise,
+            on_output=job.on_output,
+            on_start=job.on_start,
+            on_wait=job.on_wait,
+            text=text,
+            on_verdict=judged,
         )
-        data = translate_verdict(verdict.to_json(), lang)  # messages and causes in the page's language
-        data["stopped"] = job.stop_requested
-        data["speed_line"] = speed_line(verdict.speed)  # the results panel shows this one line (GPU only)
-        data["solution_available"] = verdict.passed or exercise.id in service.store.passed_exercises()
-        job.emit("verdict", data)
+        if not timed:  # ended without judging (a lost worker): its verdict now
+            job.emit("verdict", verdict_event(verdict, job))
+        elif timed[0]:
+            speed = {"speed_line": speed_line(verdict.speed), "speed": verdict.speed}
+            job.emit("speed", speed | {"speed_reason": verdict.speed_reason})
 
     return start_job(request, "check", exercise.id, work)
 

@@ -119,6 +119,11 @@
       }
       if (source && source.showVerdict) source.showVerdict(d);
     });
+    // A passing GPU check's speed line, timed after its verdict was shown.
+    on("speed", (d) => {
+      if (d.speed_line) term.writeln(d.speed_line, "ansi-dim");
+      if (source && source.showSpeed) source.showSpeed(d);
+    });
     // Stopped while waiting for a worker: the run left the queue at once and never started.
     on("cancelled", (d) => {
       term.writeln(t(d.kind === "check" ? "js.run.cancelled_check" : "js.run.cancelled"), "ansi-fg-3 ansi-bold");
@@ -477,6 +482,18 @@
       }
       window.TL.progressRefresh();
     }
+
+    showSpeed(d) {
+      const pending = this.results.querySelector("[data-role=speed-pending]");
+      const line = d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null;
+      if (pending) {
+        if (line) pending.replaceWith(line);
+        else pending.remove();
+      } else if (line) {
+        const verdict = this.results.querySelector(".verdict");
+        if (verdict) verdict.append(line);
+      }
+    }
   }
 
   // A failure kind for people: in English its id (wrong-result); elsewhere the translated name with the
@@ -680,6 +697,7 @@
       d.notes.length ? el("ul", { class: "notes" }, d.notes.map((n, i) =>
         el("li", { lang: (d.notes_lang || [])[i] || "en" }, richText(n)))) : null,
       d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null,
+      d.speed_pending ? el("p", { class: "speed small muted", "data-role": "speed-pending", text: t("js.verdict.timing") }) : null,
     ]);
   }
 
