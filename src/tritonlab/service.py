@@ -256,7 +256,7 @@ class Service:
         return early
 
     def _new_zygote(self, backend: str, hardened: bool) -> sandbox.Zygote:
-        # every run directory comes from the zygote (grader.run_dir_for): warm children under the hardened
+        # every run directory comes from the zygote (Zygote.new_run_dir): warm children under the hardened
         # layer too, each bound ahead to a run's directory and compile cache (pool.BoundPool)
         return sandbox.Zygote(
             backend,
@@ -574,7 +574,7 @@ class Service:
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
-        run_dir = grader.run_dir_for(zygote, self.cache_name)  # every job mode here runs learner code
+        run_dir = zygote.new_run_dir(cache=self.cache_name)[0]  # every job mode here runs learner code
         try:
             original = Path(job["file"]) if source is not None and "file" in job else None
             if original is not None:

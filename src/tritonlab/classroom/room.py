@@ -60,9 +60,8 @@ class LearnerService(Service):
         self._store = db.learner(user.id)  # type: ignore[assignment]
         self.workspace = db.code(user.id, base.course)  # type: ignore[assignment]
         self._folder = folder
-        self.cache_name = caches.learner_name(
-            user.id
-        )  # what this learner compiles reaches no one else's runs
+        # what this learner compiles reaches no one else's runs (runs/caches.py)
+        self.cache_name = caches.learner_name(user.id)
 
     def zygote(self):  # type: ignore[override]
         return self.base.zygote()

@@ -301,15 +301,6 @@ def make_cases(contract: object, seed: int, backend: str, huge_cases: bool = Fal
     return cases
 
 
-def run_dir_for(zygote: object, cache: str) -> Path:
-    """A fresh run directory for a run of `zygote` with compile cache `cache` (runs/caches.py): the local
-    zygote's own (a warm child may be bound to it already), or a plain one for an executor without caches."""
-    make = getattr(zygote, "new_run_dir", None)
-    if make is None:
-        return sandbox.new_run_dir()
-    return make(cache=cache)[0]
-
-
 def check(
     exercise: Exercise,
     file: Path,
@@ -342,7 +333,7 @@ def check(
     verdict = Verdict(exercise=exercise.id, backend=backend, seed=seed, file=str(file))
     timings = verdict.timings  # where this check's time went (seconds), per phase, in the verdict JSON
     timings["cases_s"] = time.monotonic() - started
-    run_dir = run_dir_for(zygote, cache)
+    run_dir = zygote.new_run_dir(cache=cache)[0]  # a warm child may be bound to it already
     graded = file
     compiling: TrustedCompile | None = None
     try:
@@ -483,7 +474,7 @@ def replay_cases(
         todo.append((i, entry, record))
     if not todo:
         return
-    replay_dir = run_dir_for(zygote, caches.REPLAY)
+    replay_dir = zygote.new_run_dir(cache=caches.REPLAY)[0]
     try:
         (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
         job_cases = []
@@ -738,7 +729,7 @@ class TrustedCompile:
         self._waiter: threading.Thread | None = None
         if not self.items:
             return
-        self.run_dir = run_dir_for(zygote, caches.REPLAY)
+        self.run_dir = zygote.new_run_dir(cache=caches.REPLAY)[0]
         try:
             (self.run_dir / "job.json").write_text(
                 json.dumps({"mode": "compile", "file": str(file), "items": self.items})

@@ -15,7 +15,7 @@ process that compiles that key runs. So:
 Layer 1: folders under TRITONLAB_HOME (`triton-cache`, `triton-cache-replay/`); a run there has the user's own
 rights, so the split keeps honest runs apart but is no wall (docs/grader.md). Hardened: folders under the runs
 folder's `.triton/`, owned by the sandbox user, each a capped tmpfs when the server runs as root
-(runfolder.cap); a run binds exactly one of them at `RUN_DIR/.cache/triton` (jail.isolate_run) and sees no other.
+(runfolder.cap); a run binds exactly one of them, at the cache's own path (jail.isolate_run), and sees no other.
 A cache that is nearly full is emptied before its next run starts (never under a run that uses it): a cache is
 only a cache, and a learner who fills theirs slows only their own next compile.
 """
@@ -63,10 +63,11 @@ def folder(name: str, hardened: bool) -> Path:
     """The cache folder for `name`, made on first use (see the module docstring for where)."""
     check_name(name)
     if not hardened:
-        if name == LEARNER:
-            return config.triton_cache_dir("learner")
-        base = config.triton_cache_dir("replay" if kind(name) == REPLAY else "learner")
-        path = base if name == REPLAY else base / name
+        if name in (LEARNER, REPLAY):
+            return config.triton_cache_dir(name)
+        path = (
+            config.triton_cache_dir(LEARNER) / name
+        )  # one learner of a class: a folder in the learners' cache
         path.mkdir(mode=0o700, exist_ok=True)
         return path
     from tritonlab.runs import hardening

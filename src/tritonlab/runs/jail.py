@@ -169,9 +169,7 @@ def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> Non
         if cache_fd is not None:
             inside = os.path.commonpath([os.path.abspath(cache), folder.decode()]) == folder.decode()
             target = os.path.abspath(cache) if inside else os.path.join(run_dir, CACHE_MOUNT)
-            os.makedirs(
-                target, exist_ok=True
-            )  # in the covering tmpfs (still writable) or the run's directory
+            os.makedirs(target, exist_ok=True)  # in the covering tmpfs (still writable) or the run directory
             _check(
                 libc.mount(f"/proc/self/fd/{cache_fd}".encode(), target.encode(), None, MS_BIND, None),
                 "bind the compile cache",

@@ -57,9 +57,8 @@ NAMESPACE = "tritonlab"
 RESOURCES = {"interpreter": "tritonlab_interpreter", "gpu": "GPU"}
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 RESERVED = {"job.json", "output.log"}
-CACHE_KEY = (
-    "run_cache"  # in a shipped job: the compile cache its run uses (runs/caches.py), named by the server
-)
+# in a shipped job: the compile cache its run uses (runs/caches.py), named by the server
+CACHE_KEY = "run_cache"
 
 
 def worker_cache(job: dict) -> str | None:
@@ -214,7 +213,6 @@ class Worker:
                 if not SAFE_NAME.match(name) or name in RESERVED:
                     raise ValueError(f"refusing input file name {name!r}")
                 (run_dir / name).write_bytes(data)
-            job = dict(job)
             if learner is not None:
                 staging = Path(tempfile.mkdtemp(prefix="learner-", dir=config.runs_dir()))
                 name = learner["name"] if SAFE_NAME.match(learner["name"]) else "learner.py"

@@ -543,8 +543,8 @@ class Zygote:
             self._cache_use[name] = max(0, self._cache_use.get(name, 0) - 1)
 
     def _refill(self) -> None:
-        """Hardened with a pool: make run directories ahead, each with a child warming up in it, one for each
-        of the `pool` compile caches asked for most recently (a learner's and the replay's, alone)."""
+        """Hardened with a pool: make run directories ahead, each with a child warming up in it, bound to the
+        compile cache warm_plan() gives it; warm children of caches the plan no longer wants make way."""
         if not (self.hardened and self.pool):
             return
         with self._refilling:  # the reader thread (worker ready) and callers: one plan at a time
@@ -634,7 +634,7 @@ class Zygote:
             child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
         if cache:
             child["cache"] = cache
-            child["trusted"] = caches.kind(cache_name or "") == caches.REPLAY
+            child["trusted"] = caches.kind(cache_name) == caches.REPLAY
             run.cache_name = cache_name
             with self._lock:
                 self._cache_use[cache_name] = self._cache_use.get(cache_name, 0) + 1

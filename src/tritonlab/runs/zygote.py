@@ -27,7 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
-from tritonlab.runs import jail, pool
+from tritonlab.runs import caches, jail, pool
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -131,7 +131,7 @@ def wait_for_release(hold: int | None, others: list[int], tag: str | None = None
 def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
     """Hardened: this process sees and writes only `run_dir` under `runs_folder` (a user and mount namespace
     of its own, no capabilities), with its home, temp and caches inside it, and its compile cache `cache`
-    (runs/caches.py) bound at `.cache/triton` when given. Single-threaded callers only."""
+    (runs/caches.py) bound at its own path when given. Single-threaded callers only."""
     jail.isolate_run(run_dir, runs_folder, cache or None)
     for name in ("tmp", jail.CACHE_MOUNT, ".config/matplotlib"):
         os.makedirs(os.path.join(run_dir, name), exist_ok=True)
@@ -192,9 +192,6 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
     os._exit(code)
 
 
-TRUSTED_MODES = frozenset({"replay", "compile"})  # import no learner file: caches.TRUSTED_MODES
-
-
 def run_job(run_dir: Path, trusted_only: bool = False) -> int:
     """Call the child-side entry point of the job's mode with (job, run_dir). `trusted_only`: this run holds
     the replay cache (runs/caches.py), so it serves only modes that import no learner file."""
@@ -202,7 +199,7 @@ def run_job(run_dir: Path, trusted_only: bool = False) -> int:
     target = ENTRIES.get(job.get("mode"))
     if target is None:
         raise ValueError(f"unknown mode {job.get('mode')!r}")
-    if trusted_only and job.get("mode") not in TRUSTED_MODES:
+    if trusted_only and job.get("mode") not in caches.TRUSTED_MODES:
         raise ValueError(
             f"mode {job.get('mode')!r} imports a learner file: not in a run with the replay cache"
         )

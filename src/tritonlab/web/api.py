@@ -281,8 +281,10 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
         if not timed:  # ended without judging (a lost worker): its verdict now
             job.emit("verdict", verdict_event(verdict, job))
         elif timed[0]:
-            speed = {"speed_line": speed_line(verdict.speed), "speed": verdict.speed}
-            job.emit("speed", speed | {"speed_reason": verdict.speed_reason})
+            line = speed_line(verdict.speed)  # the results panel adds this one line
+            job.emit(
+                "speed", {"speed_line": line, "speed": verdict.speed, "speed_reason": verdict.speed_reason}
+            )
 
     return start_job(request, "check", exercise.id, work)
 
