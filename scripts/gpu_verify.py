@@ -64,8 +64,9 @@ SPEED_AFTER_S = 1.5  # the speed line of a passing GPU check may follow the verd
 HEAVY = ("torch", "triton", "numpy")
 
 
-def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
-    """Run a command; its exit code, wall seconds and the tail of its output (never raises)."""
+def sh(argv: list[str], timeout: float, env: dict | None = None, keep: int = 3000) -> dict:
+    """Run a command; its exit code, wall seconds and the tail of its output, `keep` characters of its
+    stderr (never raises)."""
     start = time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -79,7 +80,7 @@ def sh(argv: list[str], timeout: float, env: dict | None = None) -> dict:
         "code": code,
         "seconds": round(time.perf_counter() - start, 2),
         "stdout": out[-6000:],
-        "stderr": err[-3000:],
+        "stderr": err[-keep:],
     }
 
 
@@ -139,6 +140,9 @@ def first_check(env: dict, limit: float) -> dict:
         "code": r["code"],
         "seconds": r["seconds"],
         "passed": verdict.get("passed"),
+        # the check's own phases (the rest of the wall time: the CLI, the daemon's start and its probes)
+        "verdict_duration_s": verdict.get("duration_s"),
+        "timings": {k: v for k, v in (verdict.get("timings") or {}).items() if not isinstance(v, dict)},
         "stderr": r["stderr"][-1500:],
     }
 
@@ -280,7 +284,8 @@ for exercise_id, repeats in json.loads(sys.argv[1]):
                                 on_verdict=lambda v: shown.append(time.perf_counter() - s))
         runs.append({"wall_s": round(time.perf_counter() - s, 3), "passed": verdict.passed,
                      "verdict_s": round(shown[0], 3) if shown else None,
-                     "inside_s": round(verdict.duration_s, 3), "speed": verdict.speed})
+                     "inside_s": round(verdict.duration_s, 3), "speed": verdict.speed,
+                     "timings": {k: v for k, v in verdict.timings.items() if not isinstance(v, dict)}})
     walls = [r["wall_s"] for r in runs]
     verdicts = [r["verdict_s"] for r in runs if r["verdict_s"] is not None]
     out["exercises"].append({"exercise": exercise_id, "runs": runs, "first_wall_s": walls[0],
@@ -345,9 +350,16 @@ def gpu_tests(env: dict, limit: float) -> dict:
 
 
 def dev_check(env: dict, limit: float) -> dict:
-    r = sh([*CLI, "dev", "check", "--backend", "gpu", "--json"], limit, env)
+    r = sh([*CLI, "dev", "check", "--backend", "gpu", "--json"], limit, env, keep=200_000)
     data = whole_json(r.pop("stdout")) or {}
     items = data.get("items", [])
+    progress = []  # what finished, and when, even when the step was cut (dev check's stderr lines)
+    for line in r["stderr"].splitlines():
+        if line.startswith('{"done"'):
+            try:
+                progress.append(json.loads(line))
+            except ValueError:
+                pass
     return {
         "argv": r["argv"],
         "code": r["code"],
@@ -356,7 +368,8 @@ def dev_check(env: dict, limit: float) -> dict:
         "items": len(items),
         "failed": [i["item"] for i in items if not i.get("ok")],
         "problems": data.get("problems", [])[:20],
-        "stderr": r["stderr"][-1500:],
+        "progress": progress,
+        "stderr": "\n".join(x for x in r["stderr"].splitlines() if not x.startswith('{"done"'))[-1500:],
     }
 
 
@@ -533,6 +546,22 @@ def summary_md(report: dict) -> str:
             f"## dev check --backend gpu: exit {dc.get('code')}, {dc.get('items')} items, "
             f"{dc.get('seconds')} s; failed: {dc.get('failed')}",
         ]
+        progress = dc.get("progress") or []
+        if progress:
+            lines += [
+                "",
+                "| finished | at (s) | check (s) | passed | cases / check run / replay / judge (s) |",
+                "|---|---|---|---|---|",
+            ]
+            for p in progress:
+                t = p.get("timings") or {}
+                parts = " / ".join(
+                    str(t.get(k, "")) for k in ("cases_s", "check_run_s", "replay_s", "judge_s")
+                )
+                lines.append(
+                    f"| {p.get('done')} | {p.get('at_s')} | {p.get('seconds', '')} | "
+                    f"{p.get('passed', p.get('error', ''))} | {parts} |"
+                )
     tests = report.get("gpu_tests") or {}
     if tests:
         lines += ["", f"## GPU-marked tests: exit {tests.get('code')}: {tests.get('summary')}"]

@@ -195,3 +195,26 @@ def test_rmsnorm_diagnoses_block_divisor_and_eps() -> None:
     assert rms.check(case, result_with(rms.reference(x, w, 1e-2))) == []
     assert "block size 128" in rms.check(case, result_with(rms.reference(x, w, 1e-2, divisor=128)))[0].cause
     assert "eps has no effect" in rms.check(case, result_with(rms.reference(x, w, 0.0)))[0].cause
+
+
+def test_attention_hints_on_a_large_case_come_from_one_head_and_name_the_mistake() -> None:
+    """A large GPU case (past DIAGNOSE_ELEMENTS) is diagnosed on its first (batch, head): on the H200 the full
+    float64 alternatives of three such cases took a minute for a wrong starter. The hint must still be found."""
+    from tritonlab.grading.contracts import attention_forward as af
+
+    rng = np.random.default_rng(11)
+    case = af._case(rng, "large: ", (2, 3, 300, 64), "float16", True)
+    q, k, v = (t.values for t in case.args)
+    assert q.size > af.DIAGNOSE_ELEMENTS
+    unscaled = af.reference(q, k, v, True, 1.0)
+    result = result_with(unscaled["o"], "float16")
+    result["returned"] = "tuple"
+    lse = result_with(unscaled["lse"], "float32")
+    result["outputs"].append(lse["outputs"][0])
+    result["arrays"].append(lse["arrays"][0])
+    failures = af.check(case, result)
+    assert failures and any("sqrt" in f.cause for f in failures), [(f.kind, f.cause) for f in failures]
+    assert "expected" in case.memo and "tolerances" in case.memo  # the reference is made once per case
+    head, ref, tol = af.one_head([q, k, v], case.memo["expected"], case.memo["tolerances"])
+    assert head[0].shape == (1, 1, 300, 64) and ref["o"].shape == (1, 1, 300, 64)
+    assert tol["o"][1].shape[:2] == (1, 1) and tol["lse"][1].shape == (1, 1, 300)

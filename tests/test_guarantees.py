@@ -515,8 +515,10 @@ def test_bench_protocol_is_graded_on_a_fake_clock(tmp_path: Path) -> None:
     assert data["fake_clock"] is False and bp.check(case, {"data": data}) == [], data
 
 
-def test_hardened_runs_are_not_dumpable(tmp_path: Path) -> None:
-    """The hardened layer sets dumpable back to 1 to write its uid map, so it must clear it again."""
+def test_hardened_runs_are_not_dumpable_and_have_a_user_name(tmp_path: Path) -> None:
+    """The hardened layer sets dumpable back to 1 to write its uid map, so it must clear it again. Its user
+    has no passwd entry: getpass.getuser() (torch.compile asks it) must still answer. A PATH folder it may
+    not search must not turn a missing tool into PermissionError (torch.compile's nvcc probe, on the H200)."""
     from tritonlab.runs import hardening
 
     saved = os.environ.get("TRITONLAB_SANDBOX")
@@ -530,12 +532,25 @@ def test_hardened_runs_are_not_dumpable(tmp_path: Path) -> None:
             os.environ["TRITONLAB_SANDBOX"] = saved
     if not works:
         pytest.skip(f"no hardened layer on this machine: {why}")
-    code = f"import ctypes\nprint('dumpable', ctypes.CDLL(None).prctl({PR_GET_DUMPABLE}, 0, 0, 0, 0))\n"
+    code = (
+        f"import ctypes, getpass\nprint('dumpable', ctypes.CDLL(None).prctl({PR_GET_DUMPABLE}, 0, 0, 0, 0))\n"
+        "print('user', getpass.getuser())\n"
+        "import subprocess\ntry:\n    subprocess.run(['tritonlab-no-such-tool'])\n"
+        "except FileNotFoundError:\n    print('tool: not found')\n"
+        "except PermissionError:\n    print('tool: permission denied')\n"
+    )
     file = tmp_path / "program.py"
     file.write_text(code)
     file.chmod(0o644)
     tmp_path.chmod(0o755)
-    z = sandbox.Zygote("interpreter", hardened=True, read_only=(tmp_path,))
+    locked = tmp_path / "locked-bin"  # on PATH, visible in the run, not searchable by its user
+    locked.mkdir(mode=0o700)
+    saved_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{locked}{os.pathsep}{saved_path}"
+    try:
+        z = sandbox.Zygote("interpreter", hardened=True, read_only=(tmp_path,))
+    finally:
+        os.environ["PATH"] = saved_path
     try:
         z.wait_ready()
         run_dir = sandbox.new_run_dir()
@@ -544,3 +559,5 @@ def test_hardened_runs_are_not_dumpable(tmp_path: Path) -> None:
     finally:
         z.close()
     assert "dumpable 0" in result.output, result.output
+    assert f"user {sandbox.RUN_USER_NAME}" in result.output, result.output
+    assert "tool: not found" in result.output, result.output  # a locked PATH folder is left out of the run's

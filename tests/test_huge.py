@@ -154,3 +154,17 @@ def test_course_solutions_pass_past_two_to_the_31_on_a_gpu(exercise_id: str, tmp
     names = [c.name for c in verdict.cases]
     assert any(n.startswith("huge:") for n in names)
     assert verdict.passed, [(f.case, f.kind, f.message) for f in verdict.failures]
+
+
+def test_a_huge_case_raises_the_runs_gpu_memory_cap_to_what_it_holds() -> None:
+    """Found on the H200: the default per-run cap (16 GiB) stopped correct solutions of the huge cases with an
+    out-of-memory error (vector-add: three 4 GiB float16 tensors and a copy; pid-map: an 8 GiB int32 output)."""
+    rng = np.random.default_rng(3)
+    for exercise_id, tensors, itemsize in (("vector-add", 3, 2), ("pid-map", 1, 4), ("vector-copy", 2, 2)):
+        cases = contracts.get(exercise_id).huge_cases(rng)
+        n = cases[0].extra["huge"]["n"]
+        limits = grader.run_limits("gpu", 60.0, cases)
+        assert limits.gpu_memory_bytes >= 2 * tensors * n * itemsize > sandbox.gpu_memory_cap(), exercise_id
+    ordinary = contracts.get("vector-add").cases(rng, "gpu")
+    assert grader.run_limits("gpu", 60.0, ordinary).gpu_memory_bytes == sandbox.gpu_memory_cap()
+    assert grader.run_limits("interpreter", 60.0, cases).gpu_memory_bytes is None

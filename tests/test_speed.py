@@ -33,6 +33,29 @@ def test_summary_of_a_memory_bound_row() -> None:
     assert "goal 0.80× met (not graded)" in line
 
 
+def test_the_roofline_plot_gets_both_points_and_the_measured_roofs() -> None:
+    plot = bench_learner.speed_summary({"rows": [ROW]})["plot"]
+    assert plot["copy_gbps"] == 4000.0 and plot["peak_tflops"] == 800.0
+    assert plot["learner"] == {"gbps": 3000.0, "tflops": 0.27} and plot["reference"]["gbps"] == 2727.0
+    assert plot["intensity"] == pytest.approx(0.09)  # 0.27 TFLOP/s over 3000 GB/s
+
+
+def test_the_plot_keeps_only_finite_numbers_from_the_timing_run() -> None:
+    """The timing run executed the learner's module: its numbers are data, checked before they are drawn."""
+    hostile = {
+        **ROW,
+        "impls": {
+            bench_learner.LEARNER: {"ms": 1.0, "gbps": 3000.0, "tflops": float("nan")},
+            bench_learner.REFERENCE: {"ms": 1.0, "gbps": "<b>", "tflops": True},
+        },
+    }
+    plot = bench_learner.speed_summary({"rows": [hostile]})["plot"]
+    assert plot["learner"] == {"gbps": 3000.0, "tflops": 0.0} and "reference" not in plot
+    assert plot["intensity"] == 0.0
+    no_roof = {**ROW, "peaks": {"copy_gbps": float("inf")}}
+    assert "plot" not in bench_learner.speed_summary({"rows": [no_roof]})
+
+
 def test_summary_of_a_compute_bound_row_without_a_roof() -> None:
     row = {**ROW, "bound": "compute", "peaks": None, "kernel": "matmul"}
     speed = bench_learner.speed_summary({"rows": [row]})

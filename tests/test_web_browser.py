@@ -629,3 +629,93 @@ def test_verdict_text_from_the_grader_is_never_html(page: object, server: str) -
     expect(problem.locator(".failure-cause")).to_contain_text("<b>bold</b>")
     assert page.locator(".problems img, .problems b").count() == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def fake_check_stream(page: object, events: list[tuple[str, dict]]) -> None:
+    """The check button's request and its event stream answered by the test (what a GPU server would send)."""
+    stream = 'event: begin\ndata: {"kind": "check", "backend": "gpu", "command": "tritonlab check x"}\n\n'
+    stream += "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    stream += "event: end\ndata: {}\n\n"
+    page.route(
+        "**/api/exercises/vector-add/check",
+        lambda route: route.fulfill(
+            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
+        ),
+    )
+    page.route(
+        "**/api/jobs/fake/events",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
+    )
+
+
+def gpu_verdict(**extra: object) -> dict:
+    return {
+        "exercise": "vector-add", "passed": True, "backend": "gpu", "seed": 7, "duration_s": 1.2,
+        "cases": [{"name": "n=1 float32", "passed": True}], "failures": [], "notes": [], "stopped": False,
+        "solution_available": False, **extra,
+    }  # fmt: skip
+
+
+def test_a_passing_gpu_check_draws_its_roofline_point_beside_the_references(
+    page: object, server: str
+) -> None:
+    """Issue 19: the results panel shows the speed line and a small roofline plot with the learner's point and
+    the course reference's. The verdict comes first; the speed event replaces the "timing" line with both."""
+    expect = playwright_api.expect
+    plot = {"intensity": 1.25, "copy_gbps": 4212.3, "peak_tflops": 678.9,
+            "learner": {"gbps": 3900.0, "tflops": 4.875}, "reference": {"gbps": 4100.0, "tflops": 5.125}}  # fmt: skip
+    speed = {"case": "softmax fp32 65536x1024", "unit": "GB/s", "achieved": 3900.0, "ms": 0.1, "roof": 4212.3,
+             "pct_of_roof": 92.6, "vs_reference": 0.95, "goal_vs_reference": None, "gpu": "NVIDIA H200",
+             "plot": plot}  # fmt: skip
+    line = (
+        "speed on softmax fp32 65536x1024: 3900 GB/s (93% of the measured roof), 0.95× the course reference"
+    )
+    fake_check_stream(
+        page,
+        [("verdict", gpu_verdict(speed_pending=True, speed_line="")),
+         ("speed", {"speed_line": line, "speed": speed, "speed_reason": ""})],
+    )  # fmt: skip
+    page.goto(f"{server}lessons/5")
+    page.click("[data-action=check]")
+    results = page.locator("[data-results-for='vector-add']")
+    figure = results.locator("[data-role=speed-plot]")
+    expect(figure).to_have_count(1)
+    expect(results.locator(".speed").first).to_have_text(line)
+    expect(results).not_to_contain_text("Timing your kernel")
+    assert figure.locator("polyline.roof").count() == 1
+    me, ref = figure.locator("[data-role=plot-learner]"), figure.locator("[data-role=plot-reference]")
+    assert me.count() == 1 and ref.count() == 1
+    # same intensity, so the same x; the reference is faster here, so it sits higher (smaller y)
+    assert me.get_attribute("cx") == ref.get_attribute("cx")
+    assert float(ref.get_attribute("cy")) < float(me.get_attribute("cy"))
+    expect(figure.locator("figcaption")).to_contain_text("4212 GB/s")
+
+
+def test_a_copy_kernels_speed_is_drawn_against_the_bandwidth_and_bad_numbers_draw_nothing(
+    page: object, server: str
+) -> None:
+    """A kernel with no FLOPs is drawn against the copy bandwidth alone; a plot whose numbers are not
+    numbers (the timing run executed learner code) draws nothing and breaks nothing."""
+    expect = playwright_api.expect
+    plot = {"intensity": 0, "copy_gbps": 4212.3, "peak_tflops": 678.9,
+            "learner": {"gbps": 2000.0, "tflops": 0}, "reference": {"gbps": 4000.0, "tflops": 0}}  # fmt: skip
+    speed = {"case": "transpose fp32 8192x8192", "unit": "GB/s", "achieved": 2000.0, "plot": plot}
+    fake_check_stream(
+        page, [("verdict", gpu_verdict(speed_line="speed on transpose: 2000 GB/s", speed=speed))]
+    )
+    page.goto(f"{server}lessons/5")
+    page.click("[data-action=check]")
+    figure = page.locator("[data-results-for='vector-add'] [data-role=speed-plot]")
+    expect(figure).to_have_count(1)
+    me, ref = figure.locator("[data-role=plot-learner]"), figure.locator("[data-role=plot-reference]")
+    assert float(me.get_attribute("cx")) < float(ref.get_attribute("cx"))  # half the reference's GB/s
+    expect(figure.locator("figcaption")).to_contain_text("only moves data")
+    page.unroute("**/api/exercises/vector-add/check")
+    page.unroute("**/api/jobs/fake/events")
+    bad = {**plot, "copy_gbps": "<img src=x onerror=window.__pwned=1>", "learner": {"gbps": "NaN"}}
+    fake_check_stream(page, [("verdict", gpu_verdict(speed_line="speed: ?", speed={**speed, "plot": bad}))])
+    page.goto(f"{server}lessons/5")
+    page.click("[data-action=check]")
+    expect(page.locator("[data-results-for='vector-add'] .speed")).to_have_text("speed: ?")
+    assert page.locator("[data-role=speed-plot]").count() == 0
+    assert page.evaluate("window.__pwned") is None

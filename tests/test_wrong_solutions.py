@@ -18,6 +18,7 @@ from tritonlab.models import FAILURE_KINDS, Exercise
 from tritonlab.runs import sandbox
 
 WRONG = Path(__file__).resolve().parent / "wrong"
+ROOT = WRONG.parent.parent
 
 EXPECTED: dict[str, str] = {
     # lessons 3-4: grids, masks
@@ -263,3 +264,16 @@ def test_hostile_text_gets_a_verdict_from_the_trusted_compile(
     broken.write_bytes(text)
     verdict = grader.check(exercise_for("occupancy"), broken, "interpreter", zygote, seed=3, timeout=60)
     assert not verdict.passed and verdict.failures
+
+
+def test_the_early_judgement_holds_only_when_the_replay_changes_nothing(zygote: sandbox.Zygote) -> None:
+    """The judge runs beside the replay on a copy of the check child's result (grader.EarlyJudge). A file that
+    silences every check in its own process returns right values, so that early judgement passes it: only the
+    replay finds the host's work, and the early judgement must then be dropped. A right file keeps it."""
+    exercise = exercise_for("vector_add")
+    cheat = grader.check(exercise, WRONG / "vector_add/patches_grader.py", "interpreter", zygote, seed=5)
+    assert "host-computed" in {f.kind for f in cheat.failures}, cheat.failures
+    assert cheat.timings["judged_early"] is False
+    solution = next(ROOT.glob("course/*/exercises/vector-add/solution.py"))
+    right = grader.check(exercise, solution, "interpreter", zygote, seed=5)
+    assert right.passed and right.timings["judged_early"] is True, right.failures

@@ -445,12 +445,12 @@ class Service:
         verdict.timings = {"queue_wait_s": queued, "cases_ahead": bool(ahead)} | verdict.timings
         if on_verdict:
             on_verdict(verdict)
+        self.prepare_cases(exercise)  # the next seed's cases are made while this one is timed
         mark = time.monotonic()
         self._add_speed(verdict, exercise, target, speed, on_wait)
         if verdict.speed is not None:
             verdict.timings["speed_s"] = time.monotonic() - mark
         verdict.timings["total_s"] = time.monotonic() - began
-        self.prepare_cases(exercise)
         if record:
             self.store.record_attempt(verdict.to_json())
             self.store.set_state("last_exercise", exercise.id)
@@ -462,9 +462,10 @@ class Service:
 
         def make() -> None:
             contract = contracts.get(exercise.id)
-            case_cache.CASES.get(
+            cases = case_cache.CASES.get(
                 (exercise.id, backend, seed), lambda: grader.make_cases(contract, seed, backend)
             )
+            grader.prepare_references(contract, cases)  # the judge then only compares
 
         thread = threading.Thread(target=make, name=f"cases-{exercise.id}", daemon=True)
         thread.start()

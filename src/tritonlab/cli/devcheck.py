@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tritonlab.content.course import CourseError, load_course
 
 
 def default_jobs(backend: str) -> int:
-    """Checks at once: on a GPU one per four CPU cores (the parent makes each check's cases and judges its
-    outputs in NumPy), at most 4 (each run holds a CUDA context and its cases in GPU memory, a few GB at
-    most: far below a datacenter GPU's, and a desktop GPU still fits 2); on the interpreter the service's own
-    two runs at once."""
+    """Checks at once: on a GPU one per three CPU cores (a check keeps about three busy: its run compiling
+    with ptxas, the parent's NumPy judging beside the replay), at most 6 (each run holds a CUDA context and
+    its cases in GPU memory, a few GB at most — a huge case tens of GB, on a GPU that has them); on the
+    interpreter the service's own two runs at once. On the H200 (16 cores) 4 at a time took 122 s
+    (docs/gpu-runs/2026-12-02-round5, call P)."""
     if backend == "gpu":
-        return max(1, min(4, (os.cpu_count() or 4) // 4))
+        return max(1, min(6, (os.cpu_count() or 4) // 3))
     return 2
 
 
@@ -43,6 +46,7 @@ def run_dev_check(
         problems.append(str(exc))
         _report(out, json_out, rows, problems)
         return problems
+    began = time.monotonic()
     service = Service(backend=backend)
     service.slots = max(1, jobs or default_jobs(service.backend))
     service.warm_up()
@@ -55,27 +59,42 @@ def run_dev_check(
     try:
         with ThreadPoolExecutor(max_workers=service.slots) as pool:
             # Submitted last lesson first: the later exercises are the heavy ones (matmul family, attention), so
-            # they start early and the light ones fill the gaps; rows are still reported in course order.
-            submitted = {
-                index: pool.submit(
+            # they start early; the examples (a second or two each) go in after the first half, so that they
+            # are not all left for the end (on the H200 they were its last 20 s); the light checks fill the
+            # gaps. Rows are still reported in course order.
+            def submit(index: int) -> Future:
+                exercise, kind = items[index][0], items[index][1]
+                future = pool.submit(
                     service.check,
-                    items[index][0],
+                    exercise,
                     file=items[index][2],
                     record=False,
                     speed=False,
                     # on a GPU, solutions also meet the ≥ 2³¹-element cases of the 1-D exercises (grading/huge.py)
-                    huge=service.backend == "gpu" and items[index][1] == "solution",
+                    huge=service.backend == "gpu" and kind == "solution",
                 )
-                for index in reversed(range(len(items)))
-            }
-            checks = [submitted[index] for index in range(len(items))]
+                if (
+                    json_out
+                ):  # one line per finished check on stderr, in the order they end (stdout: the report)
+                    name = f"{exercise.id} {kind}"
+                    future.add_done_callback(lambda done, name=name: _progress(name, done, began))
+                return future
+
+            order = list(reversed(range(len(items))))
+            half = len(order) // 2
+            submitted = {index: submit(index) for index in order[:half]}
             examples = []
             if not only:
-                examples = [
-                    (lesson, example, pool.submit(service.run_file, example.file, timeout=120))
-                    for lesson in course.lessons
-                    for example in lesson.examples
-                ]
+                for lesson in course.lessons:
+                    for example in lesson.examples:
+                        future = pool.submit(service.run_file, example.file, timeout=120)
+                        if json_out:
+                            name = f"example {lesson.id}/{example.file.name}"
+                            future.add_done_callback(lambda done, name=name: _progress(name, done, began))
+                        examples.append((lesson, example, future))
+            submitted |= {index: submit(index) for index in order[half:]}
+            checks = [submitted[index] for index in range(len(items))]
+            if not only:
                 quiz_rows: list[dict] = []  # meanwhile, in this thread; reported after the checks
                 quiz_problems = check_quizzes(course, out, True, quiz_rows)
             for (exercise, kind, path, want), future in zip(items, checks, strict=True):
@@ -112,6 +131,20 @@ def run_dev_check(
         service.close()
     _report(out, json_out, rows, problems)
     return problems
+
+
+PROGRESS_TIMINGS = ("queue_wait_s", "cases_s", "check_run_s", "replay_s", "judge_s", "compile_s")
+
+
+def _progress(name: str, done: Future, began: float) -> None:
+    line: dict = {"done": name, "at_s": round(time.monotonic() - began, 2)}
+    if done.exception() is not None:
+        line["error"] = str(done.exception())[:300]
+    elif hasattr(done.result(), "timings"):
+        verdict = done.result()
+        timings = {k: round(v, 2) for k, v in verdict.timings.items() if k in PROGRESS_TIMINGS}
+        line |= {"passed": verdict.passed, "seconds": round(verdict.duration_s, 2), "timings": timings}
+    print(json.dumps(line), file=sys.stderr, flush=True)
 
 
 def check_quizzes(course: Any, out: Any, json_out: bool, rows: list[dict]) -> list[str]:

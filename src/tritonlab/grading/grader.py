@@ -301,6 +301,21 @@ def make_cases(contract: object, seed: int, backend: str, huge_cases: bool = Fal
     return cases
 
 
+def prepare_references(contract: object, cases: list[Case]) -> None:
+    """Make the float64 references and tolerances of these cases now (the contract's `prepare`, memoised on
+    each case): called beside the next seed's cases, so that judging them later only compares."""
+    prepare = getattr(contract, "prepare", None)
+    if prepare is None:
+        return
+    for case in cases:
+        if case.expect_error or case.extra.get("huge"):
+            continue
+        try:
+            prepare(case)
+        except Exception:  # noqa: BLE001 - the judge computes it again and reports what is wrong there
+            return
+
+
 def check(
     exercise: Exercise,
     file: Path,
@@ -357,7 +372,7 @@ def check(
             else None
         )
         mark = time.monotonic()
-        handle = zygote.start(run_dir, sandbox.default_limits(backend, timeout))
+        handle = zygote.start(run_dir, run_limits(backend, timeout, cases))
         if on_start:
             on_start(handle)
         run = handle.wait(on_output)
@@ -372,15 +387,22 @@ def check(
                 "check_child",
                 [e.get("seconds") for e in result.get("cases", []) if isinstance(e, dict)],
             )
+            policy = host_policy(exercise)
+            early: EarlyJudge | None = None
             if source is not None and not run.timed_out:
+                # judged while the replay runs; kept unless the replay changes what the judgement reads
+                early = EarlyJudge(verdict, contract, cases, result, run, graded, exercise.function, policy)
                 mark = time.monotonic()
                 replay_cases(
                     contract, cases, result, run_dir, source, file, backend, zygote, timeout, timings
                 )
                 timings["replay_s"] = time.monotonic() - mark
             mark = time.monotonic()
-            judge_all(verdict, contract, cases, result, run, graded, exercise.function, host_policy(exercise))
+            if early is None or not early.take(verdict, result):
+                judge_all(verdict, contract, cases, result, run, graded, exercise.function, policy)
             timings["judge_s"] = time.monotonic() - mark
+            if early is not None:
+                timings["judged_early"] = early.taken
         except rundir.Malformed as problem:
             verdict.failures = [malformed_failure(problem)]
             verdict.cases = [CaseResult(c.name, False) for c in cases]
@@ -400,6 +422,84 @@ def check(
             sandbox.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
+
+
+def run_limits(backend: str, timeout: float, cases: list[Case]) -> sandbox.Limits:
+    """A check's run limits: the defaults, with a GPU memory cap raised to what its huge cases need."""
+    limits = sandbox.default_limits(backend, timeout)
+    need = huge.gpu_bytes_needed(cases)
+    if limits.gpu_memory_bytes is not None and need > limits.gpu_memory_bytes:
+        limits.gpu_memory_bytes = need
+    return limits
+
+
+REPLAY_SETS = ("host_computed", "data", "huge_summary")  # the fields replay_cases may set on a case's entry
+
+
+class EarlyJudge:
+    """`judge_all` on a copy of the check child's result, in a thread started before the replay run: the
+    parent only waits for that run, so the float64 comparisons (0.3–0.7 s for a GPU check's cases, measured
+    on the H200) cost no time. The replay may then set fields the judgement reads (a host-computed result, the
+    tile map it saw, a huge case's summary); `take` keeps the early judgement only when it set none of them
+    on any case, else the caller judges again from the replayed result."""
+
+    def __init__(
+        self,
+        verdict: Verdict,
+        contract: object,
+        cases: list[Case],
+        result: dict,
+        run: sandbox.RunResult,
+        file: Path,
+        function: str,
+        policy: dict,
+    ) -> None:
+        self.taken = False
+        self.before = self._snapshot(result)
+        entries = [dict(e) if isinstance(e, dict) else e for e in result.get("cases", [])]
+        self.copy = {**result, "cases": entries}
+        self.scratch = Verdict(
+            exercise=verdict.exercise, backend=verdict.backend, seed=verdict.seed, file=verdict.file
+        )
+        self.problem: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._judge, args=(contract, cases, run, file, function, policy), name="judge", daemon=True
+        )
+        self.thread.start()
+
+    @staticmethod
+    def _snapshot(result: dict) -> list[tuple]:
+        return [
+            (bool(e.get("host_computed")), id(e.get("data")), id(e.get("huge_summary")))
+            if isinstance(e, dict)
+            else None
+            for e in result.get("cases", [])
+        ]
+
+    def _judge(
+        self,
+        contract: object,
+        cases: list[Case],
+        run: sandbox.RunResult,
+        file: Path,
+        function: str,
+        policy: dict,
+    ) -> None:
+        try:
+            judge_all(self.scratch, contract, cases, self.copy, run, file, function, policy)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by judging again in the caller's thread
+            self.problem = exc
+
+    def take(self, verdict: Verdict, result: dict) -> bool:
+        """Move the early judgement into `verdict` when it still holds; False: judge again."""
+        self.thread.join()
+        if self.problem is not None or self._snapshot(result) != self.before:
+            return False
+        verdict.failures.extend(self.scratch.failures)
+        verdict.cases.extend(self.scratch.cases)
+        verdict.notes.extend(self.scratch.notes)
+        self.taken = True
+        return True
 
 
 def child_seconds(timings: dict, name: str, values: list) -> None:
@@ -493,7 +593,7 @@ def replay_cases(
             "tile_map": bool(getattr(contract, "TILE_MAP", False)),
         }
         (replay_dir / "job.json").write_text(json.dumps(job))
-        run = zygote.start(replay_dir, sandbox.default_limits(backend, timeout)).wait()
+        run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
         if timings is not None:
             timings["replay_run_s"] = run.seconds
             if run.timings:

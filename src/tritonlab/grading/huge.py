@@ -159,3 +159,23 @@ def judge(case_name: str, entry: dict) -> list[Failure]:
             cause,
         )
     ]
+
+
+BYTES = {"float32": 4, "float16": 2, "int32": 4}
+HEADROOM = 4 << 30  # chunked temporaries (int64 indices and bits of CHUNK elements), the allocator's rounding
+
+
+def gpu_bytes_needed(cases: list[Any]) -> int:
+    """GPU memory a run of these cases needs at most (0: no huge case): twice what the largest case holds
+    (its generated inputs and its output, in their guard buffers, plus the copies a solution or the replay
+    makes of one of them), and headroom for the chunked temporaries. Found on the H200: the default per-run
+    cap (16 GiB) stopped correct solutions of pid-map and vector-add with an out-of-memory error."""
+    need = 0
+    for case in cases:
+        spec = getattr(case, "extra", {}).get("huge")
+        if not isinstance(spec, dict):
+            continue
+        held = sum(a.n * BYTES.get(a.dtype, 4) for a in case.args if isinstance(a, Generated))
+        held += int(spec.get("n", 0)) * BYTES.get(str(spec.get("dtype")), 4)
+        need = max(need, 2 * held + HEADROOM)
+    return need

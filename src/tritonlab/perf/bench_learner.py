@@ -9,6 +9,7 @@ those very inputs (a fast wrong kernel is not a result). The parent only reads t
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -183,7 +184,41 @@ def speed_summary(data: dict, goal: float | None = None) -> dict:
     speedup = row.get("speedup", {}).get(REFERENCE)
     if speedup:
         summary["vs_reference"] = round(float(speedup), 3)
+    plot = roofline_points(row, peaks)
+    if plot:
+        summary["plot"] = plot
     return summary
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def roofline_points(row: dict, peaks: dict) -> dict | None:
+    """What the web page's small roofline plot draws: this GPU's two measured roofs, and the learner's and the
+    course reference's points at the case's arithmetic intensity (FLOP per byte moved; 0 for a kernel that
+    only moves data, drawn against the bandwidth roof alone). None without a measured roof."""
+    copy_gbps, peak_tflops = _number(peaks.get("copy_gbps")), _number(peaks.get("matmul_bf16_tflops"))
+    if not copy_gbps:
+        return None
+    points = {}
+    for who, name in (("learner", LEARNER), ("reference", REFERENCE)):
+        impl = row.get("impls", {}).get(name) or {}
+        gbps, flops = _number(impl.get("gbps")), _number(impl.get("tflops"))
+        if gbps:
+            points[who] = {"gbps": round(gbps, 3), "tflops": round(flops or 0.0, 4)}
+    if "learner" not in points:
+        return None
+    mine = points["learner"]
+    intensity = 1000 * mine["tflops"] / mine["gbps"]  # (TFLOP/s) / (GB/s) = 1000 FLOP/B
+    return {
+        "intensity": round(intensity, 4),
+        "copy_gbps": round(copy_gbps, 3),
+        "peak_tflops": round(peak_tflops, 3) if peak_tflops else None,
+        **points,
+    }
 
 
 def speed_line(speed: dict | None) -> str:

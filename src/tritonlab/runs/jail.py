@@ -334,3 +334,16 @@ if __name__ == "__main__":
     import sys
 
     print(json.dumps(probe(json.loads(sys.argv[1]))))
+
+
+def searchable_path(path: str) -> str:
+    """PATH without the folders this run cannot search. Run inside the run (its user, its mounts): a folder
+    it may not enter makes a program lookup fail with PermissionError instead of FileNotFoundError, and
+    libraries that probe for a tool handle only the second (found on the H200: torch.compile's
+    `nvcc --version` probe stopped a lesson-11 example in the hardened sandbox)."""
+    kept = [
+        folder
+        for folder in path.split(os.pathsep)
+        if os.path.isabs(folder) and os.path.isdir(folder) and os.access(folder, os.X_OK)
+    ]
+    return os.pathsep.join(dict.fromkeys(kept))

@@ -73,6 +73,9 @@ RUN_MEMORY = {"interpreter": 3 << 30, "gpu": 16 << 30}  # memory of all a run's 
 GPU_MEMORY = 16 << 30  # soft GPU memory cap of a run: torch's allocator (pool.soft_gpu_cap)
 
 
+RUN_USER_NAME = "learner"
+
+
 def gpu_memory_cap() -> int:
     """Bytes of GPU memory a run's torch allocations may hold: TRITONLAB_GPU_MEMORY_GIB, else 16 GiB."""
     value = os.environ.get("TRITONLAB_GPU_MEMORY_GIB", "").strip()
@@ -108,6 +111,10 @@ def child_environment(backend: str) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1",
             "MPLBACKEND": "Agg",
             "TMPDIR": tempfile.gettempdir(),
+            # A hardened run is a user with no passwd entry: getpass.getuser() (torch.compile's cache folder
+            # name, found on the H200) reads these before it asks the passwd database, which would raise.
+            "USER": RUN_USER_NAME,
+            "LOGNAME": RUN_USER_NAME,
         }
     )
     src = str(Path(__file__).resolve().parents[2])  # make tritonlab importable from a source checkout

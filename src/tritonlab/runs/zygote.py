@@ -50,6 +50,7 @@ WARM = (
     "tritonlab.grading.guards",
     "tritonlab.grading.replay",
 )
+PRELOAD = "tritonlab.grading.preload:zygote_preload"  # computed once here, inherited by every child
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -170,6 +171,7 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
         if limits.get("cache"):  # layer 1: the run's compile cache (runs/caches.py) by name only
             os.environ["TRITON_CACHE_DIR"] = str(limits["cache"])
     os.chdir(run_dir)
+    os.environ["PATH"] = jail.searchable_path(os.environ.get("PATH", ""))
     cpu = int(limits.get("cpu_seconds", 60))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -234,6 +236,8 @@ def main() -> None:
 
     for module in WARM:  # warm the imports children use
         importlib.import_module(module)
+    module_name, _, function = PRELOAD.partition(":")
+    preloaded = getattr(importlib.import_module(module_name), function)()
 
     ready = {
         "ready": True,
@@ -242,6 +246,7 @@ def main() -> None:
         "triton": triton.__version__,
         "python": sys.version.split()[0],
         "import_seconds": round(time.perf_counter() - started, 3),
+        "preloaded": preloaded,
         "subreaper": subreaper,
         "pid": os.getpid(),
         "uid": os.getuid(),

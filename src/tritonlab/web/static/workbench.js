@@ -486,12 +486,14 @@
     showSpeed(d) {
       const pending = this.results.querySelector("[data-role=speed-pending]");
       const line = d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null;
+      const plot = speedPlot(d.speed);
+      const shown = [line, plot].filter(Boolean);
       if (pending) {
-        if (line) pending.replaceWith(line);
+        if (shown.length) pending.replaceWith(...shown);
         else pending.remove();
-      } else if (line) {
+      } else if (shown.length) {
         const verdict = this.results.querySelector(".verdict");
-        if (verdict) verdict.append(line);
+        if (verdict) verdict.append(...shown);
       }
     }
   }
@@ -697,7 +699,63 @@
       d.notes.length ? el("ul", { class: "notes" }, d.notes.map((n, i) =>
         el("li", { lang: (d.notes_lang || [])[i] || "en" }, richText(n)))) : null,
       d.speed_line ? el("p", { class: "speed small", lang: "en", text: d.speed_line }) : null,
+      d.speed_line ? speedPlot(d.speed) : null,
       d.speed_pending ? el("p", { class: "speed small muted", "data-role": "speed-pending", text: t("js.verdict.timing") }) : null,
+    ]);
+  }
+
+  // ---- the speed of a passing GPU check, against this GPU's measured roofs ---------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of [].concat(children || [])) if (child) node.append(child);
+    return node;
+  }
+  function positive(x) { return typeof x === "number" && isFinite(x) && x > 0 ? x : 0; }
+
+  // A small roofline (log-log: FLOP per byte against TFLOP/s) with the learner's point (filled) and the course
+  // reference's (hollow) at the case's intensity; a kernel that only moves data (0 FLOP per byte) is drawn
+  // against the bandwidth roof alone. Every number comes from the verdict JSON and is drawn as a number.
+  function speedPlot(speed) {
+    const p = speed && speed.plot;
+    if (!p || !positive(p.copy_gbps) || !p.learner || !positive(p.learner.gbps)) return null;
+    const W = 300, H = 150, L = 44, R = 10, T = 10, B = 30;
+    const mine = p.learner, ref = p.reference && positive(p.reference.gbps) ? p.reference : null;
+    const parts = [];
+    const dot = (x, y, filled, label) => svg("circle", { cx: x.toFixed(1), cy: y.toFixed(1), r: 4.5,
+      class: filled ? "me" : "ref", "data-role": filled ? "plot-learner" : "plot-reference" }, svg("title", { text: label }));
+    let caption;
+    if (positive(p.intensity) && positive(p.peak_tflops)) {
+      const xs = [1 / 32, 1024], ymax = p.peak_tflops * 2, ymin = p.peak_tflops / 8192;
+      const X = (v) => L + (Math.log(Math.min(Math.max(v, xs[0]), xs[1]) / xs[0]) / Math.log(xs[1] / xs[0])) * (W - L - R);
+      const Y = (v) => T + (1 - Math.log(Math.min(Math.max(v, ymin), ymax) / ymin) / Math.log(ymax / ymin)) * (H - T - B);
+      const ridge = (1000 * p.peak_tflops) / p.copy_gbps;
+      const roof = [[xs[0], (p.copy_gbps * xs[0]) / 1000], [ridge, p.peak_tflops], [xs[1], p.peak_tflops]];
+      parts.push(svg("polyline", { class: "roof", points: roof.map(([x, y]) => X(x).toFixed(1) + "," + Y(y).toFixed(1)).join(" ") }));
+      if (ref) parts.push(dot(X(p.intensity), Y(positive(ref.tflops) || ymin), false, t("js.speed.reference")));
+      parts.push(dot(X(p.intensity), Y(positive(mine.tflops) || ymin), true, t("js.speed.learner")));
+      parts.push(svg("text", { x: L, y: H - 8, class: "axis", text: t("js.speed.x_intensity") }));
+      parts.push(svg("text", { x: 4, y: T + 8, class: "axis", text: "TFLOP/s" }));
+      caption = t("js.speed.caption_roofline", { roof: Math.round(p.copy_gbps), peak: Math.round(p.peak_tflops) });
+    } else {
+      const top = Math.max(p.copy_gbps, mine.gbps, ref ? ref.gbps : 0) * 1.05;
+      const X = (v) => L + (v / top) * (W - L - R);
+      const y = (H - B + T) / 2;
+      parts.push(svg("line", { class: "axis-line", x1: L, y1: y, x2: W - R, y2: y }));
+      parts.push(svg("line", { class: "roof", x1: X(p.copy_gbps), y1: T, x2: X(p.copy_gbps), y2: H - B }));
+      if (ref) parts.push(dot(X(ref.gbps), y, false, t("js.speed.reference")));
+      parts.push(dot(X(mine.gbps), y, true, t("js.speed.learner")));
+      parts.push(svg("text", { x: L, y: H - 8, class: "axis", text: "GB/s" }));
+      caption = t("js.speed.caption_bandwidth", { roof: Math.round(p.copy_gbps) });
+    }
+    return el("figure", { class: "speed-plot", "data-role": "speed-plot" }, [
+      svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": caption }, parts),
+      el("figcaption", { class: "small muted", text: caption + " " + t("js.speed.legend") }),
     ]);
   }
 
