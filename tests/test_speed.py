@@ -88,18 +88,61 @@ def test_interpreter_check_says_why_there_is_no_speed(home: Path) -> None:
     assert data["speed_reason"] == bench_learner.NO_SPEED_INTERPRETER
 
 
-@pytest.mark.parametrize("exercise_id", ["vector-add"])
-def test_the_speed_job_times_one_case_in_the_sandbox(home: Path, exercise_id: str) -> None:
-    """The same job a GPU check runs, here on the interpreter's tiny sizes: one row, reference beside it."""
+def speed_of(home: Path, exercise_id: str, file: Path) -> dict:
+    """The two runs a passing GPU check makes (perf/speed.py), here on the interpreter's tiny sizes."""
     service = Service(workspace_dir=home / "ws", backend="interpreter")
     try:
         exercise = service.exercise(exercise_id)
-        job = bench_learner.speed_job(exercise, exercise.solution, {})
+        job = bench_learner.speed_job(exercise, file, {})
         job["gpu"] = False
-        _, data = service.run_job(job, "bench.json", timeout=120)
+        return service.speed_runs(job, exercise, file.read_text())
     finally:
         service.close()
-    assert data is not None and len(data["rows"]) == 1, data
+
+
+@pytest.mark.parametrize("exercise_id", ["vector-add", "softmax"])
+def test_the_speed_is_timed_by_replaying_the_recorded_launches(home: Path, exercise_id: str) -> None:
+    """The learner's process records one call; a child that never imports the file replays and times it,
+    next to the course reference on the same inputs: one row."""
+    exercise = load_course().exercise(exercise_id)
+    data = speed_of(home, exercise_id, exercise.solution)
+    assert len(data["rows"]) == 1 and not data["problems"], data
+    assert "never imported your file" in data["timed_by"]
     assert set(data["rows"][0]["impls"]) == {bench_learner.LEARNER, bench_learner.REFERENCE}
     speed = bench_learner.speed_summary(data, exercise.speed_goal)
     assert speed["achieved"] > 0 and speed["roof"] is None
+
+
+def test_a_module_that_fakes_its_own_clock_is_timed_anyway(home: Path, tmp_path: Path) -> None:
+    """Timed in the learner's own process, a module that stops the clocks it can reach would report any
+    speed it liked (here: 0 ms). The replay child never imports it: its time is measured."""
+    solution = load_course().exercise("vector-add").solution.read_text()
+    fake = tmp_path / "vector_add.py"
+    fake.write_text(
+        "import time, torch\n"
+        "time.perf_counter = lambda: 0.0\n"
+        "time.perf_counter_ns = lambda: 0\n"
+        "torch.cuda.Event.elapsed_time = lambda self, other: 0.0\n" + solution
+    )
+    data = speed_of(home, "vector-add", fake)
+    assert len(data["rows"]) == 1, data
+    mine = data["rows"][0]["impls"][bench_learner.LEARNER]
+    assert 0 < mine["ms"] < 1e6 and mine["gbps"] > 0
+
+
+def test_launches_that_do_not_compute_the_answer_are_not_timed(home: Path, tmp_path: Path) -> None:
+    """A function that launches a kernel that does nothing and computes the answer with torch: its
+    recorded launches alone do not give the result, so there is nothing honest to time."""
+    fake = tmp_path / "vector_add.py"
+    fake.write_text(
+        "import torch, triton, triton.language as tl\n"
+        "@triton.jit\n"
+        "def nothing(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    pass\n"
+        "def vector_add(x, y):\n"
+        "    nothing[(1,)](x, x.numel(), BLOCK=64)\n"
+        "    return x + y\n"
+    )
+    data = speed_of(home, "vector-add", fake)
+    assert not data.get("rows") and data["problems"], data
+    assert "not timed" in data["problems"][0] or "could not be recorded" in data["problems"][0], data

@@ -447,7 +447,7 @@ class Service:
             on_verdict(verdict)
         self.prepare_cases(exercise)  # the next seed's cases are made while this one is timed
         mark = time.monotonic()
-        self._add_speed(verdict, exercise, target, speed, on_wait)
+        self._add_speed(verdict, exercise, target, source, speed, on_wait)
         if verdict.speed is not None:
             verdict.timings["speed_s"] = time.monotonic() - mark
         verdict.timings["total_s"] = time.monotonic() - began
@@ -484,10 +484,17 @@ class Service:
         self._make_cases_soon(exercise, seed)
 
     def _add_speed(
-        self, verdict: Verdict, exercise: Exercise, target: Path, wanted: bool, on_wait: Callable | None
+        self,
+        verdict: Verdict,
+        exercise: Exercise,
+        target: Path,
+        source: str,
+        wanted: bool,
+        on_wait: Callable | None,
     ) -> None:
-        """Time a passing GPU check on its exercise's representative size, in a sandboxed bench run of its
-        own (never in the process that was graded), and put the result on the verdict."""
+        """Time a passing GPU check (the text it graded) on its exercise's representative size and put the
+        result on the verdict: one sandboxed run records the learner's launches, a trusted one replays and
+        times them (perf/speed.py) — never the learner's own process."""
         if self.backend != "gpu":
             verdict.speed_reason = bench_learner.NO_SPEED_INTERPRETER
             return
@@ -503,11 +510,45 @@ class Service:
         if job is None:
             verdict.speed_reason = bench_learner.NO_SPEED_CASE
             return
-        result, data = self.run_job(job, "bench.json", on_wait=on_wait, timeout=120.0)
+        data = self.speed_runs(job, exercise, source, on_wait)
+        verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
+
+    def speed_runs(self, job: dict, exercise: Exercise, source: str, on_wait: Callable | None = None) -> dict:
+        """The two runs of perf/speed.py for a speed job (bench_learner.speed_job): the learner's module records
+        one call, a trusted child replays and times it. Their report: {"rows": [...], "problems": [...]}."""
+        from tritonlab.perf import speed
+
+        # 1. the learner's module, one recorded call on the representative size (nothing timed there)
+        result, data = self.run_job(job, speed.RECORD_RESULT, on_wait=on_wait, timeout=120.0, source=source)
         if data is None:
             why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
-            data = {"problems": [f"the timing run ended without a result ({why})"]}
-        verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
+            data = {"problems": [f"the recording run ended without a result ({why})"]}
+        elif isinstance(data.get("record"), dict) and not data.get("problems"):
+            # 2. timed by replaying that record in a trusted child that never imports the learner's file
+            timing = {
+                "mode": "speed",
+                "exercise": exercise.id,
+                "file": job["file"],
+                "gpu": job.get("gpu", True),
+                "record": data["record"],
+                "peaks_by_gpu": job["peaks_by_gpu"],
+            }
+            result, data = self.run_job(
+                timing,
+                speed.SPEED_RESULT,
+                on_wait=on_wait,
+                timeout=120.0,
+                cache=caches.REPLAY,
+                files={"source.py": source},
+            )
+            if data is None:
+                why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+                data = {"problems": [f"the timing run ended without a result ({why})"]}
+        else:
+            data = {
+                "problems": data.get("problems") or ["your kernel could not be recorded on the speed case"]
+            }
+        return data
 
     def _lost_verdict(
         self, exercise: Exercise, target: Path, seed: int | None, lost: executors.WorkerLost
@@ -568,15 +609,21 @@ class Service:
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 60.0,
         source: str | None = None,
+        cache: str | None = None,
+        files: dict[str, str] | None = None,
     ) -> tuple[sandbox.RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
-        With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`)."""
+        With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
+        `cache`: the compile cache (default the learner's; the replay's only for a trusted mode, which the
+        zygote enforces); `files`: texts written into the run directory first (name -> text)."""
         zygote = self.zygote()
         gate = self.gate()
         gate.acquire(on_wait)
-        run_dir = zygote.new_run_dir(cache=self.cache_name)[0]  # every job mode here runs learner code
+        run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
         try:
+            for name, text in (files or {}).items():
+                (run_dir / name).write_bytes(text.encode("utf-8", errors="surrogateescape"))
             original = Path(job["file"]) if source is not None and "file" in job else None
             if original is not None:
                 copy = grader.snapshot(run_dir, original, source or "")
