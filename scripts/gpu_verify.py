@@ -72,16 +72,26 @@ def sh(argv: list[str], timeout: float, env: dict | None = None, keep: int = 300
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
-        code, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+        code, out, err = "timeout", _text(exc.stdout), _text(exc.stderr)
     except OSError as exc:  # e.g. no nvidia-smi
         code, out, err = "error", "", str(exc)
     return {
         "argv": " ".join(argv[2:] if argv[:2] == [sys.executable, "-m"] else argv),
         "code": code,
         "seconds": round(time.perf_counter() - start, 2),
-        "stdout": out[-6000:],
+        "stdout": out[-STDOUT_KEPT:],  # whole, for the JSON reports; a step that stores it trims it
         "stderr": err[-keep:],
     }
+
+
+STDOUT_KEPT = 8 << 20
+
+
+def _text(data: bytes | str | None) -> str:
+    """A timed-out command's output (bytes even with text=True)."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", errors="replace")
+    return data or ""
 
 
 def last_json(text: str) -> dict | None:
@@ -346,6 +356,7 @@ def breakdown(env: dict, limit: float) -> dict:
 def gpu_tests(env: dict, limit: float) -> dict:
     r = sh([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"], limit, env)
     r["summary"] = (r["stdout"].strip().splitlines() or [""])[-1]
+    r["stdout"] = r["stdout"][-6000:]
     return r
 
 

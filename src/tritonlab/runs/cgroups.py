@@ -267,30 +267,46 @@ class RunGroup:
         controllers: tuple[str, ...] | None = None,
     ) -> None:
         """`controllers`: use only these (the proven ones, see proven()); None: all that were made."""
-        with _setup_lock:
-            parents = _parents()
         self.name = name or f"run-{uuid.uuid4().hex[:12]}"
         self.folders: list[tuple[str, Path, tuple[str, ...]]] = []
         try:
-            for version, parent, made in parents:
-                used = tuple(c for c in made if controllers is None or c in controllers)
-                if not used:
-                    continue
-                folder = Path(parent) / self.name
-                folder.mkdir()
-                self.folders.append((version, folder, used))
-                if "memory" in used and memory_bytes:
-                    self._memory(version, folder, int(memory_bytes))
-                if "pids" in used and pids:
-                    _write(folder / "pids.max", str(int(pids)))
-                if "cpu" in used:
-                    if version == "v2":
-                        _write(folder / "cpu.weight", str(V2_CPU_WEIGHT))
-                    else:
-                        _write(folder / "cpu.shares", str(V1_CPU_SHARES))
+            self._make(memory_bytes, pids, controllers)
+        except FileNotFoundError:
+            # Another tritonlab process in the same cgroup (a second check daemon, `serve`) released the
+            # shared `tritonlab-runs` parent while it was empty (release()): make it again, once. Found on
+            # the H200, where a first check's daemon ending broke every run of the next daemon.
+            self.remove()
+            self.folders = []
+            with _setup_lock:
+                _made.clear()
+            try:
+                self._make(memory_bytes, pids, controllers)
+            except OSError as exc:
+                self.remove()
+                raise CgroupError(exc.errno or errno.EPERM, f"cannot set up the run's cgroup: {exc}") from exc
         except OSError as exc:
             self.remove()
             raise CgroupError(exc.errno or errno.EPERM, f"cannot set up the run's cgroup: {exc}") from exc
+
+    def _make(self, memory_bytes: int | None, pids: int | None, controllers: tuple[str, ...] | None) -> None:
+        with _setup_lock:
+            parents = _parents()
+        for version, parent, made in parents:
+            used = tuple(c for c in made if controllers is None or c in controllers)
+            if not used:
+                continue
+            folder = Path(parent) / self.name
+            folder.mkdir()
+            self.folders.append((version, folder, used))
+            if "memory" in used and memory_bytes:
+                self._memory(version, folder, int(memory_bytes))
+            if "pids" in used and pids:
+                _write(folder / "pids.max", str(int(pids)))
+            if "cpu" in used:
+                if version == "v2":
+                    _write(folder / "cpu.weight", str(V2_CPU_WEIGHT))
+                else:
+                    _write(folder / "cpu.shares", str(V1_CPU_SHARES))
 
     @staticmethod
     def _memory(version: str, folder: Path, limit: int) -> None:
