@@ -1,6 +1,6 @@
 #!/bin/bash
 # GPU call T (2026-12-02, final): the grouped-matmul-order solution's verdict (it failed in call R's dev
-# check, message not kept), `make gpu-verify` (budget 420 s), then 20 checks through a one-node Ray cluster
+# check, message not kept), `make gpu-verify` (budget 400 s), then 20 checks through a one-node Ray cluster
 # with hardened workers (ray_gpu_verify.py) in what is left. Reports go straight to $OUT (at most 8 files),
 # homes and run folders stay in /tmp. Carry: .whl .ray-wheels .deb
 T0=$(date +%s); O=$OUT; export PYTHONUNBUFFERED=1
@@ -17,9 +17,9 @@ print("grouped-matmul-order solution:", v.passed, [f"{f.case} [{f.kind}] {f.mess
 s.close()
 PY
 echo "== grouped $(( $(date +%s)-T0 ))s" >> $O/log.txt
-timeout -s INT 440 make gpu-verify PYTHON=python3 GPU_VERIFY_OUT=$O GPU_VERIFY_ARGS="--budget 420" >> $O/log.txt 2>&1
+timeout -s INT 420 make gpu-verify PYTHON=python3 GPU_VERIFY_OUT=$O GPU_VERIFY_ARGS="--budget 400" >> $O/log.txt 2>&1
 echo "== gpu-verify rc=$? $(( $(date +%s)-T0 ))s" >> $O/log.txt
-L=$(( 575 - ($(date +%s)-T0) )); [ $L -gt 120 ] && L=120
+L=$(( 540 - ($(date +%s)-T0) )); [ $L -gt 110 ] && L=110
 mkdir -p $O/ray
 timeout -s TERM $L env TRITONLAB_SANDBOX=hardened TRITONLAB_HOME=/tmp/hR python3 scripts/ray_gpu_verify.py --out $O/ray --checks 20 --budget $(( L - 8 )) > /tmp/ray-log.txt 2>&1
 echo "== ray rc=$? $(( $(date +%s)-T0 ))s" >> $O/log.txt
