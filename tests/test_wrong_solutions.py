@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tritonlab.grading import contracts, grader
@@ -277,3 +278,24 @@ def test_the_early_judgement_holds_only_when_the_replay_changes_nothing(zygote: 
     solution = next(ROOT.glob("course/*/exercises/vector-add/solution.py"))
     right = grader.check(exercise, solution, "interpreter", zygote, seed=5)
     assert right.passed and right.timings["judged_early"] is True, right.failures
+
+
+def test_results_of_two_executions_are_compared_within_rounding_and_nothing_more() -> None:
+    """grouped-matmul-order's order cases run through the interpreter in a GPU check's child, and compiled in
+    the replay: rounding differences are allowed (found on the H200), a host-written result is not."""
+    from tritonlab.grading import contracts as C
+
+    rng = np.random.default_rng(0)
+    for dtype in ("float32", "float16", "bfloat16"):
+        exact = rng.standard_normal((40, 24))
+        mine = C.to_storage(exact, dtype)
+        values = C.decode(mine, dtype).astype(np.float64)
+        unit = C.UNIT_ROUNDOFF[dtype]
+        nudged = C.to_storage(values * (1 + 2 * unit * rng.choice([-1, 1], values.shape)), dtype)
+        entry = {"arrays": [mine], "outputs": [{"dtype": dtype}]}
+        assert grader.compare_replay(entry, [nudged], tolerant=grader.ROUNDING) == "", dtype
+        assert grader.compare_replay(entry, [nudged], tolerant=False) != "", dtype  # bit for bit: differs
+        wrong = C.to_storage(values + 0.01 * np.abs(values).max(), dtype)
+        assert "differ" in grader.compare_replay(entry, [wrong], tolerant=grader.ROUNDING), dtype
+    order = [c for c in contracts.get("grouped-matmul-order").cases(rng, "gpu") if c.extra.get("order")]
+    assert order and all(contracts.get("grouped-matmul-order").interpreted_on_gpu(c) for c in order)
