@@ -511,20 +511,7 @@ def test_the_verdict_names_the_backend_in_the_pages_language(page: object, serve
         "cases": [{"name": "n=1000", "passed": True}], "failures": [], "notes": [], "stopped": False,
         "solution_available": False,
     }  # fmt: skip
-    stream = (
-        'event: begin\ndata: {"kind": "check", "backend": "interpreter", "command": "tritonlab check x"}\n\n'
-        f"event: verdict\ndata: {json.dumps(verdict)}\n\nevent: end\ndata: {{}}\n\n"
-    )
-    page.route(
-        "**/api/exercises/vector-add/check",
-        lambda route: route.fulfill(
-            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
-        ),
-    )
-    page.route(
-        "**/api/jobs/fake/events",
-        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
-    )
+    fake_check_stream(page, [("verdict", verdict)], backend="interpreter")
     page.goto(f"{server}lessons/5")  # the page's context (and its cookie) ends with the test
     page.click("[data-action=check]")
     expect(page.locator(".verdict-head")).to_contain_text("interpretador · seed 7")
@@ -592,6 +579,24 @@ def test_failures_are_grouped_and_file_line_moves_the_editor(page: object, serve
     assert cursor_line(page) == grid_line
 
 
+def fake_check_stream(page: object, events: list[tuple[str, dict]], backend: str = "gpu") -> None:
+    """The check button's request and its event stream answered by the test (what a server would send)."""
+    begin = {"kind": "check", "backend": backend, "command": "tritonlab check x"}
+    stream = f"event: begin\ndata: {json.dumps(begin)}\n\n"
+    stream += "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    stream += "event: end\ndata: {}\n\n"
+    page.route(
+        "**/api/exercises/vector-add/check",
+        lambda route: route.fulfill(
+            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
+        ),
+    )
+    page.route(
+        "**/api/jobs/fake/events",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
+    )
+
+
 def test_verdict_text_from_the_grader_is_never_html(page: object, server: str) -> None:
     """Messages quote the learner's names: a message holding markup shows it as text, backticks as <code>."""
     expect = playwright_api.expect
@@ -606,20 +611,7 @@ def test_verdict_text_from_the_grader_is_never_html(page: object, server: str) -
         ],
         "notes": [], "stopped": False, "solution_available": False,
     }  # fmt: skip
-    stream = (
-        'event: begin\ndata: {"kind": "check", "backend": "interpreter", "command": "tritonlab check x"}\n\n'
-        f"event: verdict\ndata: {json.dumps(verdict)}\n\nevent: end\ndata: {{}}\n\n"
-    )
-    page.route(
-        "**/api/exercises/vector-add/check",
-        lambda route: route.fulfill(
-            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
-        ),
-    )
-    page.route(
-        "**/api/jobs/fake/events",
-        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
-    )
+    fake_check_stream(page, [("verdict", verdict)], backend="interpreter")
     page.goto(f"{server}lessons/5")
     page.click("[data-action=check]")
     problem = page.locator(".problems li.problem")
@@ -629,23 +621,6 @@ def test_verdict_text_from_the_grader_is_never_html(page: object, server: str) -
     expect(problem.locator(".failure-cause")).to_contain_text("<b>bold</b>")
     assert page.locator(".problems img, .problems b").count() == 0
     assert page.evaluate("window.__pwned") is None
-
-
-def fake_check_stream(page: object, events: list[tuple[str, dict]]) -> None:
-    """The check button's request and its event stream answered by the test (what a GPU server would send)."""
-    stream = 'event: begin\ndata: {"kind": "check", "backend": "gpu", "command": "tritonlab check x"}\n\n'
-    stream += "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-    stream += "event: end\ndata: {}\n\n"
-    page.route(
-        "**/api/exercises/vector-add/check",
-        lambda route: route.fulfill(
-            json={"job": "fake", "events": "/api/jobs/fake/events", "stop": "/api/jobs/fake/stop"}
-        ),
-    )
-    page.route(
-        "**/api/jobs/fake/events",
-        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=stream),
-    )
 
 
 def gpu_verdict(**extra: object) -> dict:

@@ -294,18 +294,31 @@ class Service:
     def warm_up(self) -> None:
         """Start the worker now (in the background), so the first run does not wait for imports. When the GPU
         was asked for by name and its probe is not answered yet (a subprocess creating a CUDA context: seconds),
-        the GPU worker starts importing torch while the probe runs; a probe that finds no usable GPU raises
-        BackendError as before, and the worker started for nothing is closed."""
+        the probe runs in a thread while the GPU worker starts — and, on a process's first worker, while the
+        sandbox's own probe runs (hardening.py: a kernel launched inside bubblewrap, seconds too; the two ran
+        one after the other before, most of a first check's start on the H200). A probe that finds no usable
+        GPU raises BackendError as before, and the worker started for nothing is closed."""
         wanted = (self.requested_backend or config.default_backend()).lower()
         if self.executor == "local" and self._choice is None and wanted == "gpu":
-            early = self._local_zygote("gpu")
+            answer: dict[str, BaseException] = {}
+
+            def probe_gpu() -> None:
+                try:
+                    _ = self.choice
+                except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+                    answer["error"] = exc
+
+            probing = threading.Thread(target=probe_gpu, name="gpu-probe", daemon=True)
+            probing.start()
             try:
-                _ = self.choice
-            except backends.BackendError:
+                early = self._local_zygote("gpu")
+            finally:
+                probing.join()
+            if "error" in answer:
                 with self._lock:
                     self._zygotes.pop("gpu", None)
                 early.close()
-                raise
+                raise answer["error"]
         self.zygote()
 
     def gate(self) -> FairGate:

@@ -609,7 +609,9 @@ def replay_cases(
         except (OSError, ValueError, AttributeError, rundir.Malformed):
             replayed = {}
         atomics = backend == "gpu" and "atomic_" in source
-        interpreted = getattr(contract, "interpreted_on_gpu", lambda _case: False) if backend == "gpu" else None
+        interpreted = (
+            getattr(contract, "interpreted_on_gpu", lambda _case: False) if backend == "gpu" else None
+        )
         for i, entry, _record in todo:
             got = replayed.get(str(i))
             if got is None:
@@ -624,7 +626,9 @@ def replay_cases(
                 arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
                 tolerant: bool | str = atomics
                 if interpreted is not None and interpreted(cases[i]):
-                    tolerant = ROUNDING  # the check child's result came from the interpreter, the replay's not
+                    tolerant = (
+                        ROUNDING  # the check child's result came from the interpreter, the replay's not
+                    )
                 entry["host_computed"] = compare_replay(
                     entry, arrays, tolerant=tolerant, indices=getattr(contract, "REPLAY_OUTPUTS", None)
                 )
@@ -668,7 +672,11 @@ def compare_replay(
             scale = float(finite.max()) if finite.size else 0.0
             unit = contracts.UNIT_ROUNDOFF.get(dtype, 0.0)
             with np.errstate(invalid="ignore"):
-                same = (np.abs(x - y) <= 8 * unit * np.abs(y) + 1e-3 * scale) | (x == y) | (np.isnan(x) & np.isnan(y))
+                same = (
+                    (np.abs(x - y) <= 8 * unit * np.abs(y) + 1e-3 * scale)
+                    | (x == y)
+                    | (np.isnan(x) & np.isnan(y))
+                )
         elif tolerant:
             dtype = entry["outputs"][k].get("dtype", "")
             x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
