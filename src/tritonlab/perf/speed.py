@@ -2,7 +2,7 @@
 
 Two sandboxed runs, after the check passed:
 
-1. **record** (job mode `bench` with `"speed": true`, the learner's compile cache): the learner's module is
+1. **record** (job mode `speed_record`, the learner's compile cache): the learner's module is
    imported and its function called ONCE on the exercise's representative size (the first bench case of its
    reference kernel in `perf/kernels/cases.py`), with the grader's launch recorder on (grading/guards.py, as
    in a check). Nothing is timed here: the run writes the launch record and whether the result agrees with
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-RECORD_RESULT = "bench.json"  # the record run's report (the bench mode's result file)
+RECORD_RESULT = "speed-record.json"  # the record run's report
 SPEED_RESULT = "speed.json"  # the timing run's report: {"rows": [...], "problems": [...]}
 
 
