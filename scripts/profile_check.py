@@ -56,22 +56,29 @@ def child(phase: str, exercise_id: str, run_dir: Path, profile: bool) -> None:
         else:
             harness.run_check(job, run_dir)
     else:
-        (run_dir / "source.py").write_text(solution.read_text())
-        result = json.loads((run_dir / "result.json").read_text())
-        returned = {e["name"] for e in result["cases"] if e.get("status") == "returned"}
-        job_cases = []
-        for i, case in enumerate(cases):
-            record = run_dir / f"c{i}_launches.json"
-            if case.name in returned and record.is_file():
-                args, kwargs = grader.encode_case(case, i, names, run_dir)
-                job_cases.append(
-                    {"index": i, "args": args, "kwargs": kwargs, "record": json.loads(record.read_text())}
-                )
-        job = {"backend": "interpreter", "file": str(solution), "source": "source.py", "cases": job_cases}
+        job = replay_job(cases, names, run_dir, solution, "interpreter")
         os.chdir(run_dir)
         started = time.process_time()
         replay.run_replay(job, run_dir)
     print(json.dumps({"cpu": round(time.process_time() - started, 3)}))
+
+
+def replay_job(cases: list, names: list | None, run_dir: Path, solution: Path, backend: str) -> dict:
+    """The replay job the grader would write after the check child in `run_dir` (its records and results)."""
+    from tritonlab.grading import grader
+
+    (run_dir / "source.py").write_text(solution.read_text())
+    result = json.loads((run_dir / "result.json").read_text())
+    returned = {e["name"] for e in result["cases"] if e.get("status") == "returned"}
+    job_cases = []
+    for i, case in enumerate(cases):
+        record = run_dir / f"c{i}_launches.json"
+        if case.name in returned and record.is_file():
+            args, kwargs = grader.encode_case(case, i, names, run_dir)
+            job_cases.append(
+                {"index": i, "args": args, "kwargs": kwargs, "record": json.loads(record.read_text())}
+            )
+    return {"backend": backend, "file": str(solution), "source": "source.py", "cases": job_cases}
 
 
 def main() -> None:

@@ -95,18 +95,9 @@ def child_phase(phase: str, exercise_id: str, run_dir: Path, backend: str, profi
         job = json.loads((run_dir / "job.json").read_text())
         work = (harness.run_check, job, run_dir)
     else:
-        (run_dir / "source.py").write_text(solution.read_text())
-        result = json.loads((run_dir / "result.json").read_text())
-        returned = {e["name"] for e in result["cases"] if e.get("status") == "returned"}
-        job_cases = []
-        for i, case in enumerate(cases):
-            record = run_dir / f"c{i}_launches.json"
-            if case.name in returned and record.is_file():
-                args, kwargs = grader.encode_case(case, i, names, run_dir)
-                job_cases.append(
-                    {"index": i, "args": args, "kwargs": kwargs, "record": json.loads(record.read_text())}
-                )
-        job = {"backend": backend, "file": str(solution), "source": "source.py", "cases": job_cases}
+        from profile_check import replay_job  # the same job, built the same way (this folder is on sys.path)
+
+        job = replay_job(cases, names, run_dir, solution, backend)
         work = (replay.run_replay, job, run_dir)
     os.chdir(run_dir)
     prof = cProfile.Profile()

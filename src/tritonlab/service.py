@@ -124,6 +124,12 @@ class FairGate:
             self._cond.notify_all()
 
 
+def no_result(run: str, result: sandbox.RunResult) -> dict:
+    """The report of a sandboxed run that wrote none: how it ended."""
+    why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
+    return {"problems": [f"{run} ended without a result ({why})"]}
+
+
 class Service:
     def __init__(
         self,
@@ -534,8 +540,7 @@ class Service:
         # 1. the learner's module, one recorded call on the representative size (nothing timed there)
         result, data = self.run_job(job, speed.RECORD_RESULT, on_wait=on_wait, timeout=120.0, source=source)
         if data is None:
-            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
-            data = {"problems": [f"the recording run ended without a result ({why})"]}
+            data = no_result("the recording run", result)
         elif isinstance(data.get("record"), dict) and not data.get("problems"):
             # 2. timed by replaying that record in a trusted child that never imports the learner's file
             timing = {
@@ -555,8 +560,7 @@ class Service:
                 files={"source.py": source},
             )
             if data is None:
-                why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
-                data = {"problems": [f"the timing run ended without a result ({why})"]}
+                data = no_result("the timing run", result)
         else:
             data = {
                 "problems": data.get("problems") or ["your kernel could not be recorded on the speed case"]
@@ -682,11 +686,10 @@ class Service:
         }
         result, data = self.run_job(job, kernel_inspect.RESULT, on_wait=on_wait, timeout=timeout)
         if data is None:
-            why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
             data = {
                 "target": target,
                 "kernels": [],
-                "problems": [f"the inspect run ended without a result ({why})"],
+                **no_result("the inspect run", result),
                 "output": result.output[-2000:],
             }
         return kernel_inspect.checked(data, target)

@@ -73,9 +73,8 @@ def run_dev_check(
                     # on a GPU, solutions also meet the ≥ 2³¹-element cases of the 1-D exercises (grading/huge.py)
                     huge=service.backend == "gpu" and kind == "solution",
                 )
-                if (
-                    json_out
-                ):  # one line per finished check on stderr, in the order they end (stdout: the report)
+                # with --json, one line per finished check on stderr, in the order they end (stdout: the report)
+                if json_out:
                     name = f"{exercise.id} {kind}"
                     future.add_done_callback(lambda done, name=name: _progress(name, done, began))
                 return future

@@ -388,10 +388,14 @@ def check(
                 [e.get("seconds") for e in result.get("cases", []) if isinstance(e, dict)],
             )
             policy = host_policy(exercise)
+
+            def judge(into: Verdict, outcome: dict) -> None:
+                judge_all(into, contract, cases, outcome, run, graded, exercise.function, policy)
+
             early: EarlyJudge | None = None
             if source is not None and not run.timed_out:
                 # judged while the replay runs; kept unless the replay changes what the judgement reads
-                early = EarlyJudge(verdict, contract, cases, result, run, graded, exercise.function, policy)
+                early = EarlyJudge(judge, verdict, result)
                 mark = time.monotonic()
                 replay_cases(
                     contract, cases, result, run_dir, source, file, backend, zygote, timeout, timings
@@ -399,7 +403,7 @@ def check(
                 timings["replay_s"] = time.monotonic() - mark
             mark = time.monotonic()
             if early is None or not early.take(verdict, result):
-                judge_all(verdict, contract, cases, result, run, graded, exercise.function, policy)
+                judge(verdict, result)
             timings["judge_s"] = time.monotonic() - mark
             if early is not None:
                 timings["judged_early"] = early.taken
@@ -433,9 +437,6 @@ def run_limits(backend: str, timeout: float, cases: list[Case]) -> sandbox.Limit
     return limits
 
 
-REPLAY_SETS = ("host_computed", "data", "huge_summary")  # the fields replay_cases may set on a case's entry
-
-
 class EarlyJudge:
     """`judge_all` on a copy of the check child's result, in a thread started before the replay run: the
     parent only waits for that run, so the float64 comparisons (0.3–0.7 s for a GPU check's cases, measured
@@ -443,17 +444,7 @@ class EarlyJudge:
     tile map it saw, a huge case's summary); `take` keeps the early judgement only when it set none of them
     on any case, else the caller judges again from the replayed result."""
 
-    def __init__(
-        self,
-        verdict: Verdict,
-        contract: object,
-        cases: list[Case],
-        result: dict,
-        run: sandbox.RunResult,
-        file: Path,
-        function: str,
-        policy: dict,
-    ) -> None:
+    def __init__(self, judge: Callable[[Verdict, dict], None], verdict: Verdict, result: dict) -> None:
         self.taken = False
         self.before = self._snapshot(result)
         entries = [dict(e) if isinstance(e, dict) else e for e in result.get("cases", [])]
@@ -462,13 +453,12 @@ class EarlyJudge:
             exercise=verdict.exercise, backend=verdict.backend, seed=verdict.seed, file=verdict.file
         )
         self.problem: BaseException | None = None
-        self.thread = threading.Thread(
-            target=self._judge, args=(contract, cases, run, file, function, policy), name="judge", daemon=True
-        )
+        self.thread = threading.Thread(target=self._judge, args=(judge,), name="judge", daemon=True)
         self.thread.start()
 
     @staticmethod
     def _snapshot(result: dict) -> list[tuple]:
+        """What replay_cases may set on each entry: a host-computed reason, a new tile map, a huge summary."""
         return [
             (bool(e.get("host_computed")), id(e.get("data")), id(e.get("huge_summary")))
             if isinstance(e, dict)
@@ -476,17 +466,9 @@ class EarlyJudge:
             for e in result.get("cases", [])
         ]
 
-    def _judge(
-        self,
-        contract: object,
-        cases: list[Case],
-        run: sandbox.RunResult,
-        file: Path,
-        function: str,
-        policy: dict,
-    ) -> None:
+    def _judge(self, judge: Callable[[Verdict, dict], None]) -> None:
         try:
-            judge_all(self.scratch, contract, cases, self.copy, run, file, function, policy)
+            judge(self.scratch, self.copy)
         except BaseException as exc:  # noqa: BLE001 - re-raised by judging again in the caller's thread
             self.problem = exc
 
@@ -609,9 +591,8 @@ def replay_cases(
         except (OSError, ValueError, AttributeError, rundir.Malformed):
             replayed = {}
         atomics = backend == "gpu" and "atomic_" in source
-        interpreted = (
-            getattr(contract, "interpreted_on_gpu", lambda _case: False) if backend == "gpu" else None
-        )
+        # a case whose check child ran the kernels through the interpreter on a GPU, the replay compiled
+        interpreted = getattr(contract, "interpreted_on_gpu", None) if backend == "gpu" else None
         for i, entry, _record in todo:
             got = replayed.get(str(i))
             if got is None:
@@ -624,11 +605,7 @@ def replay_cases(
                 entry["host_computed"] = compare_huge(entry, got.get("huge"))
             else:
                 arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
-                tolerant: bool | str = atomics
-                if interpreted is not None and interpreted(cases[i]):
-                    tolerant = (
-                        ROUNDING  # the check child's result came from the interpreter, the replay's not
-                    )
+                tolerant = ROUNDING if interpreted and interpreted(cases[i]) else atomics
                 entry["host_computed"] = compare_replay(
                     entry, arrays, tolerant=tolerant, indices=getattr(contract, "REPLAY_OUTPUTS", None)
                 )
@@ -665,22 +642,18 @@ def compare_replay(
         k = indices[j]
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"output {k}: the launches alone give a different shape or dtype"
-        if tolerant == ROUNDING:
+        if tolerant:
             dtype = entry["outputs"][k].get("dtype", "")
             x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
-            finite = np.abs(y[np.isfinite(y)])
-            scale = float(finite.max()) if finite.size else 0.0
-            unit = contracts.UNIT_ROUNDOFF.get(dtype, 0.0)
-            with np.errstate(invalid="ignore"):
-                same = (
-                    (np.abs(x - y) <= 8 * unit * np.abs(y) + 1e-3 * scale)
-                    | (x == y)
-                    | (np.isnan(x) & np.isnan(y))
-                )
-        elif tolerant:
-            dtype = entry["outputs"][k].get("dtype", "")
-            x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
-            same = np.isclose(x, y, rtol=1e-3, atol=1e-6, equal_nan=True)
+            if tolerant == ROUNDING:
+                finite = np.abs(y[np.isfinite(y)])
+                scale = float(finite.max()) if finite.size else 0.0
+                unit = contracts.UNIT_ROUNDOFF.get(dtype, 0.0)
+                with np.errstate(invalid="ignore"):
+                    close = np.abs(x - y) <= 8 * unit * np.abs(y) + 1e-3 * scale
+                same = close | (x == y) | (np.isnan(x) & np.isnan(y))
+            else:
+                same = np.isclose(x, y, rtol=1e-3, atol=1e-6, equal_nan=True)
         else:
             same = a == b
         if not bool(np.all(same)):

@@ -22,12 +22,14 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import importlib
 import json
 import linecache
 import math
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -568,24 +570,40 @@ class Replayer:
         raise Refused("the launch record is malformed (argument)")
 
     def run_events(self, record: dict, run_kernels: dict, lower_kernels: dict) -> None:
+        if self.materialize:
+            for step in self.steps(record, run_kernels, lower_kernels):
+                step()
+            return
+        for event in _list(record.get("events"), "events", MAX_EVENTS):  # the lowering pass: launches only
+            event = _dict(event, "event")
+            if event.get("op") == "launch":
+                name, _grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
+                if self.device == "cpu":  # on a GPU the launch itself compiles for the real target
+                    params = [p.name for p in lower_kernels[name].params]
+                    lower(lower_kernels[name], dict(zip(params, args, strict=False)) | kwargs, options)
+
+    def steps(self, record: dict, run_kernels: dict, lower_kernels: dict) -> list[Callable[[], Any]]:
+        """The record's events as calls, in order (launches with the recorded grids, copies, fills), every
+        argument decoded and checked before the first one runs: the replay runs them once, the speed timing
+        (perf/speed.py) many times."""
+        steps: list[Callable[[], Any]] = []
         for event in _list(record.get("events"), "events", MAX_EVENTS):
             event = _dict(event, "event")
             op = event.get("op")
             if op == "launch":
                 name, grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
-                if self.materialize:
-                    run_kernels[name][grid](*args, **kwargs, **options)
-                elif self.device == "cpu":  # on a GPU the launch itself compiles for the real target
-                    params = [p.name for p in lower_kernels[name].params]
-                    lower(lower_kernels[name], dict(zip(params, args, strict=False)) | kwargs, options)
-            elif not self.materialize:
-                continue
+                steps.append(functools.partial(run_kernels[name][grid], *args, **kwargs, **options))
             elif op == "copy":
-                self.tensor(event.get("dst")).copy_(self.tensor(event.get("src")))
+                steps.append(
+                    functools.partial(self.tensor(event.get("dst")).copy_, self.tensor(event.get("src")))
+                )
             elif op == "fill":
-                self.tensor(event.get("dst")).fill_(self.value(event.get("value")))
+                steps.append(
+                    functools.partial(self.tensor(event.get("dst")).fill_, self.value(event.get("value")))
+                )
             else:
                 raise Refused("the launch record is malformed (event)")
+        return steps
 
     def launch_arguments(self, event: dict, lower_kernels: dict) -> tuple[str, tuple, list, dict, dict]:
         name = event.get("kernel")

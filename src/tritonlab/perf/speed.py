@@ -19,10 +19,8 @@ for a check. What a learner's process could fake about its own timing, it no lon
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,38 +115,6 @@ def record_main(job: dict, run_dir: Path) -> int:
     return 0
 
 
-def prepared(replayer: Any, record: dict, run_kernels: dict, lower_kernels: dict) -> Callable[[], None]:
-    """The record's events as one callable: arguments decoded and checked once, so that a timed call is the
-    launches (and the recorded copies and fills) alone."""
-    from tritonlab.grading import replay
-
-    steps: list[Callable[[], Any]] = []
-    for event in replay._list(record.get("events"), "events", replay.MAX_EVENTS):
-        event = replay._dict(event, "event")
-        op = event.get("op")
-        if op == "launch":
-            name, grid, args, kwargs, options = replayer.launch_arguments(event, lower_kernels)
-            steps.append(functools.partial(run_kernels[name][grid], *args, **kwargs, **options))
-        elif op == "copy":
-            steps.append(
-                functools.partial(replayer.tensor(event.get("dst")).copy_, replayer.tensor(event.get("src")))
-            )
-        elif op == "fill":
-            steps.append(
-                functools.partial(replayer.tensor(event.get("dst")).fill_, replayer.value(event.get("value")))
-            )
-        else:
-            raise replay.Refused("the launch record is malformed (event)")
-    if not any(e.get("op") == "launch" for e in record["events"] if isinstance(e, dict)):
-        raise replay.Refused("the record holds no kernel launch")
-
-    def run() -> None:
-        for step in steps:
-            step()
-
-    return run
-
-
 def trusted_main(job: dict, run_dir: Path) -> int:
     """Run 2 (mode `speed`, never imports the learner's file): replay the record, compare, time."""
     import torch
@@ -170,7 +136,14 @@ def trusted_main(job: dict, run_dir: Path) -> int:
         _call, _entries, buffers = guarded_inputs(args, device)
         replayer = replay.Replayer(device, run_dir)
         replayer.build_buffers(record, buffers)
-        launches = prepared(replayer, record, run_kernels, lower_kernels)
+        steps = replayer.steps(record, run_kernels, lower_kernels)
+        if not any(e.get("op") == "launch" for e in record["events"] if isinstance(e, dict)):
+            raise replay.Refused("the record holds no kernel launch")
+
+        def launches() -> None:  # the timed call: the recorded launches (and copies and fills) alone
+            for step in steps:
+                step()
+
         outputs = [
             replayer.tensor(s) for s in replay._list(record.get("outputs"), "outputs", replay.MAX_ARGS)
         ]

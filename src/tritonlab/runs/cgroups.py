@@ -270,20 +270,17 @@ class RunGroup:
         self.name = name or f"run-{uuid.uuid4().hex[:12]}"
         self.folders: list[tuple[str, Path, tuple[str, ...]]] = []
         try:
-            self._make(memory_bytes, pids, controllers)
-        except FileNotFoundError:
-            # Another tritonlab process in the same cgroup (a second check daemon, `serve`) released the
-            # shared `tritonlab-runs` parent while it was empty (release()): make it again, once. Found on
-            # the H200, where a first check's daemon ending broke every run of the next daemon.
-            self.remove()
-            self.folders = []
-            with _setup_lock:
-                _made.clear()
             try:
                 self._make(memory_bytes, pids, controllers)
-            except OSError as exc:
+            except FileNotFoundError:
+                # Another tritonlab process in the same cgroup (a second check daemon, `serve`) released the
+                # shared `tritonlab-runs` parent while it was empty (release()): make it again, once. Found
+                # on the H200, where a first check's daemon ending broke every run of the next daemon.
                 self.remove()
-                raise CgroupError(exc.errno or errno.EPERM, f"cannot set up the run's cgroup: {exc}") from exc
+                self.folders = []
+                with _setup_lock:
+                    _made.clear()
+                self._make(memory_bytes, pids, controllers)
         except OSError as exc:
             self.remove()
             raise CgroupError(exc.errno or errno.EPERM, f"cannot set up the run's cgroup: {exc}") from exc

@@ -329,13 +329,6 @@ def cuda_check(run_dir: str) -> dict:
         return {"ok": False, "step": step, "error": f"{type(exc).__name__}: {exc}"[:600]}
 
 
-if __name__ == "__main__":
-    import json
-    import sys
-
-    print(json.dumps(probe(json.loads(sys.argv[1]))))
-
-
 def searchable_path(path: str) -> str:
     """PATH without the folders this run cannot search. Run inside the run (its user, its mounts): a folder
     it may not enter makes a program lookup fail with PermissionError instead of FileNotFoundError, and
@@ -347,3 +340,10 @@ def searchable_path(path: str) -> str:
         if os.path.isabs(folder) and os.path.isdir(folder) and os.access(folder, os.X_OK)
     ]
     return os.pathsep.join(dict.fromkeys(kept))
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(probe(json.loads(sys.argv[1]))))
