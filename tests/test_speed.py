@@ -146,3 +146,32 @@ def test_launches_that_do_not_compute_the_answer_are_not_timed(home: Path, tmp_p
     data = speed_of(home, "vector-add", fake)
     assert not data.get("rows") and data["problems"], data
     assert "not timed" in data["problems"][0] or "could not be recorded" in data["problems"][0], data
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        # a launch of a kernel the file does not define
+        '{"buffers": [], "events": [{"op": "launch", "kernel": "os_system", "grid": [1], "args": []}], "outputs": []}',
+        # more events than a record may hold
+        '{"buffers": [], "events": [{"op": "fill"}] * 100000, "outputs": []}',
+        # nested far past what a result file may hold
+        '{"buffers": [], "events": functools.reduce(lambda x, _: [x], range(400), []), "outputs": []}',
+        # not a record at all
+        '"a string"',
+    ],
+)
+def test_a_forged_record_is_refused_by_the_timing_run(home: Path, tmp_path: Path, forged: str) -> None:
+    """The recording run executes learner code: the module can replace the grader's own recorder (as
+    tests/wrong/vector_add/patches_grader.py does) and hand on any record it likes. The trusted timing run
+    checks it like any record: nothing is timed, the report says why, nothing raises."""
+    solution = load_course().exercise("vector-add").solution.read_text()
+    fake = tmp_path / "vector_add.py"
+    fake.write_text(
+        "import functools\n"
+        "from tritonlab.grading import guards\n"
+        f"guards.launch_record = lambda *args, **kwargs: {forged}\n" + solution
+    )
+    data = speed_of(home, "vector-add", fake)
+    assert not data.get("rows"), data
+    assert data["problems"] and all(isinstance(p, str) for p in data["problems"]), data
