@@ -198,6 +198,9 @@ def test_cli_force_interpreter_runs_and_plots(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["interpreter"] is True and data["rows"][0]["impls"]["triton"]["ms"] > 0
+    # each case's wall seconds, per run (where a time-boxed run's budget went)
+    assert [c["run"] for c in data["case_seconds"]] == [1] * len(data["rows"])
+    assert all(c["case"].startswith("vector_add ") and c["seconds"] > 0 for c in data["case_seconds"])
     assert png.exists() and png.with_name("va-sizes.png").exists()
 
 

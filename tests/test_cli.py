@@ -149,11 +149,15 @@ def test_watch_checks_then_quits(fixture_course: Path, tmp_path: Path) -> None:
     assert "vector-copy" in result.stdout and "not yet" in result.stdout and "Hint 1/2" in result.stdout
 
 
-def test_dev_check_on_fixture_course(fixture_course: Path) -> None:
+def test_dev_check_on_fixture_course(fixture_course: Path, home: Path) -> None:
     result = cli("dev", "check", "--json")
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["ok"], report["problems"]
     assert {i["item"] for i in report["items"]} >= {"vector-copy solution", "vector-copy starter"}
+    # what each item took is kept for the next run's order (longest first)
+    times = json.loads((home / "dev-check-times.json").read_text())["interpreter"]
+    assert {"vector-copy solution", "vector-copy starter"} <= set(times)
+    assert all(isinstance(v, float) and v > 0 for v in times.values())
 
 
 def test_dev_check_catches_a_passing_starter(home: Path, tmp_path: Path) -> None:

@@ -162,6 +162,12 @@ def test_daemon_runs_are_single_use_and_an_idle_daemon_ends(
         assert wait_until(lambda: not any(alive(p) for p in pids), 10)
         socks = list((forced / "daemon").glob("*.sock"))
         assert wait_until(lambda: not alive(next(iter(daemons))), 40) and not socks[0].exists()
+        # its log has the phases of its start, in order (make gpu-verify's first check reports them)
+        (log,) = (forced / "daemon").glob("*.log")
+        (line,) = [x for x in log.read_text().splitlines() if x.startswith('{"daemon_start"')]
+        phases = json.loads(line)["daemon_start"]
+        order = ["thread_s", "service_s", "warm_up_s", "backend_s", "worker_ready_s"]
+        assert list(phases) == order and sorted(phases.values()) == [phases[k] for k in order], phases
     finally:
         stop_daemon([e for e in events if "daemon" in e and alive(e["daemon"])])
 

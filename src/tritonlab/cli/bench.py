@@ -92,7 +92,12 @@ def run_bench(
                 label = f"{case.kernel} {case.dtype} {'x'.join(map(str, case.shape))} (run {run + 1})"
                 result.setdefault("skipped", []).append(label)
                 continue
+            began = time.monotonic()
             timed[-1].append(bench.measure_case(case, peaks, gpu=gpu))
+            # where a time-boxed run's seconds went: run 1 includes compiling ours and torch.compile's kernels
+            result.setdefault("case_seconds", []).append(
+                {"case": case.label, "run": run + 1, "seconds": round(time.monotonic() - began, 2)}
+            )
     if cases:
         result["rows"] = targets_mod.combine(timed) if runs > 1 else timed[0]
         result["runs"] = runs

@@ -50,6 +50,8 @@ from pathlib import Path
 
 from tritonlab import config
 
+_PROCESS_STARTED = time.monotonic()  # the daemon start's phases in its log count from here
+
 DEFAULT_IDLE_S = 600.0
 CONNECT_WAIT_S = 20.0
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
@@ -261,10 +263,15 @@ class CheckServer:
         from tritonlab.content.course import CourseError
         from tritonlab.service import BackendError, ExecutorError, Service
 
+        began = _PROCESS_STARTED  # the phases below: seconds since the daemon's module was loaded
+        marks: dict[str, float] = {"thread_s": time.monotonic() - began}
         try:
             service = Service(backend=self.requested, executor="local", workspace_dir=self.root)
+            marks["service_s"] = time.monotonic() - began
             service.warm_up()  # the zygote imports torch (while the GPU probe runs) and fills its pool
+            marks["warm_up_s"] = time.monotonic() - began
             _ = service.choice
+            marks["backend_s"] = time.monotonic() - began
             self.service = service
         except CourseError as exc:
             self.problem = {"error": "course", "detail": str(exc)}
@@ -273,6 +280,14 @@ class CheckServer:
         except Exception as exc:  # noqa: BLE001 - the client prints it and checks locally
             self.problem = {"error": "unavailable", "detail": f"{type(exc).__name__}: {exc}"}
         self.ready.set()
+        if (
+            self.service is not None
+        ):  # the start's phases, in its log (make gpu-verify's first check reads it)
+            with contextlib.suppress(Exception):
+                self.service.zygote().wait_ready()
+                marks["worker_ready_s"] = time.monotonic() - began
+            line = {"daemon_start": {k: round(v, 3) for k, v in marks.items()}}
+            print(json.dumps(line), file=sys.stderr, flush=True)
 
     def serve(self) -> None:
         while True:

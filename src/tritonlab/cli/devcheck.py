@@ -12,18 +12,74 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from tritonlab import config
 from tritonlab.content.course import CourseError, load_course
 
 
 def default_jobs(backend: str) -> int:
-    """Checks at once: on a GPU one per three CPU cores (a check keeps about three busy: its run compiling
-    with ptxas, the parent's NumPy judging beside the replay), at most 6 (each run holds a CUDA context and
-    its cases in GPU memory, a few GB at most — a huge case tens of GB, on a GPU that has them); on the
-    interpreter the service's own two runs at once. On the H200 (16 cores) 4 at a time took 122 s
-    (docs/gpu-runs/2026-12-02-round5, call P)."""
+    """Checks at once: on a GPU one per two CPU cores, at most 8. A check keeps one to two cores busy (its run
+    compiling with ptxas, then the replay compiling again in its own cache while the parent judges beside
+    it); each run holds a CUDA context and its cases in GPU memory, a few GB at most — a huge case tens of GB,
+    and only three exercises have one. On the H200 (16 cores) 4 at a time took 122 s, 5 took 115 s with the
+    heaviest check started 38 s in (docs/gpu-runs/2026-12-02-round5, calls P and T). On the interpreter the
+    service's own two runs at once."""
     if backend == "gpu":
-        return max(1, min(6, (os.cpu_count() or 4) // 3))
+        return max(1, min(8, (os.cpu_count() or 4) // 2))
     return 2
+
+
+TIMES_FILE = "dev-check-times.json"
+# Without a recorded time: what a check costs is mostly compiling (twice: the run, then the replay in its own
+# cache), and the kernels with a tl.dot or an autotuner compile the longest; solutions also meet every case
+# (the huge ones on a GPU). Measured on the H200 (call T): matmul-bias solution 64 s, autotune solution 46 s,
+# attention-forward 30-37 s, the 1-D and 2-D exercises 1-8 s, an example 0.2-4 s.
+GUESS_S = {"heavy": 30.0, "solution": 6.0, "starter": 4.0, "example": 2.0}
+
+
+def guess_seconds(kind: str, path: Any) -> float:
+    """How long an item of dev check is expected to take when no earlier run recorded it."""
+    if kind == "example":
+        return GUESS_S["example"]
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        text = ""
+    heavy = "tl.dot(" in text or "triton.autotune" in text
+    return GUESS_S[kind] + (GUESS_S["heavy"] if heavy else 0.0)
+
+
+def recorded_times(backend: str) -> dict[str, float]:
+    """The seconds each item took in this machine's last dev check on ``backend`` (none: an empty dict)."""
+    try:
+        data = json.loads((config.home() / TIMES_FILE).read_text())
+        times = data.get(backend, {})
+        return {str(k): float(v) for k, v in times.items() if isinstance(v, (int, float))}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def record_times(backend: str, rows: list[dict]) -> None:
+    """Keep each item's seconds for the next run's order (longest first); failing to write costs only that."""
+    path = config.home() / TIMES_FILE
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    known = data.get(backend) if isinstance(data.get(backend), dict) else {}
+    data[backend] = known | {r["item"]: r["seconds"] for r in rows}  # a run of a few (--only) keeps the rest
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    except OSError:
+        pass
+
+
+def longest_first(estimates: dict[str, float]) -> list[str]:
+    """Items by expected seconds, longest first (list scheduling's LPT rule: the long poles start at once and the
+    short items fill the slots around them); ties keep their given order."""
+    return sorted(estimates, key=lambda name: -estimates[name])
 
 
 def run_dev_check(
@@ -56,43 +112,48 @@ def run_dev_check(
         if not only or exercise.id in only
         for kind, path, want in (("solution", exercise.solution, True), ("starter", exercise.starter, False))
     ]
+    examples_wanted = [] if only else [(lesson, ex) for lesson in course.lessons for ex in lesson.examples]
+    names = [f"{exercise.id} {kind}" for exercise, kind, _, _ in items]
+    example_names = [f"example {lesson.id}/{example.file.name}" for lesson, example in examples_wanted]
+    recorded = recorded_times(service.backend)
+    estimates = {
+        name: recorded.get(name, guess_seconds(kind, path))
+        for name, (_, kind, path, _) in zip(names, items, strict=True)
+    } | {
+        name: recorded.get(name, guess_seconds("example", example.file))
+        for name, (_, example) in zip(example_names, examples_wanted, strict=True)
+    }
     try:
         with ThreadPoolExecutor(max_workers=service.slots) as pool:
-            # Submitted last lesson first: the later exercises are the heavy ones (matmul family, attention), so
-            # they start early; the examples (a second or two each) go in after the first half, so that they
-            # are not all left for the end (on the H200 they were its last 20 s); the light checks fill the
-            # gaps. Rows are still reported in course order.
-            def submit(index: int) -> Future:
-                exercise, kind = items[index][0], items[index][1]
-                future = pool.submit(
-                    service.check,
-                    exercise,
-                    file=items[index][2],
-                    record=False,
-                    speed=False,
-                    # on a GPU, solutions also meet the ≥ 2³¹-element cases of the 1-D exercises (grading/huge.py)
-                    huge=service.backend == "gpu" and kind == "solution",
-                )
-                # with --json, one line per finished check on stderr, in the order they end (stdout: the report)
+            # Longest first, by this machine's last run (TRITONLAB_HOME/dev-check-times.json) or, the first
+            # time, by a guess from the file (a tl.dot or an autotuner: a long compile): the heaviest checks
+            # start at once and the short ones fill in around them. Rows are still reported in course order.
+            futures: dict[str, Future] = {}
+            for name in longest_first(estimates):
+                if name in example_names:
+                    example = examples_wanted[example_names.index(name)][1]
+                    future = pool.submit(service.run_file, example.file, timeout=120)
+                else:
+                    exercise, kind, path, _ = items[names.index(name)]
+                    future = pool.submit(
+                        service.check,
+                        exercise,
+                        file=path,
+                        record=False,
+                        speed=False,
+                        # on a GPU, solutions also meet the ≥ 2³¹-element cases of the 1-D exercises
+                        # (grading/huge.py)
+                        huge=service.backend == "gpu" and kind == "solution",
+                    )
+                # with --json, one line per finished item on stderr, in the order they end (stdout: the report)
                 if json_out:
-                    name = f"{exercise.id} {kind}"
                     future.add_done_callback(lambda done, name=name: _progress(name, done, began))
-                return future
-
-            order = list(reversed(range(len(items))))
-            half = len(order) // 2
-            submitted = {index: submit(index) for index in order[:half]}
-            examples = []
-            if not only:
-                for lesson in course.lessons:
-                    for example in lesson.examples:
-                        future = pool.submit(service.run_file, example.file, timeout=120)
-                        if json_out:
-                            name = f"example {lesson.id}/{example.file.name}"
-                            future.add_done_callback(lambda done, name=name: _progress(name, done, began))
-                        examples.append((lesson, example, future))
-            submitted |= {index: submit(index) for index in order[half:]}
-            checks = [submitted[index] for index in range(len(items))]
+                futures[name] = future
+            checks = [futures[name] for name in names]
+            examples = [
+                (lesson, example, futures[name])
+                for name, (lesson, example) in zip(example_names, examples_wanted, strict=True)
+            ]
             if not only:
                 quiz_rows: list[dict] = []  # meanwhile, in this thread; reported after the checks
                 quiz_problems = check_quizzes(course, out, True, quiz_rows)
@@ -126,10 +187,23 @@ def run_dev_check(
                 rows += quiz_rows
                 problems += quiz_problems
                 problems += report_examples(examples, out, json_out, rows)
+            ran = [f for _, _, f in examples]
+            record_times(service.backend, _item_seconds(names, checks) + _item_seconds(example_names, ran))
     finally:
         service.close()
     _report(out, json_out, rows, problems)
     return problems
+
+
+def _item_seconds(names: list[str], futures: list[Future]) -> list[dict]:
+    """The seconds of each item that finished: a verdict's duration, an example's run time."""
+    rows = []
+    for name, future in zip(names, futures, strict=True):
+        if future.exception() is None:
+            result = future.result()
+            seconds = result.duration_s if hasattr(result, "duration_s") else result[0].seconds
+            rows.append({"item": name, "seconds": round(seconds, 2)})
+    return rows
 
 
 PROGRESS_TIMINGS = ("queue_wait_s", "cases_s", "check_run_s", "replay_s", "judge_s", "compile_s")
