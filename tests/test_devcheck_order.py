@@ -46,7 +46,9 @@ def test_longest_first_keeps_the_given_order_on_ties() -> None:
 
 
 def test_times_are_kept_per_backend_and_merged(home: Path) -> None:
-    devcheck.record_times("gpu", [{"item": "a solution", "seconds": 3.5}, {"item": "b starter", "seconds": 1.0}])
+    devcheck.record_times(
+        "gpu", [{"item": "a solution", "seconds": 3.5}, {"item": "b starter", "seconds": 1.0}]
+    )
     devcheck.record_times("interpreter", [{"item": "a solution", "seconds": 9.0}])
     devcheck.record_times("gpu", [{"item": "b starter", "seconds": 2.0}])  # a run with --only
     assert devcheck.recorded_times("gpu") == {"a solution": 3.5, "b starter": 2.0}

@@ -71,14 +71,31 @@ def test_judge_marks_each_target_met_or_short() -> None:
     text = gpu_verify.summary_md(report | {"targets": gpu_verify.judge(report), "steps": {}})
     assert "| dev check --backend gpu, s | 95.0 | ≤ 90.0 | **short** |" in text
     # the GPU-marked tests: met only when they ran and passed (all skipped, e.g. no GPU, is not a pass)
-    for summary, code, met in (("30 passed in 80s", 0, True), ("33 skipped in 2s", 0, False),
-                               ("1 failed, 29 passed in 90s", 1, False)):
-        tests = {"gpu_tests": {"code": code, "tests": 30, "summary": summary, "shards": [
-            {"files": ["tests/test_pool.py"], "code": code, "summary": summary,
-             "output": "FAILED tests/test_pool.py::test_x - boom\n" if code else ""}]}}
+    for summary, code, met in (
+        ("30 passed in 80s", 0, True),
+        ("33 skipped in 2s", 0, False),
+        ("1 failed, 29 passed in 90s", 1, False),
+    ):
+        tests = {
+            "gpu_tests": {
+                "code": code,
+                "tests": 30,
+                "summary": summary,
+                "shards": [
+                    {
+                        "files": ["tests/test_pool.py"],
+                        "code": code,
+                        "summary": summary,
+                        "output": "FAILED tests/test_pool.py::test_x - boom\n" if code else "",
+                    }
+                ],
+            }
+        }
         (row,) = [t for t in gpu_verify.judge(tests) if t["what"].startswith("GPU-marked tests")]
         assert row["met"] is met, (summary, row)
-        assert ("FAILED tests/test_pool.py::test_x" in gpu_verify.summary_md(tests | {"steps": {}})) == bool(code)
+        assert ("FAILED tests/test_pool.py::test_x" in gpu_verify.summary_md(tests | {"steps": {}})) == bool(
+            code
+        )
 
 
 def test_cli_check_times_the_verdict_line(tmp_path: Path) -> None:
