@@ -133,9 +133,10 @@ def rms_norm_backward(
     else:
         partial = torch.empty((programs, N), device=x.device, dtype=torch.float32)
     BLOCK_N = next_pow2(N)
+    stages = {"num_stages": int(cfg["num_stages"])} if "num_stages" in cfg else {}  # the compiler's otherwise
     _rms_bwd_kernel[(programs,)](
         x, weight, dy, dx, partial, M, N, rows_per_program, x.stride(0), dy.stride(0), dx.stride(0), eps,
-        BLOCK_N=BLOCK_N, ROWS=int(cfg.get("rows", 1)), ATOMIC=atomic, num_warps=int(cfg["num_warps"]),
+        BLOCK_N=BLOCK_N, ROWS=int(cfg.get("rows", 1)), ATOMIC=atomic, num_warps=int(cfg["num_warps"]), **stages,
     )  # fmt: skip
     if atomic:
         dw.copy_(partial)

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Where the two short RMSNorm kernels lose their bandwidth, measured on a GPU (docs/benchmarks.md cites it).
+
+    python scripts/probe_rms_norm_gaps.py --out FILE.json
+
+- backward (16384×4096 and 8192×8192 bf16, 16384×4096 fp32, and 65536×4096 bf16 to separate a fixed cost
+  from the per-row rate): the default; the main kernel alone (no second, summing kernel); the same persistent
+  loop with the two row reductions taken out (loads x and dy, stores x·dy: what the loop's structure moves);
+  registers and spills of each compiled kernel; the launch's num_stages 1–4 and a few configurations.
+- forward bf16 8192×8192 (0.9 points short, torch.compile 93 % there): rows × warps × persistent stages, with
+  registers and spills, next to torch.compile in the same process.
+Same protocol as `tritonlab bench` (do_bench median, L2 flushed); % of this GPU's measured copy bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from tritonlab import config  # noqa: E402
+from tritonlab.perf import bench  # noqa: E402
+from tritonlab.perf.kernels import rms_norm, rms_norm_backward  # noqa: E402
+from tritonlab.perf.kernels._common import next_pow2, num_sms  # noqa: E402
+from tritonlab.perf.peaks import get_peaks  # noqa: E402
+
+
+@triton.jit
+def _loop_only_kernel(
+    x_ptr, dy_ptr, dx_ptr, M, N, rows_per_program, stride, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+):
+    # the backward's persistent loop and memory traffic (read x, dy; write dx) without its row reductions
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    first = (pid * rows_per_program).to(tl.int64)
+    last = tl.minimum(first + rows_per_program, M)
+    for start in range(first, last, ROWS):
+        rows = start + tl.arange(0, ROWS)
+        mask = (rows < last)[:, None] & cmask[None, :]
+        offs = rows[:, None] * stride + cols[None, :]
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(dx_ptr + offs, (x * dy).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+def regs(kernel) -> dict:  # noqa: ANN001 - the newest compiled specialisation of a JITFunction
+    try:
+        cache = kernel.device_caches[torch.cuda.current_device()][0]
+        compiled = list(cache.values())[-1]
+        compiled._init_handles()
+        return {"n_regs": compiled.n_regs, "n_spills": compiled.n_spills}
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+        return {"regs_error": f"{type(exc).__name__}: {exc}"[:120]}
+
+
+def timed(fn, nbytes: int, roof: float) -> dict:  # noqa: ANN001
+    try:
+        t = bench.time_ms(fn, gpu=True)
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"ms": round(t["ms"], 5), "pct_copy": round(100 * bench.gbps(nbytes, t["ms"]) / roof, 1)}
+
+
+def backward(roof: float) -> list[dict]:
+    out = []
+    for m, n, dt in (
+        (16384, 4096, torch.bfloat16),
+        (8192, 8192, torch.bfloat16),
+        (16384, 4096, torch.float32),
+        (65536, 4096, torch.bfloat16),
+    ):
+        row = backward_case(m, n, dt, roof)
+        out.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "sweep"}), flush=True)
+        torch.cuda.empty_cache()
+    return out
+
+
+def backward_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
+    x = torch.randn(m, n, device="cuda", dtype=dt)
+    dy = torch.randn(m, n, device="cuda", dtype=dt)
+    w = torch.randn(n, device="cuda", dtype=dt)
+    nbytes = rms_norm_backward.bytes_moved(m, n, x.element_size())
+    base = rms_norm_backward.default_config(m, n, x.device)
+    row: dict = {"shape": [m, n], "dtype": str(dt).split(".")[-1], "default": base}
+    row["whole"] = timed(lambda: rms_norm_backward.rms_norm_backward(x, w, dy), nbytes, roof)
+    row["whole"] |= regs(rms_norm_backward._rms_bwd_kernel)
+    # the main kernel alone: the summing kernel and the partials' read-back left out
+    rpp = triton.cdiv(m, base["programs"])
+    progs = triton.cdiv(m, rpp)
+    dx, part = torch.empty_like(x), torch.empty(progs, n, device="cuda", dtype=torch.float32)
+    kw = {"BLOCK_N": next_pow2(n), "ROWS": base["rows"], "num_warps": base["num_warps"]}
+
+    def main_only() -> None:
+        rms_norm_backward._rms_bwd_kernel[(progs,)](
+            x, w, dy, dx, part, m, n, rpp, x.stride(0), dy.stride(0), dx.stride(0), 1e-6, ATOMIC=False, **kw
+        )
+
+    def loop_only() -> None:
+        _loop_only_kernel[(progs,)](x, dy, dx, m, n, rpp, x.stride(0), **kw)
+
+    row["main_kernel_only"] = timed(main_only, nbytes, roof)
+    row["loop_without_reductions"] = timed(loop_only, nbytes, roof) | regs(_loop_only_kernel)
+    sweep = []
+    sms = num_sms(0)
+    for per_sm, warps, rows in ((1, 8, 4), (1, 8, 2), (1, 16, 4), (2, 8, 2), (2, 4, 2), (1, 4, 2)):
+        for stages in (1, 2, 3, 4):
+            cfg = {"programs": min(m, sms * per_sm), "num_warps": warps, "rows": rows, "num_stages": stages}
+            if rows * next_pow2(n) // (warps * 32) > 64:
+                continue
+            r = timed(lambda cfg=cfg: rms_norm_backward.rms_norm_backward(x, w, dy, config=cfg), nbytes, roof)
+            sweep.append({"config": cfg, **r, **regs(rms_norm_backward._rms_bwd_kernel)})
+    row["sweep"] = sweep
+    return row
+
+
+def forward(roof: float) -> dict:
+    m, n = 8192, 8192
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    nbytes = 2 * m * n * 2
+    row: dict = {"shape": [m, n], "dtype": "bfloat16", "default": rms_norm.default_config(n, 2)}
+    row["default_timed"] = timed(lambda: rms_norm.rms_norm(x, w), nbytes, roof) | regs(
+        rms_norm._rms_norm_onepass_kernel
+    )
+
+    def peer(x, w):  # noqa: ANN001 - the same recipe as the bench's torch.compile peer
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(x.dtype)
+
+    compiled = torch.compile(peer, dynamic=False)
+    row["torch.compile"] = timed(lambda: compiled(x, w), nbytes, roof)
+    sweep = []
+    for rows in (1, 2, 4):
+        for warps in (8, 16, 32):
+            for stages, per_sm in ((0, 0), (2, 1), (2, 2), (3, 2), (2, 4)):
+                cfg = {
+                    "kind": "onepass",
+                    "rows": rows,
+                    "num_warps": warps,
+                    "stages": stages,
+                    "per_sm": per_sm,
+                }
+                r = timed(lambda cfg=cfg: rms_norm.rms_norm(x, w, config=cfg), nbytes, roof)
+                sweep.append({"config": cfg, **r, **regs(rms_norm._rms_norm_onepass_kernel)})
+    row["sweep"] = sorted(sweep, key=lambda r: -r.get("pct_copy", 0))
+    print(json.dumps({k: v for k, v in row.items() if k != "sweep"} | {"best": row["sweep"][:3]}), flush=True)
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("needs an NVIDIA GPU", file=sys.stderr)
+        return 2
+    config.use_trusted_triton_cache()
+    peaks = get_peaks()
+    roof = peaks["copy_gbps"]
+    report = {
+        "env": bench.environment(),
+        "peaks": peaks,
+        "backward": backward(roof),
+        "forward": forward(roof),
+    }
+    args.out.write_text(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
