@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Where the two short RMSNorm kernels lose their bandwidth, measured on a GPU (docs/benchmarks.md cites it).
+"""Where the short row kernels (RMSNorm forward and backward, bf16 softmax) lose their bandwidth, measured on a
+GPU (docs/benchmarks.md cites it).
 
-    python scripts/probe_rms_norm_gaps.py --out FILE.json
+    python scripts/probe_rms_norm_gaps.py --out FILE.json [--only backward,forward,variants]
 
 - backward (16384×4096 and 8192×8192 bf16, 16384×4096 fp32, and 65536×4096 bf16 to separate a fixed cost
   from the per-row rate): the default; the main kernel alone (no second, summing kernel); the same persistent
@@ -9,6 +10,9 @@
   registers and spills of each compiled kernel; the launch's num_stages 1–4 and a few configurations.
 - forward bf16 8192×8192 (0.9 points short, torch.compile 93 % there): rows × warps × persistent stages, with
   registers and spills, next to torch.compile in the same process.
+- variants (bf16 softmax at its four shapes, RMSNorm forward at 8192×8192): the course kernel's one-pass
+  program, copied here with switches: the load's eviction policy, the store's cache modifier, and the row
+  reductions taken out (same loads and stores, no max/sum): how much of the gap the reductions account for.
 Same protocol as `tritonlab bench` (do_bench median, L2 flushed); % of this GPU's measured copy bandwidth.
 """
 
@@ -50,6 +54,96 @@ def _loop_only_kernel(
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         tl.store(dx_ptr + offs, (x * dy).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rows_variant_kernel(
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    M,
+    N,
+    stride,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    OP: tl.constexpr,
+    POLICY: tl.constexpr,
+    STORE_CM: tl.constexpr,
+    REDUCE: tl.constexpr,
+):
+    # one tile of ROWS whole rows per program, as the course's one-pass softmax (OP 0) and RMSNorm (OP 1)
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    offs = rows.to(tl.int64)[:, None] * stride + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy=POLICY).to(tl.float32)
+    if OP == 0:
+        if REDUCE:
+            x = tl.where(mask, x, -float("inf"))
+            e = tl.exp(x - tl.max(x, axis=1)[:, None])
+            y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        else:
+            y = tl.exp(x)
+    else:
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        if REDUCE:
+            y = x * (1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + 1e-6))[:, None] * w[None, :]
+        else:
+            y = x * w[None, :]
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=STORE_CM)
+
+
+VARIANTS = (
+    ("", "", True),
+    ("evict_first", "", True),
+    ("", ".cs", True),
+    ("evict_first", ".cs", True),
+    ("", "", False),
+)
+
+
+def variants(roof: float) -> list[dict]:
+    from tritonlab.perf.kernels import softmax
+
+    cases = [
+        ("softmax", m, n, softmax.default_config(n, 2))
+        for m, n in ((65536, 1024), (16384, 4096), (4096, 16384), (2048, 32768))
+    ]
+    cases += [
+        ("rms_norm", 8192, 8192, c)
+        for c in ({"rows": 2, "num_warps": 16}, {"rows": 2, "num_warps": 8}, {"rows": 1, "num_warps": 8})
+    ]
+    out = []
+    for op, m, n, cfg in cases:
+        if cfg.get("kind") == "online":  # the 64 KiB bf16 row: the one-pass program at 32 warps, as fp32 uses
+            cfg = {"rows": 1, "num_warps": 32}
+        row = variant_case(op, m, n, int(cfg["rows"]), int(cfg["num_warps"]), roof)
+        out.append(row)
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    return out
+
+
+def variant_case(op: str, m: int, n: int, rows: int, warps: int, roof: float) -> dict:
+    from tritonlab.perf.kernels import softmax
+
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    row: dict = {"kernel": op, "shape": [m, n], "config": {"rows": rows, "num_warps": warps}, "timed": []}
+    course = (lambda: softmax.softmax(x)) if op == "softmax" else (lambda: rms_norm.rms_norm(x, w))
+    row["course_default"] = timed(course, 2 * m * n * 2, roof)
+    for policy, cm, reduce in VARIANTS:
+
+        def run(policy: str = policy, cm: str = cm, reduce: bool = reduce) -> None:
+            _rows_variant_kernel[(triton.cdiv(m, rows),)](
+                x, w, y, m, n, x.stride(0), BLOCK_N=next_pow2(n), ROWS=rows, OP=0 if op == "softmax" else 1,
+                POLICY=policy, STORE_CM=cm, REDUCE=reduce, num_warps=warps,
+            )  # fmt: skip
+
+        r = timed(run, 2 * m * n * 2, roof) | regs(_rows_variant_kernel)
+        row["timed"].append({"load_policy": policy, "store_cm": cm, "reductions": reduce, **r})
+    return row
 
 
 def regs(kernel) -> dict:  # noqa: ANN001 - the newest compiled specialisation of a JITFunction
@@ -160,6 +254,7 @@ def forward(roof: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--only", default="", help="comma-separated: backward, forward, variants (default: all)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("needs an NVIDIA GPU", file=sys.stderr)
@@ -167,12 +262,9 @@ def main() -> int:
     config.use_trusted_triton_cache()
     peaks = get_peaks()
     roof = peaks["copy_gbps"]
-    report = {
-        "env": bench.environment(),
-        "peaks": peaks,
-        "backward": backward(roof),
-        "forward": forward(roof),
-    }
+    parts = {"backward": backward, "forward": forward, "variants": variants}
+    only = [p for p in args.only.split(",") if p] or list(parts)
+    report = {"env": bench.environment(), "peaks": peaks} | {name: parts[name](roof) for name in only}
     args.out.write_text(json.dumps(report, indent=1, default=str))
     return 0
 
