@@ -21,26 +21,6 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tritonlab.perf import bench, targets  # noqa: E402
 
-#: Hand-written explanations, keyed by target id, added to the automatic reason when a target is short.
-#: Each rests on numbers in the recorded JSON (the tuning rounds are docs/gpu-runs/h200-tuning-round*.json).
-NOTES: dict[str, str] = {
-    "softmax-bf16-65536x1024": "1.3 points short; the same kernel moves 96.9% for fp32 rows of this shape, where "
-    "each byte carries half the per-element work (upcast, exp, max, sum)",
-    "softmax-bf16-16384x4096": "2.8 points short; the same kernel moves 94.8% for fp32 rows of this shape, where "
-    "each byte carries half the per-element work",
-    "softmax-bf16-4096x16384": "a whole 32 KiB bf16 row, upcast to fp32 in registers, leaves room for one "
-    "program per SM, so its load, reductions and store do not overlap; the two-pass "
-    "online kernel (round 3: 5 chunk/warp variants) was slower",
-    "softmax-bf16-2048x32768": "a 64 KiB row does not fit one program's registers; the two-pass online kernel "
-    "re-reads the row from L2 and, at 2 bytes per element, is bound by its per-element "
-    "work (exp, max, rescale) rather than by DRAM; round 3 tried 6 variants",
-    "rms_norm-bf16-8192x8192": "1.3 points short; torch.compile's kernel reaches 92.9% on this shape in the same "
-    "run, so the gap is our kernel's schedule, not the roof; its cause is not measured yet",
-    "matmul-bf16": "per shape 0.97–1.02×, i.e. parity within run-to-run spread (cuBLAS's own decode time moved "
-    "from 17.9 to 19.3 µs within this run's tuning pass); the decode shape (0.97×) pulls the geo mean "
-    "0.3% under 1.00; this run timed once, so no spread over runs was recorded",
-}
-
 
 def load_runs(runs: Path, prefix: str) -> dict[str, Any]:
     data = {}
@@ -83,9 +63,10 @@ def reason(t: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         parts.append("peers timed: " + ", ".join(t["peers"]))
     if t.get("per_shape"):
         parts.append("per shape: " + ", ".join(f"{k} {fmt(v)}×" for k, v in t["per_shape"].items()))
-    note = NOTES.get(t["id"]) if not t["met"] else None
-    if note:
-        parts.append(note)
+    if not t["met"] and t.get("measured") is not None:
+        parts.append(f"{t['target'] - t['measured']:.1f} points short" if t["unit"] == "%" else "")
+    if t.get("cause"):  # measured, perf/targets.py CAUSES
+        parts.append(t["cause"])
     return "; ".join(p for p in parts if p) or "—"
 
 

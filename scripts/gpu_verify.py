@@ -660,14 +660,17 @@ def summary_md(report: dict) -> str:
             "## Reference kernels (restated targets, `bench --all --runs 3`, medians; spread = runs)",
             "",
         ]
-        lines += ["| target | measured | spread | runs | wanted | status |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| target | measured | spread | runs | wanted | status | measured cause (short ones) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for t in bench["targets"]:
             m = t.get("measured")
             measured = "n/a" if m is None else f"{m:.3g}{t['unit']}"
             spread = "–".join(map(str, t["spread"])) if t.get("spread") else ""
             lines.append(
                 f"| {t['what']} | {measured} | {spread} | {t.get('runs')} | ≥ {t['target']}{t['unit']} "
-                f"| {mark(t['met'])} |"
+                f"| {mark(t['met'])} | {t.get('cause', '')} |"
             )
         if bench.get("skipped"):
             lines.append(

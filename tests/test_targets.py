@@ -40,6 +40,22 @@ def test_memory_rows_are_judged_one_by_one_against_the_copy_roof() -> None:
     assert not got["softmax-bf16-8x8"]["met"]
 
 
+def test_a_short_target_carries_its_measured_cause_and_a_met_one_none() -> None:
+    rows = [
+        row("softmax", "bf16", [2048, 32768], "memory", {"triton": 1.0 / 0.75}),  # short: a cause is recorded
+        row("softmax", "bf16", [16384, 4096], "memory", {"triton": 1.0 / 0.95}),  # met: no cause shown
+        row("softmax", "bf16", [8, 8], "memory", {"triton": 1.0 / 0.50}),  # short, no measurement of why
+    ]
+    got = {t["id"]: t for t in targets.evaluate(rows, PEAKS)}
+    assert got["softmax-bf16-2048x32768"]["cause"] == targets.CAUSES["softmax-bf16-2048x32768"]
+    assert "cause" not in got["softmax-bf16-16384x4096"] and "cause" not in got["softmax-bf16-8x8"]
+    # every cause names the measurement it rests on, and names a target id the rules produce
+    for key, text in targets.CAUSES.items():
+        assert "call " in text and "gpu-runs/" in text, key
+        kernel = key.split("-")[0]
+        assert kernel in targets.COMPUTE_KERNELS or key.count("-") == 2, key
+
+
 def test_compute_kernels_take_the_best_peer_and_keep_the_decode_shape() -> None:
     """A matmul's decode shape is memory-bound by its numbers, yet it counts in the GEMM's geomean, against
     the faster of cuBLAS and torch.compile."""

@@ -28,6 +28,42 @@ COMPUTE_KERNELS = ("matmul", "matmul_bias_gelu")
 COMPUTE_PEERS = ("cuBLAS", "torch.compile")
 
 
+#: Where a target still short loses its bandwidth, as measured (scripts/probe_rms_norm_gaps.py on the H200,
+#: docs/gpu-runs/2026-12-02-round6/call-V*.json): attached to a short target's row as ``cause``.
+_V, _V2 = "call V, gpu-runs/2026-12-02-round6", "call V2, gpu-runs/2026-12-02-round6"
+CAUSES: dict[str, str] = {
+    "softmax-bf16-65536x1024": "at 2 bytes per element the tile's loads and stores are the limit here: the same "
+    f"one-tile program moved 92.9% with its max and sum and 92.8% without ({_V2}), within a point of the "
+    "target either way; eviction hints (evict_first, .cs stores) cost 1-3 points",
+    "softmax-bf16-16384x4096": f"without its max and sum the same program moves 90.6% ({_V2}): the load/store "
+    "pattern of one 8 KiB row per 8-warp program is itself under 92%; the reductions cost 0.2 points; eviction "
+    "hints cost 1-6 points",
+    "softmax-bf16-4096x16384": f"without its max and sum the same program moves 90.1%, with them 84.6% ({_V2}): "
+    "one 32 KiB row per 16-warp program loses 2 points in its loads and stores and 5.5 in the two block-wide "
+    "reductions, which no other row's load overlaps",
+    "softmax-bf16-2048x32768": "the one-pass program (the row in the registers of 32 warps, as fp32 uses) moves "
+    f"69-70% with its max and sum, 91.3% without ({_V2}): two block-wide reductions over 1024 threads, in the "
+    "only program an SM holds, cost 22 points; the default two-pass online kernel (75%) re-reads the row from L2",
+    "rms_norm-bf16-8192x8192": "without its row reduction the same program moves 89.3-91.1% at this shape "
+    f"(3 configurations, {_V2}), with it 89.9-90.4%: the loss is the access pattern of one or two 16 KiB rows "
+    f"per program, not the reduction; 45 configurations (rows, warps, persistent stages; {_V}) reach at most "
+    "90.0%, none spills (64 registers); torch.compile's generated kernel moves 93% there",
+    "rms_norm_backward-bf16-16384x4096": f"the main kernel alone moves 71.7% ({_V}; the dw-summing kernel and "
+    "the partials cost 5 points); the same persistent loop without its two row reductions moves 87.8%: the "
+    "reductions, between each step's loads and store in one 8-warp program per SM at 255 registers, cost 16 "
+    "points; num_stages 1-4 changes it by under 0.2 points; at 65536 rows the whole moves 76.9%",
+    "rms_norm_backward-bf16-8192x8192": f"the main kernel alone moves 66.7% ({_V}), the loop without its two "
+    "row reductions 88.1%: the reductions cost 21 points, and at this row length the kernel spills (255 "
+    "registers, 18 spilled); 2 programs per SM spill less and run slower (54.8%)",
+    "matmul-bf16": "parity within the run-to-run spread: in call U (gpu-runs/2026-12-02-round6, 3 interleaved runs) the "
+    "geo mean was 1.02× with runs from 0.956× to 1.051×; per shape the decode shape (16×4096×4096, ~18 µs) "
+    "moves most between runs",
+    "rms_norm_backward-fp32-16384x4096": f"the main kernel alone moves 91.8% and the loop without its reductions "
+    f"92.6% ({_V}): the 4-point gap is the second, dw-summing kernel and the fp32 partials' round trip "
+    "(≈ 10 µs of 0.217 ms)",
+}
+
+
 def case_key(row: dict[str, Any]) -> tuple[str, str, tuple[int, ...]]:
     return row["kernel"], row["dtype"], tuple(row["shape"])
 
@@ -141,4 +177,6 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
     for t in out:
         m = t["measured"]
         t["met"] = m is not None and m == m and m >= t["target"]
+        if not t["met"] and t["id"] in CAUSES:
+            t["cause"] = CAUSES[t["id"]]
     return out

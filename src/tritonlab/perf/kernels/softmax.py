@@ -55,6 +55,20 @@ def default_config(n: int, elem_size: int) -> dict[str, int | str]:
 
 
 @triton.jit
+def _softmax_tile(
+    x_ptr, out_ptr, tile, M, N, stride_xm, stride_om, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+):
+    rows = tile * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    r64 = rows.to(tl.int64)[:, None]
+    x = tl.load(x_ptr + r64 * stride_xm + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+    tl.store(out_ptr + r64 * stride_om + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _softmax_onepass_kernel(
     x_ptr,
     out_ptr,
@@ -67,18 +81,11 @@ def _softmax_onepass_kernel(
     STAGES: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    nprog = tl.num_programs(0)
-    num_tiles = tl.cdiv(M, ROWS)
-    cols = tl.arange(0, BLOCK_N)
-    cmask = cols < N
-    for tile in tl.range(pid, num_tiles, nprog, num_stages=STAGES):
-        rows = tile * ROWS + tl.arange(0, ROWS)
-        mask = (rows < M)[:, None] & cmask[None, :]
-        r64 = rows.to(tl.int64)[:, None]
-        x = tl.load(x_ptr + r64 * stride_xm + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=1)[:, None])
-        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        tl.store(out_ptr + r64 * stride_om + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
+    if STAGES == 0:  # one tile per program, no loop around it: 1-1.5 points of bandwidth at bf16 (call V2)
+        _softmax_tile(x_ptr, out_ptr, pid, M, N, stride_xm, stride_om, BLOCK_N, ROWS)
+    else:  # persistent: the programs stride over the tiles, the next tile's load prefetched
+        for tile in tl.range(pid, tl.cdiv(M, ROWS), tl.num_programs(0), num_stages=STAGES):
+            _softmax_tile(x_ptr, out_ptr, tile, M, N, stride_xm, stride_om, BLOCK_N, ROWS)
 
 
 @triton.jit
@@ -143,7 +150,7 @@ def softmax(
     if stages > 0 and not interpreting():
         grid = (min(tiles, num_sms(x.device.index or 0) * int(cfg.get("per_sm", 2))),)
     else:
-        grid = (tiles,)
+        grid, stages = (tiles,), 0
     _softmax_onepass_kernel[grid](
         x,
         out,
@@ -153,7 +160,7 @@ def softmax(
         out.stride(0),
         BLOCK_N=next_pow2(N),
         ROWS=rows,
-        STAGES=max(stages, 1),
+        STAGES=stages,
         num_warps=warps,
     )
     return out
