@@ -55,9 +55,12 @@ CAUSES: dict[str, str] = {
     "rms_norm_backward-bf16-8192x8192": f"the main kernel alone moves 66.7% ({_V}), the loop without its two "
     "row reductions 88.1%: the reductions cost 21 points, and at this row length the kernel spills (255 "
     "registers, 18 spilled); 2 programs per SM spill less and run slower (54.8%)",
-    "matmul-bf16": "parity within the run-to-run spread: in call U (gpu-runs/2026-12-02-round6, 3 interleaved runs) the "
-    "geo mean was 1.02× with runs from 0.956× to 1.051×; per shape the decode shape (16×4096×4096, ~18 µs) "
-    "moves most between runs",
+    "matmul-bf16": "parity within the run-to-run spread: 1.02× in call U and 1.03× in call W (gpu-runs/2026-12-02-"
+    "round6, 3 interleaved runs each, runs from 0.956× to 1.051×); the decode shape (16×4096×4096, ~18 µs) and "
+    "4096³ move most between runs",
+    "matmul-fp16": "parity within the run-to-run spread: 1.027× in call U and 0.9996× in call W (gpu-runs/2026-12-"
+    "02-round6, 3 interleaved runs each); in W the 8192³ case moved most, and it was our kernel's time that moved "
+    "(1.674-1.713 ms over the runs, cuBLAS 1.665-1.673 ms)",
     "rms_norm_backward-fp32-16384x4096": f"the main kernel alone moves 91.8% and the loop without its reductions "
     f"92.6% ({_V}): the 4-point gap is the second, dw-summing kernel and the fp32 partials' round trip "
     "(≈ 10 µs of 0.217 ms)",
