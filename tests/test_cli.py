@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import LEARNERS, cli
 
 
@@ -158,6 +159,20 @@ def test_dev_check_on_fixture_course(fixture_course: Path, home: Path) -> None:
     times = json.loads((home / "dev-check-times.json").read_text())["interpreter"]
     assert {"vector-copy solution", "vector-copy starter"} <= set(times)
     assert all(isinstance(v, float) and v > 0 for v in times.values())
+
+
+@pytest.mark.parametrize("slow", ["vector-copy solution", "vector-copy starter"])
+def test_dev_check_starts_the_item_its_last_run_found_longest(
+    fixture_course: Path, home: Path, slow: str
+) -> None:
+    """One at a time (--jobs 1), the items finish in the order they start: the one recorded as slowest first."""
+    home.mkdir(parents=True, exist_ok=True)
+    fast = ({"vector-copy solution", "vector-copy starter"} - {slow}).pop()
+    (home / "dev-check-times.json").write_text(json.dumps({"interpreter": {slow: 100.0, fast: 0.5}}))
+    result = cli("dev", "check", "--json", "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    done = [json.loads(x)["done"] for x in result.stderr.splitlines() if x.startswith('{"done"')]
+    assert done == [slow, fast], done
 
 
 def test_dev_check_catches_a_passing_starter(home: Path, tmp_path: Path) -> None:
