@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterator
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,32 @@ def test_grid_line_follows_the_name_to_its_assignment(tmp_path: Path) -> None:
     assert lines.grid_line(f"{path}:{launch + 1}") == f"{path}:{launch + 1}"  # written inline
     assert lines.grid_line(f"{path}:{line + 1}") == f"{path}:{line + 1}"  # not a launch: unchanged
     assert lines.grid_line("no-such-file.py:3") == "no-such-file.py:3"
+
+
+def test_a_load_on_one_copy_is_not_stray_in_the_slack_around_its_neighbour() -> None:
+    """The host copies of two inputs can sit within each other's watched slack (CI, round 6, blamed a correct
+    load of `x` as an out-of-bounds read): a lane on any known tensor's element is never stray, and a lane past
+    both is counted once."""
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards
+
+    base = torch.zeros(128)
+    x_copy, y_copy = base[:64], base[64:]  # adjacent, as the allocator may place them
+    rec = guards.Recorder()
+    rec.trace += [("copy", x_copy, x_copy), ("copy", y_copy, y_copy)]
+
+    def load(t: torch.Tensor, shift: int, where: str, mask: np.ndarray | None = None) -> None:
+        addrs = (t.data_ptr() + (np.arange(64) + shift) * t.element_size()).astype(np.uint64)
+        masked = None if mask is None else SimpleNamespace(data=mask)
+        lines.note_access(rec, "load", SimpleNamespace(data=addrs), masked, lambda: where)
+
+    load(x_copy, 0, "x-line")
+    load(y_copy, 0, "y-line")
+    load(x_copy, 32, "spans-both")  # half on x's copy, half on y's: every lane is an element
+    assert rec.strays == []
+    load(y_copy, 1, "y-past-end")  # its last lane is past both copies
+    assert [(s["where"], s["lanes"]) for s in rec.strays] == [("y-past-end", 1)]
+    load(y_copy, 1, "masked", mask=np.arange(64) < 63)  # the lane past the end masked off
+    assert [s["where"] for s in rec.strays] == ["y-past-end"]

@@ -103,7 +103,11 @@ def _regions(rec: Any) -> list[tuple]:
 
 
 def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]) -> None:
-    """Record the stray lanes of one interpreted access, blamed on the learner's innermost line (`line()`)."""
+    """Record the stray lanes of one interpreted access, blamed on the learner's innermost line (`line()`).
+
+    A lane is stray when it lands in a watched region (a guarded buffer, or the slack around a host copy)
+    but on none of the known tensors' own elements: the slack around a copy is memory the harness does not
+    own, so another tensor may sit there, and a lane on that tensor's elements is a correct access."""
     import numpy as np
 
     addr = np.asarray(ptrs.data).view(np.int64).ravel()
@@ -116,16 +120,27 @@ def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]
     if not lanes.size:
         return
     low, high = int(lanes.min()), int(lanes.max())
-    for lo, esize, valid, front, label, dense in _regions(rec):
-        end = lo + len(valid) * esize
-        if high < lo or low >= end:
+    near = []
+    for region in _regions(rec):
+        lo, esize, valid, _front, _label, dense = region
+        if high < lo or low >= lo + len(valid) * esize:
             continue  # nowhere near this buffer
         if dense is not None and dense[0] <= low and high < dense[1]:
-            continue  # every lane on the tensor's own contiguous elements: the common case, kept cheap
-        hits = active & (addr >= lo) & (addr < end)
-        rel = addr[hits] - lo
+            return  # every lane on one tensor's own contiguous elements: the common case, kept cheap
+        near.append(region)
+    owned = np.zeros(addr.shape, dtype=bool)  # lanes on an element of some known tensor
+    looked = []
+    for lo, esize, valid, front, label, _dense in near:
+        lanes_here = np.flatnonzero(active & (addr >= lo) & (addr < lo + len(valid) * esize))
+        rel = addr[lanes_here] - lo
         index = rel // esize
-        bad = (rel % esize != 0) | ~valid[index]
+        on_element = (rel % esize == 0) & valid[index]
+        owned[lanes_here[on_element]] = True
+        looked.append((lanes_here, index, front, label))
+    claimed = owned  # a stray lane is counted once, on the first region that watches it (guarded ones first)
+    for lanes_here, index, front, label in looked:
+        bad = ~claimed[lanes_here]
+        claimed[lanes_here[bad]] = True
         count = int(np.count_nonzero(bad))
         if not count:
             continue
