@@ -69,6 +69,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_mount_outlives_the_run(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN202
+    """Run as root, tests mount tmpfs run folders and caches under the temporary folder (some make run folders
+    by hand, some kill servers on purpose); detach what is left at the end, so the next run can remove it.
+    Whether the product itself releases its mounts is tested where it does (test_guarantees)."""
+    yield
+    from tritonlab.runs import runfolder
+
+    base = str(tmp_path_factory.getbasetemp())
+    for mount_point in sorted(runfolder.mount_points(), reverse=True):  # innermost first
+        if mount_point.startswith(base + os.sep):
+            runfolder.unmount(mount_point)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private TRITONLAB_HOME (progress DB, runs) for this test, in-process and for children."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterator
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 

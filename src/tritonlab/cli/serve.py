@@ -7,7 +7,9 @@ the first Run does not wait for torch and triton to import.
 
 from __future__ import annotations
 
+import signal
 import socket
+import sys
 import threading
 import webbrowser
 from collections.abc import Callable
@@ -214,6 +216,11 @@ def run_server(
     )
     if open_browser:
         threading.Timer(0.8, webbrowser.open, args=(url,)).start()
+    # uvicorn re-raises the signal that stopped it once it has shut down; SIGTERM's default action (systemd's
+    # `stop`, `kill`) would end the process there, before the `finally` below releases the sandbox (its
+    # run-folder mounts, cache tmpfs and cgroups): under this handler it is a clean exit instead
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.run(sockets=[sock])
     finally:

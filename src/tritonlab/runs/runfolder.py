@@ -84,7 +84,13 @@ def unshare(runs_folder: Path) -> None:
     _shared[folder] -= 1
     if _shared[folder] <= 0:
         del _shared[folder]
-        _libc().umount2(folder.encode(), MNT_DETACH)
+        unmount(folder)
+
+
+def unmount(mount_point: str) -> bool:
+    """Detach one mount (lazily: an open descriptor does not keep it); a bind of a folder onto itself too,
+    which os.path.ismount does not see."""
+    return _libc().umount2(mount_point.encode(), MNT_DETACH) == 0
 
 
 def cap(path: Path, size: int | None = None, files: int | None = None) -> bool:
@@ -103,7 +109,7 @@ def cap(path: Path, size: int | None = None, files: int | None = None) -> bool:
 def release(path: Path) -> None:
     """Unmount a run directory's tmpfs (lazily: an open descriptor does not keep it)."""
     while os.path.ismount(path):
-        if _libc().umount2(str(path).encode(), MNT_DETACH) != 0:
+        if not unmount(str(path)):
             return
 
 
