@@ -331,8 +331,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         "cli/serve.py",
         "super().handle_exit(sig, frame)  # type: ignore[arg-type]",
         "pass",
-        ("--timeout=120", *k(G, "ctrl_c")),
+        ("--timeout=120", *k(G, "stopped_server and ctrl")),
         what="Ctrl+C does not stop the server",
+    ),
+    Mutation(
+        "sigterm-skips-release",
+        "cli/serve.py",
+        "        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))",
+        "        pass",
+        ("--timeout=120", *k(G, "stopped_server and sigterm")),
+        what="SIGTERM ends the server before it releases the sandbox's mounts",
+    ),
+    Mutation(
+        "stray-in-neighbour-slack",
+        "grading/where.py",
+        "        owned[lanes_here[on_element]] = True",
+        "        pass  # no lane counts as another tensor's element",
+        k("tests/test_where.py", "slack_around"),
+        what="a correct load is blamed as stray when another copy's watched slack covers it",
     ),
 )
 
