@@ -2,7 +2,7 @@
 """Where the short row kernels (RMSNorm forward and backward, bf16 softmax) lose their bandwidth, measured on a
 GPU (docs/benchmarks.md cites it).
 
-    python scripts/probe_rms_norm_gaps.py --out FILE.json [--only backward,forward,variants]
+    python scripts/probe_rms_norm_gaps.py --out FILE.json [--only backward,forward,variants,backward_variants]
 
 - backward (16384×4096 and 8192×8192 bf16, 16384×4096 fp32, and 65536×4096 bf16 to separate a fixed cost
   from the per-row rate): the default; the main kernel alone (no second, summing kernel); the same persistent
@@ -13,12 +13,18 @@ GPU (docs/benchmarks.md cites it).
 - variants (bf16 softmax at its four shapes, RMSNorm forward at 8192×8192): the course kernel's one-pass
   program, copied here with switches: the load's eviction policy, the store's cache modifier, and the row
   reductions taken out (same loads and stores, no max/sum): how much of the gap the reductions account for.
+- backward_variants (the backward's three shapes): the course's persistent loop, copied here with switches: the
+  two row sums in one two-value `tl.reduce` (one cross-warp exchange instead of two), dw kept per row of the
+  step and summed over the rows once after the loop (no cross-row reduction per step), and the next step's x
+  and dy loaded before this step's reductions (a register double buffer); each checked against the course
+  kernel's dx and dw, across programs per SM, warps and rows per step.
 Same protocol as `tritonlab bench` (do_bench median, L2 flushed); % of this GPU's measured copy bandwidth.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -54,6 +60,79 @@ def _loop_only_kernel(
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         tl.store(dx_ptr + offs, (x * dy).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _add_pair(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
+
+
+@triton.jit
+def _rms_bwd_variant_kernel(
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    dw_ptr,
+    M,
+    N,
+    rows_per_program,
+    stride,
+    eps,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    FUSE: tl.constexpr,
+    DW2D: tl.constexpr,
+    PREFETCH: tl.constexpr,
+):
+    # the course's backward loop (perf/kernels/rms_norm_backward.py) with three switches (see the docstring)
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    first = (pid * rows_per_program).to(tl.int64)
+    last = tl.minimum(first + rows_per_program, M)
+    if DW2D:
+        dw_rows = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+    else:
+        dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    rows = first + tl.arange(0, ROWS)
+    mask = (rows < last)[:, None] & cmask[None, :]
+    offs = rows[:, None] * stride + cols[None, :]
+    x_next = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    dy_next = tl.load(dy_ptr + offs, mask=mask, other=0.0)
+    for start in range(first, last, ROWS):
+        rows = start + tl.arange(0, ROWS)
+        mask = (rows < last)[:, None] & cmask[None, :]
+        offs = rows[:, None] * stride + cols[None, :]
+        if PREFETCH:
+            x = x_next.to(tl.float32)
+            dy = dy_next.to(tl.float32)
+            rows_n = start + ROWS + tl.arange(0, ROWS)
+            mask_n = (rows_n < last)[:, None] & cmask[None, :]
+            offs_n = rows_n[:, None] * stride + cols[None, :]
+            x_next = tl.load(x_ptr + offs_n, mask=mask_n, other=0.0)
+            dy_next = tl.load(dy_ptr + offs_n, mask=mask_n, other=0.0)
+        else:
+            x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        g = dy * w[None, :]
+        if FUSE:
+            ss, gx = tl.reduce((x * x, g * x), 1, _add_pair)
+        else:
+            ss = tl.sum(x * x, axis=1)
+            gx = tl.sum(g * x, axis=1)
+        rstd = 1.0 / tl.sqrt(ss / N + eps)
+        c = gx / N
+        dx = rstd[:, None] * g - x * (rstd * rstd * rstd * c)[:, None]
+        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        if DW2D:
+            dw_rows += dy * x * rstd[:, None]
+        else:
+            dw_acc += tl.sum(dy * x * rstd[:, None], axis=0)
+    if DW2D:
+        dw_acc = tl.sum(dw_rows, axis=0)
+    tl.store(dw_ptr + pid * N + cols, dw_acc, mask=cmask)
 
 
 @triton.jit
@@ -217,6 +296,68 @@ def backward_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
     return row
 
 
+BACKWARD_SWITCHES = (  # (FUSE, DW2D, PREFETCH)
+    (False, False, False),
+    (True, False, False),
+    (False, True, False),
+    (True, True, False),
+    (False, False, True),
+    (True, True, True),
+)
+
+
+def backward_variants(roof: float) -> list[dict]:
+    out = []
+    for m, n, dt in (
+        (16384, 4096, torch.bfloat16),
+        (8192, 8192, torch.bfloat16),
+        (16384, 4096, torch.float32),
+    ):
+        row = backward_variant_case(m, n, dt, roof)
+        print(json.dumps({k: v for k, v in row.items() if k != "variants"} | {"best": row["variants"][:4]}))
+        out.append(row)
+        torch.cuda.empty_cache()
+    return out
+
+
+def backward_variant_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
+    x = torch.randn(m, n, device="cuda", dtype=dt)
+    dy = torch.randn(m, n, device="cuda", dtype=dt)
+    w = torch.randn(n, device="cuda", dtype=dt)
+    nbytes = rms_norm_backward.bytes_moved(m, n, x.element_size())
+    want_dx, want_dw = rms_norm_backward.rms_norm_backward(x, w, dy)
+    tol = 2e-2 if dt == torch.bfloat16 else 1e-4
+    row: dict = {"shape": [m, n], "dtype": str(dt).split(".")[-1]}
+    row["course"] = timed(lambda: rms_norm_backward.rms_norm_backward(x, w, dy), nbytes, roof)
+    sms = num_sms(0)
+    found = []
+    for per_sm, warps, rows in ((1, 8, 4), (1, 8, 2), (1, 16, 4), (1, 8, 1), (2, 8, 2), (2, 16, 1)):
+        if rows * next_pow2(n) // (warps * 32) > 64:
+            continue
+        rpp = triton.cdiv(m, sms * per_sm)
+        progs = triton.cdiv(m, rpp)
+        dx = torch.empty_like(x)
+        part = torch.empty(progs, n, device="cuda", dtype=torch.float32)
+        for fuse, dw2d, prefetch in BACKWARD_SWITCHES:
+            launch = functools.partial(
+                _rms_bwd_variant_kernel[(progs,)], x, w, dy, dx, part, m, n, rpp, x.stride(0), 1e-6,
+                BLOCK_N=next_pow2(n), ROWS=rows, FUSE=fuse, DW2D=dw2d, PREFETCH=prefetch, num_warps=warps,
+            )  # fmt: skip
+            entry: dict = {"per_sm": per_sm, "num_warps": warps, "rows": rows, "fuse": fuse, "dw2d": dw2d}
+            entry["prefetch"] = prefetch
+            try:
+                launch()
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 - reported, not fatal
+                found.append(entry | {"error": f"{type(exc).__name__}: {exc}"[:200]})
+                continue
+            entry["dx_ok"] = bool(torch.allclose(dx.float(), want_dx.float(), rtol=tol, atol=tol))
+            entry["dw_ok"] = bool(torch.allclose(part.sum(0), want_dw.float(), rtol=1e-2, atol=1e-2 * m**0.5))
+            found.append(entry | timed(launch, nbytes, roof) | regs(_rms_bwd_variant_kernel))
+    row["variants"] = sorted(found, key=lambda r: -r.get("pct_copy", 0))
+    return row
+
+
 def forward(roof: float) -> dict:
     m, n = 8192, 8192
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
@@ -254,7 +395,11 @@ def forward(roof: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--only", default="", help="comma-separated: backward, forward, variants (default: all)")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated: backward, forward, variants, backward_variants (default: all)",
+    )
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("needs an NVIDIA GPU", file=sys.stderr)
@@ -263,6 +408,7 @@ def main() -> int:
     peaks = get_peaks()
     roof = peaks["copy_gbps"]
     parts = {"backward": backward, "forward": forward, "variants": variants}
+    parts["backward_variants"] = backward_variants
     only = [p for p in args.only.split(",") if p] or list(parts)
     report = {"env": bench.environment(), "peaks": peaks} | {name: parts[name](roof) for name in only}
     args.out.write_text(json.dumps(report, indent=1, default=str))
