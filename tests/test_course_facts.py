@@ -397,3 +397,43 @@ def test_lessons_11_and_12_quote_one_recorded_run(lang: str) -> None:
     for row in run["rms_norm_backward"]["rows"]:
         assert f"{round(row['pct_copy'])} %" in text11, (lang, row["shape"])
     assert LESSONS_11_12_RUN.name in text11 and LESSONS_11_12_RUN.name in text12
+
+
+ROUND7_PROBE = ROOT / "docs" / "gpu-runs" / "2026-12-03-round7" / "call-Y-rms-norm-backward-variants.json"
+FROM_TO = {"en": "from {} % to {} %", "pt": "de {} % para {} %", "es": "del {} % al {} %"}
+
+
+def probe_pct(row: dict, rows: int, prefetch: bool) -> float:
+    """Call Y's main-kernel figure at one program per SM, 8 warps, `rows` per step, without the other switches."""
+    (v,) = [
+        v
+        for v in row["variants"]
+        if (v["per_sm"], v["num_warps"], v["rows"]) == (1, 8, rows)
+        and (v["fuse"], v["dw2d"], v["prefetch"]) == (False, False, prefetch)
+    ]
+    assert v["dx_ok"] and v["dw_ok"]
+    return v["pct_copy"]
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_lesson_11_quotes_the_prefetch_from_its_recorded_probe(lang: str) -> None:
+    """The reference backward's prefetch figures in lesson 11 are call Y's: the main kernel at the configuration
+    the kernel used before (4096 columns: 4 rows per step; 8192: 2) and at today's default (prefetched)."""
+    import torch
+
+    from tritonlab.perf.kernels import rms_norm_backward
+
+    text = (ROOT / "course" / "11-training" / f"lesson.{lang}.md").read_text()
+    assert str(ROUND7_PROBE.relative_to(ROOT)) in text
+    probe = json.loads(ROUND7_PROBE.read_text())
+    quoted = 0
+    for row in probe["backward_variants"]:
+        m, n = row["shape"]
+        if row["dtype"] != "bfloat16":
+            continue
+        default = rms_norm_backward.default_config(m, n, torch.device("cpu"))  # rows and warps: as on a GPU
+        assert default["num_warps"] == 8 and rms_norm_backward.prefetches(default, n)
+        before, now = probe_pct(row, 16384 // n, False), probe_pct(row, default["rows"], True)
+        assert FROM_TO[lang].format(round(before), round(now)) in text, (lang, m, n)
+        quoted += 1
+    assert quoted == 2

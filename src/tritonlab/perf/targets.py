@@ -29,8 +29,9 @@ COMPUTE_PEERS = ("cuBLAS", "torch.compile")
 
 
 #: Where a target still short loses its bandwidth, as measured (scripts/probe_rms_norm_gaps.py on the H200,
-#: docs/gpu-runs/2026-12-02-round6/call-V*.json): attached to a short target's row as ``cause``.
+#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json): attached to a short target's row as ``cause``.
 _V, _V2 = "call V, gpu-runs/2026-12-02-round6", "call V2, gpu-runs/2026-12-02-round6"
+_Y = "call Y, gpu-runs/2026-12-03-round7"
 CAUSES: dict[str, str] = {
     "softmax-bf16-65536x1024": "at 2 bytes per element the tile's loads and stores are the limit here: the same "
     f"one-tile program moved 92.9% with its max and sum and 92.8% without ({_V2}), within a point of the "
@@ -48,13 +49,15 @@ CAUSES: dict[str, str] = {
     f"(3 configurations, {_V2}), with it 89.9-90.4%: the loss is the access pattern of one or two 16 KiB rows "
     f"per program, not the reduction; 45 configurations (rows, warps, persistent stages; {_V}) reach at most "
     "90.0%, none spills (64 registers); torch.compile's generated kernel moves 93% there",
-    "rms_norm_backward-bf16-16384x4096": f"the main kernel alone moves 71.7% ({_V}; the dw-summing kernel and "
-    "the partials cost 5 points); the same persistent loop without its two row reductions moves 87.8%: the "
-    "reductions, between each step's loads and store in one 8-warp program per SM at 255 registers, cost 16 "
-    "points; num_stages 1-4 changes it by under 0.2 points; at 65536 rows the whole moves 76.9%",
-    "rms_norm_backward-bf16-8192x8192": f"the main kernel alone moves 66.7% ({_V}), the loop without its two "
-    "row reductions 88.1%: the reductions cost 21 points, and at this row length the kernel spills (255 "
-    "registers, 18 spilled); 2 programs per SM spill less and run slower (54.8%)",
+    "rms_norm_backward-bf16-16384x4096": f"measured before the prefetch: the main kernel alone moved 71.7% ({_V}; "
+    "the dw-summing kernel and the partials cost 5 points) and 87.8% without its two row reductions, which "
+    "nothing overlapped in one 8-warp program per SM; loading the next step during them (the default since "
+    f"{_Y}) moves 84.7% in the main kernel: the reductions now cost 3 points and the summing kernel the rest; "
+    "the whole function with the prefetch awaits the next `make gpu-verify`",
+    "rms_norm_backward-bf16-8192x8192": f"measured before the prefetch: the main kernel alone moved 66.7% ({_V}), "
+    "88.1% without its two row reductions, and spilled (255 registers, 18 spilled, 2 rows per step); one row "
+    f"per step with the next one prefetched (the default since {_Y}) moves 85.1% in the main kernel without "
+    "spilling (216 registers); the whole function with the prefetch awaits the next `make gpu-verify`",
     "matmul-bf16": "parity within the run-to-run spread: 1.02× in call U and 1.03× in call W (gpu-runs/2026-12-02-"
     "round6, 3 interleaved runs each, runs from 0.956× to 1.051×); the decode shape (16×4096×4096, ~18 µs) and "
     "4096³ move most between runs",
@@ -65,8 +68,8 @@ CAUSES: dict[str, str] = {
     "call X (gpu-runs/2026-12-02-round6, 3 interleaved runs) 1.697-1.745 ms against torch.compile's "
     "1.716-1.725 ms (0.992×); 1.020× in call U and 1.017× in call W",
     "rms_norm_backward-fp32-16384x4096": f"the main kernel alone moves 91.8% and the loop without its reductions "
-    f"92.6% ({_V}): the 4-point gap is the second, dw-summing kernel and the fp32 partials' round trip "
-    "(≈ 10 µs of 0.217 ms)",
+    f"92.6% ({_V}); 92.2% with 2 rows per step and the next prefetched ({_Y}, the default since): the 4-point gap "
+    "is the second, dw-summing kernel and the fp32 partials' round trip (≈ 10 µs of 0.217 ms)",
 }
 
 

@@ -8,7 +8,12 @@ which keeps the function self-contained; the forward's saved rstd would save not
 
 Design: a persistent grid of P programs, each owning a contiguous band of rows. A program keeps the weight
 and an fp32 dw accumulator in registers for the whole band, so dw costs one (P, N) fp32 store per program; a
-second small kernel adds the P rows in a fixed order — deterministic. ``atomic=True`` replaces the second
+second small kernel adds the P rows in a fixed order — deterministic. With ``PREFETCH`` each step loads the
+next step's x and dy before its own two row reductions (a register double buffer): with one program per SM
+nothing else hides the reductions' cross-warp exchanges, and the loads in flight during them are what moves
+the bytes (on an H200 the main kernel goes from 70.9 % to 84.7 % of copy bandwidth at 16384 × 4096 bf16,
+66.6 % to 85.1 % at 8192 × 8192, 85.8 % to 92.2 % at 16384 × 4096 fp32: docs/gpu-runs/2026-12-03-round7,
+call Y). It doubles the registers x and dy take, so the default keeps a step at 8192 elements. ``atomic=True`` replaces the second
 kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer, but the order of the additions (and
 so the last bits of dw) changes from run to run on a GPU.
 """
@@ -39,6 +44,7 @@ def _rms_bwd_kernel(
     BLOCK_N: tl.constexpr,
     ROWS: tl.constexpr,
     ATOMIC: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -47,12 +53,26 @@ def _rms_bwd_kernel(
     dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     first = (pid * rows_per_program).to(tl.int64)
     last = tl.minimum(first + rows_per_program, M)
+    if PREFETCH:  # the first step's rows, loaded before the loop
+        rows = first + tl.arange(0, ROWS)
+        mask = (rows < last)[:, None] & cmask[None, :]
+        x_next = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+        dy_next = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0)
     # ROWS rows per step: more loads in flight per program (a latency-bound loop otherwise)
     for start in range(first, last, ROWS):
         rows = start + tl.arange(0, ROWS)
         mask = (rows < last)[:, None] & cmask[None, :]
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        if PREFETCH:  # this step's rows arrived during the last step; ask for the next step's now
+            x = x_next.to(tl.float32)
+            dy = dy_next.to(tl.float32)
+            rows_n = start + ROWS + tl.arange(0, ROWS)
+            mask_n = (rows_n < last)[:, None] & cmask[None, :]  # past the band: masked off, nothing read
+            x_next = tl.load(x_ptr + rows_n[:, None] * stride_xm + cols[None, :], mask=mask_n, other=0.0)
+            dy_next = tl.load(dy_ptr + rows_n[:, None] * stride_dym + cols[None, :], mask=mask_n, other=0.0)
+        else:
+            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+            dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0)
+            x, dy = x.to(tl.float32), dy.to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
         g = dy * w[None, :]
         c = tl.sum(g * x, axis=1) / N
@@ -79,13 +99,27 @@ def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
     tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=cmask)
 
 
+# x (or dy) values per thread and step up to which the next step is prefetched: above, the double buffer spills
+PREFETCH_VALUES_PER_THREAD = 32
+
+
+def prefetches(cfg: dict[str, int], n: int) -> bool:
+    """Whether a configuration loads the next step ahead: its own key, else when the doubled x and dy stay
+    within the registers (at most PREFETCH_VALUES_PER_THREAD values of each per thread and step)."""
+    if "prefetch" in cfg:
+        return bool(cfg["prefetch"])
+    per_thread = int(cfg.get("rows", 1)) * next_pow2(n) // (int(cfg["num_warps"]) * 32)
+    return per_thread <= PREFETCH_VALUES_PER_THREAD
+
+
 def default_config(m: int, n: int, device: torch.device) -> dict[str, int]:
-    """One program per SM, 8 warps, several rows per step: the fastest of `candidate_configs` on an H200
-    (docs/gpu-runs/2026-12-01-round3: 16384 × 4096 and 8192 × 8192 bf16), ahead of 2 programs per SM × 16
-    warps × 1 row by 14-19 %."""
+    """One program per SM, 8 warps, a step of 8192 elements (2 rows of 4096, 1 of 8192) with the next step
+    prefetched: the fastest on an H200 of 24 variants at 16384 × 4096 and 8192 × 8192 bf16 and 16384 × 4096
+    fp32 (docs/gpu-runs/2026-12-03-round7, call Y; 2 programs per SM or 16 warps were slower in
+    docs/gpu-runs/2026-12-02-round6, call V)."""
     block = next_pow2(n)
     programs = num_sms(device.index or 0) if device.type == "cuda" and not interpreting() else 4
-    rows = max(1, min(4, 16384 // block))
+    rows = max(1, min(4, 8192 // block))
     return {"programs": max(1, min(m, programs)), "num_warps": max(1, min(8, block // 256)), "rows": rows}
 
 
@@ -136,7 +170,8 @@ def rms_norm_backward(
     stages = {"num_stages": int(cfg["num_stages"])} if "num_stages" in cfg else {}  # the compiler's otherwise
     _rms_bwd_kernel[(programs,)](
         x, weight, dy, dx, partial, M, N, rows_per_program, x.stride(0), dy.stride(0), dx.stride(0), eps,
-        BLOCK_N=BLOCK_N, ROWS=int(cfg.get("rows", 1)), ATOMIC=atomic, num_warps=int(cfg["num_warps"]), **stages,
+        BLOCK_N=BLOCK_N, ROWS=int(cfg.get("rows", 1)), ATOMIC=atomic, PREFETCH=prefetches(cfg, N),
+        num_warps=int(cfg["num_warps"]), **stages,
     )  # fmt: skip
     if atomic:
         dw.copy_(partial)
