@@ -243,8 +243,18 @@ SMALL_CASES += [
     ("rms_norm_backward", (50, 128), torch.bfloat16, {"programs": 3, "num_warps": 4}),
     ("rms_norm_backward", (29, 100), torch.float32, {"atomic": True}),
     ("rms_norm_backward", (37, 300), torch.float32, {"programs": 3, "num_warps": 4, "rows": 4}),
-    ("rms_norm_backward", (41, 300), torch.float32, {"programs": 5, "num_warps": 4, "rows": 2, "prefetch": 1}),
-    ("rms_norm_backward", (41, 300), torch.bfloat16, {"programs": 5, "num_warps": 4, "rows": 2, "prefetch": 0}),
+    (
+        "rms_norm_backward",
+        (41, 300),
+        torch.float32,
+        {"programs": 5, "num_warps": 4, "rows": 2, "prefetch": 1},
+    ),
+    (
+        "rms_norm_backward",
+        (41, 300),
+        torch.bfloat16,
+        {"programs": 5, "num_warps": 4, "rows": 2, "prefetch": 0},
+    ),
     (
         "rms_norm_backward",
         (41, 96),
