@@ -345,7 +345,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "stray-in-neighbour-slack",
         "grading/where.py",
-        "        owned[lanes_here[on_element]] = True",
+        "        accounted[lanes_here[(rel % esize == 0) & valid[index]]] = True",
         "        pass  # no lane counts as another tensor's element",
         k("tests/test_where.py", "slack_around"),
         what="a correct load is blamed as stray when another copy's watched slack covers it",

@@ -259,11 +259,16 @@ def backward(roof: float) -> list[dict]:
     return out
 
 
-def backward_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
+def backward_inputs(m: int, n: int, dt: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """x, dy, the weight, and the bytes the backward moves."""
     x = torch.randn(m, n, device="cuda", dtype=dt)
     dy = torch.randn(m, n, device="cuda", dtype=dt)
     w = torch.randn(n, device="cuda", dtype=dt)
-    nbytes = rms_norm_backward.bytes_moved(m, n, x.element_size())
+    return x, dy, w, rms_norm_backward.bytes_moved(m, n, x.element_size())
+
+
+def backward_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
+    x, dy, w, nbytes = backward_inputs(m, n, dt)
     base = rms_norm_backward.default_config(m, n, x.device)
     row: dict = {"shape": [m, n], "dtype": str(dt).split(".")[-1], "default": base}
     row["whole"] = timed(lambda: rms_norm_backward.rms_norm_backward(x, w, dy), nbytes, roof)
@@ -273,11 +278,13 @@ def backward_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
     progs = triton.cdiv(m, rpp)
     dx, part = torch.empty_like(x), torch.empty(progs, n, device="cuda", dtype=torch.float32)
     kw = {"BLOCK_N": next_pow2(n), "ROWS": base["rows"], "num_warps": base["num_warps"]}
+    prefetch = rms_norm_backward.prefetches(base, n)
 
     def main_only() -> None:
         rms_norm_backward._rms_bwd_kernel[(progs,)](
-            x, w, dy, dx, part, m, n, rpp, x.stride(0), dy.stride(0), dx.stride(0), 1e-6, ATOMIC=False, **kw
-        )
+            x, w, dy, dx, part, m, n, rpp, x.stride(0), dy.stride(0), dx.stride(0), 1e-6, ATOMIC=False,
+            PREFETCH=prefetch, **kw,
+        )  # fmt: skip
 
     def loop_only() -> None:
         _loop_only_kernel[(progs,)](x, dy, dx, m, n, rpp, x.stride(0), **kw)
@@ -323,10 +330,7 @@ def backward_variants(roof: float) -> list[dict]:
 
 
 def backward_variant_case(m: int, n: int, dt: torch.dtype, roof: float) -> dict:
-    x = torch.randn(m, n, device="cuda", dtype=dt)
-    dy = torch.randn(m, n, device="cuda", dtype=dt)
-    w = torch.randn(n, device="cuda", dtype=dt)
-    nbytes = rms_norm_backward.bytes_moved(m, n, x.element_size())
+    x, dy, w, nbytes = backward_inputs(m, n, dt)
     want_dx, want_dw = rms_norm_backward.rms_norm_backward(x, w, dy)
     tol = 2e-2 if dt == torch.bfloat16 else 1e-4
     row: dict = {"shape": [m, n], "dtype": str(dt).split(".")[-1]}

@@ -75,12 +75,22 @@ def _no_mount_outlives_the_run(tmp_path_factory: pytest.TempPathFactory):  # noq
     by hand, some kill servers on purpose); detach what is left at the end, so the next run can remove it.
     Whether the product itself releases its mounts is tested where it does (test_guarantees)."""
     yield
+    detach_mounts_under(tmp_path_factory.getbasetemp())
+
+
+def mounts_under(folder: Path) -> list[str]:
+    """The mount points inside `folder`, innermost first."""
     from tritonlab.runs import runfolder
 
-    base = str(tmp_path_factory.getbasetemp())
-    for mount_point in sorted(runfolder.mount_points(), reverse=True):  # innermost first
-        if mount_point.startswith(base + os.sep):
-            runfolder.unmount(mount_point)
+    inside = str(folder) + os.sep
+    return sorted((m for m in runfolder.mount_points() if m.startswith(inside)), reverse=True)
+
+
+def detach_mounts_under(folder: Path) -> None:
+    from tritonlab.runs import runfolder
+
+    for mount_point in mounts_under(folder):
+        runfolder.unmount(mount_point)
 
 
 @pytest.fixture

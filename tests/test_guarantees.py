@@ -305,7 +305,7 @@ def test_a_stopped_server_exits_promptly_and_leaves_no_mount(tmp_path: Path, sto
     """Ctrl+C, and SIGTERM (systemd's `stop`, `kill`): the server exits within seconds and releases the sandbox
     on the way out; as root the runs folder, the warm children's run folders and the caches are mounts, and
     none may outlive it (uvicorn re-raises SIGTERM after its shutdown: its default action skipped the release)."""
-    from tritonlab.runs import runfolder
+    from conftest import detach_mounts_under, mounts_under
 
     env = dict(os.environ, TRITONLAB_HOME=str(tmp_path / "home"), TRITONLAB_COURSE=str(FIXTURE_COURSE))
     env["TRITONLAB_WORKSPACE"] = str(tmp_path / "ws")
@@ -337,21 +337,19 @@ def test_a_stopped_server_exits_promptly_and_leaves_no_mount(tmp_path: Path, sto
         url = seen[-1].strip()
         assert url.startswith("http://"), "".join(seen)
         time.sleep(0.5)
-        mounted = {m for m in runfolder.mount_points() if m.startswith(str(tmp_path))}
+        mounted = mounts_under(tmp_path)
         sent = time.monotonic()
         proc.send_signal(stop)
         code = proc.wait(timeout=15)
         assert time.monotonic() - sent < 10
         assert code in ((0, 1, -signal.SIGINT, 130) if stop == signal.SIGINT else (0,)), code
-        left = {m for m in runfolder.mount_points() if m.startswith(str(tmp_path))}
-        assert not left, f"mounted while serving: {sorted(mounted)}; left after: {sorted(left)}"
+        left = mounts_under(tmp_path)
+        assert not left, f"mounted while serving: {mounted}; left after: {left}"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for m in sorted(runfolder.mount_points(), reverse=True):  # a failed run's leftovers, innermost first
-            if m.startswith(str(tmp_path)):
-                runfolder.unmount(m)
+        detach_mounts_under(tmp_path)  # a failed run's leftovers
 
 
 # ---- the sandbox: wall clock and not dumpable ------------------------------------------------------------

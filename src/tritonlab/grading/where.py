@@ -128,19 +128,19 @@ def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]
         if dense is not None and dense[0] <= low and high < dense[1]:
             return  # every lane on one tensor's own contiguous elements: the common case, kept cheap
         near.append(region)
-    owned = np.zeros(addr.shape, dtype=bool)  # lanes on an element of some known tensor
+    # lanes accounted for: first those on an element of some known tensor; then each stray lane, once, on the
+    # first region that watches it (guarded ones first)
+    accounted = np.zeros(addr.shape, dtype=bool)
     looked = []
     for lo, esize, valid, front, label, _dense in near:
         lanes_here = np.flatnonzero(active & (addr >= lo) & (addr < lo + len(valid) * esize))
         rel = addr[lanes_here] - lo
         index = rel // esize
-        on_element = (rel % esize == 0) & valid[index]
-        owned[lanes_here[on_element]] = True
+        accounted[lanes_here[(rel % esize == 0) & valid[index]]] = True
         looked.append((lanes_here, index, front, label))
-    claimed = owned  # a stray lane is counted once, on the first region that watches it (guarded ones first)
     for lanes_here, index, front, label in looked:
-        bad = ~claimed[lanes_here]
-        claimed[lanes_here[bad]] = True
+        bad = ~accounted[lanes_here]
+        accounted[lanes_here[bad]] = True
         count = int(np.count_nonzero(bad))
         if not count:
             continue

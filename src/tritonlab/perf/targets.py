@@ -29,7 +29,8 @@ COMPUTE_PEERS = ("cuBLAS", "torch.compile")
 
 
 #: Where a target still short loses its bandwidth, as measured (scripts/probe_rms_norm_gaps.py on the H200,
-#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json): attached to a short target's row as ``cause``.
+#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json): attached to a short
+#: target's row as ``cause``.
 _V, _V2 = "call V, gpu-runs/2026-12-02-round6", "call V2, gpu-runs/2026-12-02-round6"
 _Y = "call Y, gpu-runs/2026-12-03-round7"
 CAUSES: dict[str, str] = {

@@ -11,10 +11,10 @@ and an fp32 dw accumulator in registers for the whole band, so dw costs one (P, 
 second small kernel adds the P rows in a fixed order — deterministic. With ``PREFETCH`` each step loads the
 next step's x and dy before its own two row reductions (a register double buffer): with one program per SM
 nothing else hides the reductions' cross-warp exchanges, and the loads in flight during them are what moves
-the bytes (on an H200 the main kernel goes from 70.9 % to 84.7 % of copy bandwidth at 16384 × 4096 bf16,
-66.6 % to 85.1 % at 8192 × 8192, 85.8 % to 92.2 % at 16384 × 4096 fp32: docs/gpu-runs/2026-12-03-round7,
-call Y). It doubles the registers x and dy take, so the default keeps a step at 8192 elements. ``atomic=True`` replaces the second
-kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer, but the order of the additions (and
+the bytes (on an H200 the main kernel goes from 70.9 % to 84.7 % of copy bandwidth at 16384 × 4096 bf16 and
+66.6 % to 85.1 % at 8192 × 8192, docs/gpu-runs/2026-12-03-round7, call Y; fp32 from 91.8 %, round 6's call V,
+to 92.2 %). It doubles the registers x and dy take, so the default keeps a step at 8192 elements.
+``atomic=True`` replaces the second kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer, but the order of the additions (and
 so the last bits of dw) changes from run to run on a GPU.
 """
 
@@ -25,6 +25,14 @@ import triton
 import triton.language as tl
 
 from ._common import interpreting, next_pow2, num_sms
+
+
+@triton.jit
+def _load_rows(ptr, start, stride, last, cols, cmask, ROWS: tl.constexpr):
+    # ROWS rows from `start`, as stored; rows at or past `last` (the program's band) are masked off, not read
+    rows = start + tl.arange(0, ROWS)
+    mask = (rows < last)[:, None] & cmask[None, :]
+    return tl.load(ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.0)
 
 
 @triton.jit
@@ -54,10 +62,8 @@ def _rms_bwd_kernel(
     first = (pid * rows_per_program).to(tl.int64)
     last = tl.minimum(first + rows_per_program, M)
     if PREFETCH:  # the first step's rows, loaded before the loop
-        rows = first + tl.arange(0, ROWS)
-        mask = (rows < last)[:, None] & cmask[None, :]
-        x_next = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
-        dy_next = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0)
+        x_next = _load_rows(x_ptr, first, stride_xm, last, cols, cmask, ROWS)
+        dy_next = _load_rows(dy_ptr, first, stride_dym, last, cols, cmask, ROWS)
     # ROWS rows per step: more loads in flight per program (a latency-bound loop otherwise)
     for start in range(first, last, ROWS):
         rows = start + tl.arange(0, ROWS)
@@ -65,14 +71,11 @@ def _rms_bwd_kernel(
         if PREFETCH:  # this step's rows arrived during the last step; ask for the next step's now
             x = x_next.to(tl.float32)
             dy = dy_next.to(tl.float32)
-            rows_n = start + ROWS + tl.arange(0, ROWS)
-            mask_n = (rows_n < last)[:, None] & cmask[None, :]  # past the band: masked off, nothing read
-            x_next = tl.load(x_ptr + rows_n[:, None] * stride_xm + cols[None, :], mask=mask_n, other=0.0)
-            dy_next = tl.load(dy_ptr + rows_n[:, None] * stride_dym + cols[None, :], mask=mask_n, other=0.0)
+            x_next = _load_rows(x_ptr, start + ROWS, stride_xm, last, cols, cmask, ROWS)
+            dy_next = _load_rows(dy_ptr, start + ROWS, stride_dym, last, cols, cmask, ROWS)
         else:
-            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
-            dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0)
-            x, dy = x.to(tl.float32), dy.to(tl.float32)
+            x = _load_rows(x_ptr, start, stride_xm, last, cols, cmask, ROWS).to(tl.float32)
+            dy = _load_rows(dy_ptr, start, stride_dym, last, cols, cmask, ROWS).to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
         g = dy * w[None, :]
         c = tl.sum(g * x, axis=1) / N
