@@ -33,6 +33,16 @@ def test_summary_of_a_memory_bound_row() -> None:
     assert "goal 0.80× met (not graded)" in line
 
 
+def test_a_slow_run_keeps_its_figures_instead_of_rounding_to_zero() -> None:
+    """A tiny case on a slow interpreter moves well under a thousandth of a GB/s; the summary keeps significant
+    figures, so the line never says 0 GB/s for a kernel that did the work (CI's softmax case, round 7)."""
+    slow = {**ROW, "impls": {bench_learner.LEARNER: {"ms": 812.5, "gbps": 0.000321, "tflops": 0.0000012}}}
+    speed = bench_learner.speed_summary({"rows": [slow]})
+    assert speed["achieved"] == 0.000321 and speed["ms"] == 812.5
+    assert speed["plot"]["learner"] == {"gbps": 0.000321, "tflops": 0.0000012}
+    assert "0.000321 GB/s" in speed_line(speed)
+
+
 def test_the_roofline_plot_gets_both_points_and_the_measured_roofs() -> None:
     plot = bench_learner.speed_summary({"rows": [ROW]})["plot"]
     assert plot["copy_gbps"] == 4000.0 and plot["peak_tflops"] == 800.0

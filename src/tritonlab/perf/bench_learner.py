@@ -167,8 +167,8 @@ def speed_summary(data: dict, goal: float | None = None) -> dict:
     summary = {
         "case": f"{row['kernel']} {row['dtype']} {'x'.join(str(d) for d in row['shape'])}",
         "unit": "TFLOP/s" if compute else "GB/s",
-        "achieved": round(achieved, 3),
-        "ms": round(mine["ms"], 5),
+        "achieved": _significant(achieved),
+        "ms": _significant(mine["ms"]),
         "roof": round(float(roof), 3) if roof else None,
         "pct_of_roof": round(100 * achieved / float(roof), 1) if roof else None,
         "vs_reference": None,
@@ -184,6 +184,12 @@ def speed_summary(data: dict, goal: float | None = None) -> dict:
     if plot:
         summary["plot"] = plot
     return summary
+
+
+def _significant(value: float, digits: int = 6) -> float:
+    """`value` to `digits` significant figures: a fixed number of decimals turns a slow run's 0.0004 GB/s
+    (the interpreter, a tiny case) into 0.0, which reads as "did no work"."""
+    return float(f"{float(value):.{digits}g}")
 
 
 def _number(value: Any) -> float | None:
@@ -204,7 +210,7 @@ def roofline_points(row: dict, peaks: dict) -> dict | None:
         impl = row.get("impls", {}).get(name) or {}
         gbps, flops = _number(impl.get("gbps")), _number(impl.get("tflops"))
         if gbps:
-            points[who] = {"gbps": round(gbps, 3), "tflops": round(flops or 0.0, 4)}
+            points[who] = {"gbps": _significant(gbps), "tflops": _significant(flops or 0.0)}
     if "learner" not in points:
         return None
     mine = points["learner"]
