@@ -94,6 +94,9 @@ def test_second_load_with_wrong_addresses_is_named_not_the_first(
     verdict = add_check(path, zygote)
     assert not verdict.passed
     assert wheres(verdict, "out-of-bounds-read") == {f"{path}:{line}"}
+    # past the host's copy of a transposed `y` the replay's process holds other bytes: that read, not the
+    # host, is why the launches alone differ, and the case says so (it had said `host-computed`)
+    assert not [f for f in verdict.failures if f.kind == "host-computed"], verdict.failures
 
 
 def test_store_past_the_end_is_named_with_the_mask_cause(tmp_path: Path, zygote: sandbox.Zygote) -> None:
@@ -213,3 +216,43 @@ def test_a_load_on_one_copy_is_not_stray_in_the_slack_around_its_neighbour() -> 
     assert [(s["where"], s["lanes"]) for s in rec.strays] == [("y-past-end", 1)]
     load(y_copy, 1, "masked", mask=np.arange(64) < 63)  # the lane past the end masked off
     assert [s["where"] for s in rec.strays] == ["y-past-end"]
+
+
+def test_a_read_off_the_allocation_fails_and_a_read_of_a_layout_gap_does_not() -> None:
+    """Lanes in the gaps of a strided input are inside its allocation: stray (they choose the line shown) but
+    not out of bounds. Lanes in the guards are off the allocation: a case that passed otherwise fails on them,
+    at the load's line, even though no value read there reached the output."""
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards
+    from tritonlab.grading.contracts import Case
+    from tritonlab.grading.contracts.compare import reads_outside
+
+    view, g = guards.make_input(torch.arange(8, dtype=torch.float32), "strided", "cpu", "input `x`")
+    assert view.stride() == (2,)
+    rec = guards.Recorder()
+    rec.input_guards.append(g)
+    start, esize = view.data_ptr(), view.element_size()
+
+    def load(offsets: np.ndarray, where: str) -> None:
+        addrs = (start + offsets * esize).astype(np.uint64)
+        lines.note_access(rec, "load", SimpleNamespace(data=addrs), None, lambda: where)
+
+    load(np.arange(8) * 2, "elements")
+    assert rec.strays == []
+    load(np.arange(15), "gaps")  # every other lane between two elements: inside the allocation
+    gaps = rec.strays[0]
+    assert (gaps["where"], gaps["lanes"], gaps["outside"]) == ("gaps", 7, 0)
+    case = Case("x strided", [])
+    assert reads_outside(case, {"strays": rec.strays}) == []
+
+    load(np.arange(8) * 2 + 4, "past-end")  # the last two lanes run past the allocation's 16 elements
+    past = rec.strays[1]
+    assert (past["outside"], past["first_outside"], past["size"]) == (2, 17, 16)  # 16 + 1: the view's offset
+    (failure,) = reads_outside(case, {"strays": rec.strays})
+    assert (failure.kind, failure.where) == ("out-of-bounds-read", "past-end")
+    assert "(indices 0 to 15), the first at index 17" in failure.message and "mask=" in failure.cause
+
+    hostile = [{"op": "load", "outside": True, "first_outside": "0", "size": None}, "not a dict"]
+    assert reads_outside(case, {"strays": hostile}) == []

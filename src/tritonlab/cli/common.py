@@ -38,7 +38,11 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True).print(f"[bold red]{tr('cli.error')}[/] {escape(message)}", highlight=False)
+    # soft_wrap: rich would otherwise break the line at 80 columns when stderr is not a terminal, splitting a
+    # long path in two (the terminal, if any, wraps the line itself)
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]{tr('cli.error')}[/] {escape(message)}", highlight=False
+    )
     return typer.Exit(code)
 
 

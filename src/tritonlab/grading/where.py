@@ -6,7 +6,9 @@ Two sides:
   An access with an active lane on a guarded buffer's memory that is not one of its tensor's elements (the
   guard regions, or the gaps of a strided layout) is a stray access; the kernel line that made it, the
   operation and the tensor are kept in the active recorder (`Recorder.strays`). `grid_line(file, line)` names
-  the line that computed a launch's grid. Both are diagnostics: they only choose which line to show.
+  the line that computed a launch's grid. Both choose which line a failure shows; one more use: a load with
+  lanes off the allocation itself fails its case (`outside`, judged in `grader.judge_reads`) even when a masked
+  store threw the values away — the read is out of bounds all the same.
 * PARENT: `return_line(file, function)` for a function that launched nothing, and `def_line`.
 
 No torch import at module level: the parent imports this module.
@@ -107,7 +109,9 @@ def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]
 
     A lane is stray when it lands in a watched region (a guarded buffer, or the slack around a host copy)
     but on none of the known tensors' own elements: the slack around a copy is memory the harness does not
-    own, so another tensor may sit there, and a lane on that tensor's elements is a correct access."""
+    own, so another tensor may sit there, and a lane on that tensor's elements is a correct access. Of the
+    stray lanes, `outside` counts those off the allocation itself (the guard regions, or past either end of a
+    host copy) rather than in the gaps of a strided layout: `grader.judge_reads` fails a load that made any."""
     import numpy as np
 
     addr = np.asarray(ptrs.data).view(np.int64).ravel()
@@ -146,14 +150,32 @@ def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]
             continue
         where = line()
         key = (op, where, label)
+        # outside the allocation itself (the guards, or past a host copy), not in the gaps of its layout: an
+        # out-of-bounds access even when nothing it read reaches the output
+        rel_index = index[bad] - front
+        size = len(valid) - 2 * front  # the allocation's own elements
+        outside = rel_index[(rel_index < 0) | (rel_index >= size)]
         for entry in rec.strays:
             if (entry["op"], entry["where"], entry["tensor"]) == key:
                 entry["lanes"] += count
+                if outside.size and not entry["outside"]:
+                    entry["first_outside"] = int(outside[0])
+                entry["outside"] += int(outside.size)
                 break
         else:
             if len(rec.strays) < MAX_STRAYS:
-                first = int(index[bad][0]) - front
-                rec.strays.append({"op": op, "where": where, "tensor": label, "lanes": count, "first": first})
+                rec.strays.append(
+                    {
+                        "op": op,
+                        "where": where,
+                        "tensor": label,
+                        "lanes": count,
+                        "first": int(rel_index[0]),
+                        "outside": int(outside.size),
+                        "first_outside": int(outside[0]) if outside.size else None,
+                        "size": int(size),
+                    }
+                )
 
 
 def _wrap(

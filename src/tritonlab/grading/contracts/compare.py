@@ -70,6 +70,54 @@ def stray_line(result: dict, op: str, tensor: str | None = None) -> str:
     return str(strays[0].get("where") or "") if strays else ""
 
 
+OOB_READ_CAUSE = (
+    "a load read past the input (missing mask, or offsets that ignore the strides); masked loads return `other` "
+    "instead"
+)
+DISCARDED_READ_CAUSE = (
+    "give the load the bounds the store has: `tl.load(ptr + offsets, mask=offsets < n)`, with `other=` when the "
+    "masked lanes take part in a sum, a max or a dot"
+)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def reads_outside(case: Case, result: dict, *, reached: bool = False) -> list[Failure]:
+    """Loads that read lanes off an allocation (its guards, or past a host copy: `outside` in the access log,
+    grading/where.py), one failure per load line and tensor. The log is kept on the interpreter only.
+
+    `reached=False` (the case passed otherwise): a masked store threw the values away, but the read is still
+    out of bounds — on a GPU it can end in an illegal memory access. `reached=True` (the launches alone gave
+    another result in the replay): memory past a host copy is not the grader's, so the replay's process
+    holds other bytes there; the read, not the host, is why the results differ."""
+    failures = []
+    for s in result.get("strays", []):
+        if not isinstance(s, dict) or s.get("op") != "load":
+            continue
+        count, first, size = _count(s.get("outside")), _count(s.get("first_outside")), _count(s.get("size"))
+        if not count or first is None or size is None:
+            continue
+        label = str(s.get("tensor"))[:80]
+        head = f"a load read {count} lane(s) outside {label} (indices 0 to {size - 1}), the first at index {first}"
+        tail = (
+            "memory the tensor does not own, whose contents differ from one run to the next"
+            if reached
+            else "none of those values reached the output, yet the read itself is out of bounds"
+        )
+        failures.append(
+            Failure(
+                case.name,
+                "out-of-bounds-read",
+                f"{head}; {tail}",
+                OOB_READ_CAUSE if reached else DISCARDED_READ_CAUSE,
+                str(s.get("where") or ""),
+            )
+        )
+    return failures
+
+
 def host_line(result: dict) -> str:
     """The learner's host line that ran the first flagged torch op, else the first host copy of an input."""
     where = result.get("op_where", {})
@@ -290,8 +338,7 @@ def compare_values(
                 case.name,
                 "out-of-bounds-read",
                 f"{pre}{oob.size} output element(s) hold a value read from outside the input: {shown}",
-                "a load read past the input (missing mask, or offsets that ignore the strides); "
-                "masked loads return `other` instead",
+                OOB_READ_CAUSE,
                 stray_line(result, "load"),
             )
         )
