@@ -14,8 +14,8 @@ nothing else hides the reductions' cross-warp exchanges, and the loads in flight
 the bytes (on an H200 the main kernel goes from 70.9 % to 84.7 % of copy bandwidth at 16384 × 4096 bf16 and
 66.6 % to 85.1 % at 8192 × 8192, docs/gpu-runs/2026-12-03-round7, call Y; fp32 from 91.8 %, round 6's call V,
 to 92.2 %). It doubles the registers x and dy take, so the default keeps a step at 8192 elements.
-``atomic=True`` replaces the second kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer, but the order of the additions (and
-so the last bits of dw) changes from run to run on a GPU.
+``atomic=True`` replaces the second kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer,
+but the order of the additions (and so the last bits of dw) changes from run to run on a GPU.
 """
 
 from __future__ import annotations
