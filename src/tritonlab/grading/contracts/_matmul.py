@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Tensor, random_values
+from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Tensor, random_values
 from tritonlab.grading.contracts._layout import actual_values
 
 U32 = UNIT_ROUNDOFF["float32"]
 TF32_PRODUCT = 2.0**-9
-TINY = {"float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}
 
 # (M, N, K, a layout, b layout, dtype, label)
 Shape = tuple[int, int, int, str, str, str, str]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
 from tritonlab.grading.contracts import rmsnorm_backward as rb
 from tritonlab.grading.contracts.compare import compare_values, exception_failure
 from tritonlab.models import Failure
@@ -108,13 +108,14 @@ def expected(case: Case) -> dict[str, Any]:
         "dx": p["dx"].reshape(x.values.shape),
         "dx_tol": (
             2 * UNIT_ROUNDOFF[x.dtype],
-            (U32 * k_dx * p["dx_mag"] + dy_slack).reshape(x.values.shape) + 1e-37,
+            (U32 * k_dx * p["dx_mag"] + dy_slack).reshape(x.values.shape) + 4 * TINY[x.dtype],
         ),
         "dw": p["dw"],
-        "dw_tol": (2 * UNIT_ROUNDOFF[w.dtype], U32 * k_dw * p["dw_mag"] + dw_slack + 1e-37),
+        "dw_tol": (2 * UNIT_ROUNDOFF[w.dtype], U32 * k_dw * p["dw_mag"] + dw_slack + 4 * TINY[w.dtype]),
         "y_tol": (
             2 * UNIT_ROUNDOFF[x.dtype],
-            U32 * (32 + 4 * np.log2(max(n, 2)) + n / 64) * np.abs(y).reshape(x.values.shape) + 1e-37,
+            U32 * (32 + 4 * np.log2(max(n, 2)) + n / 64) * np.abs(y).reshape(x.values.shape)
+            + 4 * TINY[x.dtype],
         ),
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
+from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
 from tritonlab.models import Failure
@@ -19,7 +19,6 @@ from tritonlab.models import Failure
 FUNCTION = "rms_norm"
 ARG_NAMES = ["x", "weight"]
 U32 = UNIT_ROUNDOFF["float32"]
-TINY = {"float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}
 
 
 def _case(

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
+from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
 from tritonlab.grading.contracts.compare import add_hint, compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
 
@@ -36,7 +36,6 @@ REPLAY = True
 FUNCTION = "rms_norm_backward"
 ARG_NAMES = ["x", "weight", "dy"]
 U32 = UNIT_ROUNDOFF["float32"]
-TINY = {"float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}
 
 
 def _case(
