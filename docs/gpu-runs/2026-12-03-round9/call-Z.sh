@@ -1,6 +1,7 @@
 #!/bin/bash
 # GPU call Z (2026-12-03, round 9: the code after rounds 7–9 — the prefetched RMSNorm backward, the access log's
 # out-of-bounds loads, the shared TINY tolerances): `make gpu-verify` with the whole budget of one call: every step,
+# the GPU-marked tests in parallel files beside the bench's compile warm-up, then `bench --all --runs 3` in
 # what is left. Reports go straight to $OUT; homes, caches and run folders stay in /tmp.
 # Carry: .whl .nb-wheels .deb (made by scripts/gpu_carry.sh). COMMIT names the commit the tree is.
 T0=$(date +%s); O=$OUT; export PYTHONUNBUFFERED=1
