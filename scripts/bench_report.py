@@ -233,8 +233,9 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
             "## Targets (restated in issue 19)",
             "",
             f"**Memory-bound kernels:** ≥ {targets.MEMORY_PCT:.0f}% of the measured copy bandwidth on every "
-            "benchmarked shape and dtype. **Compute-bound kernels** (the GEMM family): ≥ "
-            f"{targets.COMPUTE_X:.2f}× the best of {' / '.join(targets.COMPUTE_PEERS)}, geometric mean over the "
+            "benchmarked shape and dtype. **Compute-bound kernels** (the GEMM family and attention): ≥ "
+            f"{targets.COMPUTE_X:.2f}× the best of {' / '.join(targets.COMPUTE_PEERS)} (attention: "
+            f"{' / '.join(targets.peers_of('attention'))}), geometric mean over the "
             "kernel's shapes of one dtype, the decode shape included. Figures: the median of 3 interleaved runs "
             "with the spread over runs (`tritonlab bench --all --runs 3`, `scripts/bench_gpu.py`); "
             + (

@@ -68,6 +68,39 @@ def test_compute_kernels_take_the_best_peer_and_keep_the_decode_shape() -> None:
     assert abs(t["measured"] - (1.05 * 0.9) ** 0.5) < 1e-9 and not t["met"]
 
 
+def test_attention_is_judged_against_sdpa_flash_not_a_gemm_library() -> None:
+    """Attention is compute-bound and its shipped peer is PyTorch's SDPA flash kernel: a bench row is judged
+    against it (a cuBLAS timing in the row is not attention's peer), and the recorded call Z meets it."""
+    fast = row(
+        "attention", "bf16", [4, 32, 4096, 128], "compute", {"triton": 1.0, "sdpa_flash": 1.3, "cuBLAS": 0.5}
+    )
+    (t,) = targets.evaluate([fast], PEAKS)
+    assert t["id"] == "attention-bf16" and t["peers"] == ["sdpa_flash"] and "sdpa_flash" in t["what"]
+    assert abs(t["measured"] - 1.3) < 1e-9 and t["met"]
+    slow = row("attention", "bf16", [4, 32, 4096, 128], "compute", {"triton": 1.0, "sdpa_flash": 0.9})
+    assert not targets.evaluate([slow], PEAKS)[0]["met"]
+    causal = row("attention", "bf16", [4, 32, 4096, 128], "compute", {"triton": 1.0, "sdpa_flash": 2.0})
+    causal["causal"] = True
+    (t,) = targets.evaluate([fast, causal], PEAKS)
+    assert t["per_shape"] == {"4x32x4096x128": 1.3, "4x32x4096x128 causal": 2.0}
+
+
+def test_runs_of_the_causal_and_the_full_attention_stay_two_cases() -> None:
+    """Same kernel, dtype and shape, but causal or not: combine must not take one median over both (call Z,
+    docs/gpu-runs/2026-12-03-round9, recorded one attention row of 6 runs, the causal half folded in)."""
+    runs = []
+    for ms in (1.0, 1.1, 1.2):
+        full = row("attention", "bf16", [2, 4, 64, 64], "compute", {"triton": ms, "sdpa_flash": 1.5})
+        causal = row("attention", "bf16", [2, 4, 64, 64], "compute", {"triton": ms / 2, "sdpa_flash": 1.0})
+        full["causal"], causal["causal"] = False, True
+        runs.append([full, causal])
+    merged = targets.combine(runs)
+    assert [(m["causal"], m["runs"], m["impls"]["triton"]["ms"]) for m in merged] == [
+        (False, 3, 1.1),
+        (True, 3, 0.55),
+    ]
+
+
 def test_combine_takes_the_median_of_interleaved_runs_with_their_spread() -> None:
     runs = [
         [row("vector_add", "fp32", [4], "memory", {"triton": ms, "torch": 2.0})] for ms in (1.0, 1.25, 1.1)

@@ -284,6 +284,7 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     ]
     for row in rows:
         label = f"{row['kernel']} {row['dtype']} {'x'.join(map(str, row['shape']))}"
+        label += " causal" if row.get("causal") else ""
         for name, t in row["impls"].items():
             if "error" in t:
                 lines.append(f"{label:38s} {name:16s} error: {t['error'][:60]}")

@@ -5,9 +5,10 @@ at the roof):
 
 * **memory-bound** kernels: at least `MEMORY_PCT` % of this GPU's *measured* copy bandwidth
   (`peaks.copy_gbps`), on **every** benchmarked shape and dtype (one target per row);
-* **compute-bound** kernels (the GEMM family, `COMPUTE_KERNELS`): at least `COMPUTE_X` × the best of cuBLAS
-  and torch.compile, as the geometric mean over the kernel's shapes of one dtype, the decode (skinny) shape
-  included (one target per kernel and dtype).
+* **compute-bound** kernels (the GEMM family and attention, `COMPUTE_KERNELS`): at least `COMPUTE_X` × the
+  best of cuBLAS and torch.compile (attention: PyTorch's SDPA flash kernel, `KERNEL_PEERS`), as the geometric
+  mean over the kernel's shapes of one dtype, the decode (skinny) shape included (one target per kernel and
+  dtype).
 
 The figures are the median over runs of the same case set timed in interleaved order (run 1 of every case,
 then run 2, ...), so drift of clocks or temperature spreads over every case; the spread (lowest to highest
@@ -24,15 +25,21 @@ from tritonlab.perf import bench
 
 MEMORY_PCT = 92.0
 COMPUTE_X = 1.00
-COMPUTE_KERNELS = ("matmul", "matmul_bias_gelu")
+COMPUTE_KERNELS = ("matmul", "matmul_bias_gelu", "attention")
 COMPUTE_PEERS = ("cuBLAS", "torch.compile")
+#: A compute-bound kernel whose best shipped peer is not a GEMM library: the peers it is judged against.
+KERNEL_PEERS = {"attention": ("sdpa_flash",)}
+
+
+def peers_of(kernel: str) -> tuple[str, ...]:
+    return KERNEL_PEERS.get(kernel, COMPUTE_PEERS)
 
 
 #: Where a target still short loses its bandwidth, as measured (scripts/probe_rms_norm_gaps.py on the H200,
-#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json): attached to a short
-#: target's row as ``cause``.
+#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json; the whole functions in
+#: 2026-12-03-round9/call-Z-bench-all.json): attached to a short target's row as ``cause``.
 _V, _V2 = "call V, gpu-runs/2026-12-02-round6", "call V2, gpu-runs/2026-12-02-round6"
-_Y = "call Y, gpu-runs/2026-12-03-round7"
+_Y, _Z = "call Y, gpu-runs/2026-12-03-round7", "call Z, gpu-runs/2026-12-03-round9"
 CAUSES: dict[str, str] = {
     "softmax-bf16-65536x1024": "at 2 bytes per element the tile's loads and stores are the limit here: the same "
     f"one-tile program moved 92.9% with its max and sum and 92.8% without ({_V2}), within a point of the "
@@ -50,20 +57,19 @@ CAUSES: dict[str, str] = {
     f"(3 configurations, {_V2}), with it 89.9-90.4%: the loss is the access pattern of one or two 16 KiB rows "
     f"per program, not the reduction; 45 configurations (rows, warps, persistent stages; {_V}) reach at most "
     "90.0%, none spills (64 registers); torch.compile's generated kernel moves 93% there",
-    "rms_norm_backward-bf16-16384x4096": f"measured before the prefetch: the main kernel alone moved 71.7% ({_V}; "
-    "the dw-summing kernel and the partials cost 5 points) and 87.8% without its two row reductions, which "
-    "nothing overlapped in one 8-warp program per SM; loading the next step during them (the default since "
-    f"{_Y}) moves 84.7% in the main kernel: the reductions now cost 3 points and the summing kernel the rest; "
-    "the whole function with the prefetch awaits the next `make gpu-verify`",
-    "rms_norm_backward-bf16-8192x8192": f"measured before the prefetch: the main kernel alone moved 66.7% ({_V}), "
-    "88.1% without its two row reductions, and spilled (255 registers, 18 spilled, 2 rows per step); one row "
-    f"per step with the next one prefetched (the default since {_Y}) moves 85.1% in the main kernel without "
-    "spilling (216 registers); the whole function with the prefetch awaits the next `make gpu-verify`",
+    "rms_norm_backward-bf16-16384x4096": "the whole function moves 77.7% with the next step prefetched during the "
+    f"two row reductions ({_Z}; 66.5% before, call X); its main kernel alone moves 84.7% ({_Y}) and 87.8% "
+    f"without the reductions ({_V}): the reductions cost 3 points, the second, dw-summing kernel and the fp32 "
+    "partials' round trip the other 7",
+    "rms_norm_backward-bf16-8192x8192": "the whole function moves 78.7% with the next step prefetched "
+    f"({_Z}; 62.9% before, call X); its main kernel alone moves 85.1% with one row per step, 216 registers and "
+    f"no spill ({_Y}; 66.7% and 18 spilled registers at 2 rows per step, {_V}), 88.1% without the reductions: "
+    "the second, dw-summing kernel and the partials cost the other 6 points",
     "matmul-bf16": "parity within the run-to-run spread: 1.02× in call U and 1.03× in call W (gpu-runs/2026-12-02-"
     "round6, 3 interleaved runs each, runs from 0.956× to 1.051×); the decode shape (16×4096×4096, ~18 µs) and "
     "4096³ move most between runs",
     "matmul-fp16": "parity within the run-to-run spread: 1.027× in call U and 0.9996× in call W (gpu-runs/2026-12-"
-    "02-round6, 3 interleaved runs each); in W the 8192³ case moved most, and it was our kernel's time that moved "
+    f"02-round6, 3 interleaved runs each), 0.992× in {_Z} (runs 0.977-1.033×); in W the 8192³ case moved most, and it was our kernel's time that moved "
     "(1.674-1.713 ms over the runs, cuBLAS 1.665-1.673 ms)",
     "matmul_bias_gelu-bf16": "parity within the run-to-run spread, and it is our kernel's time that moves: in "
     "call X (gpu-runs/2026-12-02-round6, 3 interleaved runs) 1.697-1.745 ms against torch.compile's "
@@ -74,8 +80,15 @@ CAUSES: dict[str, str] = {
 }
 
 
-def case_key(row: dict[str, Any]) -> tuple[str, str, tuple[int, ...]]:
-    return row["kernel"], row["dtype"], tuple(row["shape"])
+#: The fields of a bench row that are not the case itself: whatever else a row carries (attention's `causal`,
+#: a matmul's `class`) is part of what was timed, so two rows differing there are different cases.
+_MEASURED = frozenset({"kernel", "dtype", "shape", "bytes", "flops", "bound", "impls", "speedup", "runs"})
+
+
+def case_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies a case across runs: kernel, dtype, shape and the case's own settings (causal or not)."""
+    settings = tuple(sorted((k, repr(v)) for k, v in row.items() if k not in _MEASURED))
+    return row["kernel"], row["dtype"], tuple(row["shape"]), settings
 
 
 def combine(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -116,7 +129,7 @@ def combine(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def _shape(row: dict[str, Any]) -> str:
-    return "x".join(map(str, row["shape"]))
+    return "x".join(map(str, row["shape"])) + (" causal" if row.get("causal") else "")
 
 
 def _spread_pct(row: dict[str, Any], peak_gbps: float | None) -> list[float] | None:
@@ -154,12 +167,13 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
             timed_peers: set[str] = set()
             lows: list[float] = []
             highs: list[float] = []
+            names = peers_of(kernel)
             for r in sel:
-                peers = [r["impls"][p] for p in COMPUTE_PEERS if "ms" in r["impls"].get(p, {})]
+                peers = [r["impls"][p] for p in names if "ms" in r["impls"].get(p, {})]
                 if not peers:
                     continue
                 best = min(peers, key=lambda t: t["ms"])
-                timed_peers.update(p for p in COMPUTE_PEERS if "ms" in r["impls"].get(p, {}))
+                timed_peers.update(p for p in names if "ms" in r["impls"].get(p, {}))
                 ours = r["impls"]["triton"]
                 per_shape[_shape(r)] = best["ms"] / ours["ms"]
                 if "spread_ms" in ours and "spread_ms" in best:  # several runs: the ratio's range
@@ -172,7 +186,7 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
                     "id": f"{kernel}-{dtype}",
                     "rule": "compute",
                     "what": f"{kernel} {dtype}, {len(per_shape)} shape{'s' if len(per_shape) > 1 else ''}: geo "
-                    f"mean × the best of {' / '.join(COMPUTE_PEERS)}",
+                    f"mean × the best of {' / '.join(names)}",
                     "peers": sorted(timed_peers),
                     "target": COMPUTE_X,
                     "unit": "x",

@@ -81,7 +81,8 @@ class Case:
 
     @property
     def label(self) -> str:
-        return f"{self.kernel} {self.dtype} {'x'.join(map(str, self.shape))}"
+        causal = " causal" if self.extra.get("causal") else ""
+        return f"{self.kernel} {self.dtype} {'x'.join(map(str, self.shape))}{causal}"
 
 
 def _r(shape: tuple[int, ...], dtype: torch.dtype, device: str, scale: float = 1.0) -> torch.Tensor:
