@@ -70,7 +70,7 @@ def test_compute_kernels_take_the_best_peer_and_keep_the_decode_shape() -> None:
 
 def test_attention_is_judged_against_sdpa_flash_not_a_gemm_library() -> None:
     """Attention is compute-bound and its shipped peer is PyTorch's SDPA flash kernel: a bench row is judged
-    against it (a cuBLAS timing in the row is not attention's peer), and the recorded call Z meets it."""
+    against it (a cuBLAS timing in the row is not attention's peer), and the recorded call Z2 meets it."""
     fast = row(
         "attention", "bf16", [4, 32, 4096, 128], "compute", {"triton": 1.0, "sdpa_flash": 1.3, "cuBLAS": 0.5}
     )
@@ -83,6 +83,10 @@ def test_attention_is_judged_against_sdpa_flash_not_a_gemm_library() -> None:
     causal["causal"] = True
     (t,) = targets.evaluate([fast, causal], PEAKS)
     assert t["per_shape"] == {"4x32x4096x128": 1.3, "4x32x4096x128 causal": 2.0}
+    recorded = json.loads((ROOT / "docs/gpu-runs/2026-12-03-round9/call-Z2-bench-all.json").read_text())
+    got = {t["id"]: t for t in targets.evaluate(recorded["rows"], recorded["peaks"])}
+    assert got["attention-bf16"]["met"] and got["attention-bf16"]["runs"] == 3
+    assert set(got["attention-bf16"]["per_shape"]) == {"4x32x4096x128", "4x32x4096x128 causal"}
 
 
 def test_runs_of_the_causal_and_the_full_attention_stay_two_cases() -> None:
