@@ -142,6 +142,20 @@ def test_crash_by_signal_is_a_crash(tmp_path: Path, zygote: sandbox.Zygote) -> N
     assert "SIGSEGV" in verdict.failures[0].message and "out-of-bounds store" in verdict.failures[0].cause
 
 
+def test_the_harness_exit_status_is_not_blamed_on_an_out_of_bounds_store(tmp_path: Path) -> None:
+    """Exit status 70 is the run harness's own failure (runs/pool.HARNESS_EXIT): when a second tritonlab process
+    took the runs folder's bind away, every correct check crashed with it and was told to mask its stores."""
+    from tritonlab.runs import pool
+
+    def died(exit_code: int) -> sandbox.RunResult:
+        return sandbox.RunResult(tmp_path, exit_code, None, False, False, False, "", 0.1)
+
+    harness = grader.process_failure("c", died(pool.HARNESS_EXIT))
+    assert harness.kind == "crash" and "exit status 70" in harness.message
+    assert "out-of-bounds" not in harness.cause and "tritonlab doctor" in harness.cause
+    assert "out-of-bounds store" in grader.process_failure("c", died(3)).cause
+
+
 def test_huge_output_is_stopped(tmp_path: Path, zygote: sandbox.Zygote) -> None:
     verdict = check(learner(tmp_path, "chatty", before="while True: print('x' * 10000)"), zygote, timeout=30)
     assert not verdict.passed

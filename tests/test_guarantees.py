@@ -352,6 +352,49 @@ def test_a_stopped_server_exits_promptly_and_leaves_no_mount(tmp_path: Path, sto
         detach_mounts_under(tmp_path)  # a failed run's leftovers
 
 
+def test_one_tritonlab_process_exiting_leaves_the_others_runs_working(tmp_path: Path) -> None:
+    """Two processes of one user share the runs folder (here the CLI's background workers of two workspaces;
+    `serve` beside them is the same). As root the folder is a shared bind of itself that each hardened sandbox
+    sees run folders through; the first process to exit used to undo it, and every check of the other one,
+    a correct solution too, then crashed with exit status 70 (found in a seed sweep, 2026-12-03). The last one
+    to exit still leaves no mount."""
+    from conftest import detach_mounts_under, mounts_under
+
+    env = dict(os.environ, TRITONLAB_HOME=str(tmp_path / "home"), TRITONLAB_COURSE=str(FIXTURE_COURSE))
+    env.update(TRITONLAB_DAEMON="1", TRITONLAB_DAEMON_IDLE="120", TRITONLAB_BACKEND="interpreter")
+    env.pop("TRITONLAB_SANDBOX", None)  # the default: hardened where bubblewrap works
+
+    def tl(workspace: str, *args: str) -> subprocess.CompletedProcess:
+        (tmp_path / workspace).mkdir(exist_ok=True)
+        run_env = dict(env, TRITONLAB_WORKSPACE=str(tmp_path / workspace))
+        cmd = [sys.executable, "-m", "tritonlab", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=180)
+
+    def check(workspace: str) -> dict:
+        done = tl(workspace, "check", "vector-copy", "--solution", "--json")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    try:
+        assert check("ws-a")["passed"] and check("ws-b")["passed"]
+        workers = json.loads(tl("ws-a", "daemon", "status", "--json").stdout)
+        assert len(workers) == 2, workers
+        first = next(w for w in workers if w["workspace"].endswith("ws-a"))
+        os.kill(first["pid"], signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{first['pid']}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert check("ws-b")["passed"]  # the worker of ws-b still sees its run folders
+        tl("ws-b", "daemon", "stop")
+        deadline = time.monotonic() + 20
+        while mounts_under(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not mounts_under(tmp_path)
+    finally:
+        tl("ws-b", "daemon", "stop")
+        detach_mounts_under(tmp_path)
+
+
 # ---- the sandbox: wall clock and not dumpable ------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from tritonlab.grading import case_cache, contracts, huge
 from tritonlab.grading import where as lines
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
-from tritonlab.runs import caches, rundir, sandbox
+from tritonlab.runs import caches, pool, rundir, sandbox
 
 SIGNAL_NAMES = {
     signals.SIGSEGV: "SIGSEGV",
@@ -287,6 +287,12 @@ def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
     )
     if sig == signals.SIGKILL:
         cause = "killed: it used too much memory, or was stopped"
+    elif sig is None and run.exit_code == pool.HARNESS_EXIT:
+        cause = (
+            f"exit status {pool.HARNESS_EXIT} is what tritonlab's own run harness exits with when it cannot set up "
+            "or finish a run (unless your code called os._exit with it): check again; if it repeats, run "
+            "`tritonlab daemon stop` and `tritonlab doctor`"
+        )
     return Failure(
         case_name, "crash", f"the process running your kernel died ({name}) during this case", cause
     )

@@ -44,6 +44,10 @@ MAX_EARLY_DEATHS = 3
 MAX_POOL = 8
 FLAG = "--pool"
 
+#: The exit status of a run's process when tritonlab's own harness, not the learner's code, failed (a job for
+#: another run folder, a cache it was not bound to, an exception setting the run up): the grader says so.
+HARNESS_EXIT = 70
+
 
 def wanted(backend: str, hardened: bool, slots: int = 1, bound: bool = False) -> int:
     """How many warm children a zygote for `backend` should keep (parent side), for `slots` runs at once: one
@@ -191,7 +195,7 @@ class WarmPool:
                 warm_child(read_end, self.backend, self.serve, self.release)
             except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                 traceback.print_exc()
-            os._exit(70)
+            os._exit(HARNESS_EXIT)
         os.close(read_end)
         return pid, write_end
 
@@ -265,9 +269,9 @@ def bound_child(
         os._exit(0)
     msg = json.loads(line)
     if msg.get("run_dir") != run_dir:  # never: the zygote hands a child only its own directory's job
-        os._exit(70)
+        os._exit(HARNESS_EXIT)
     if (msg.get("limits", {}).get("cache") or None) != (cache or None):  # bound to another cache: refuse
-        os._exit(70)
+        os._exit(HARNESS_EXIT)
     if msg.get("limits", {}).get("hold") and release is not None:
         release(job_fd, str(msg.get("id", "")))  # closes job_fd
     else:
@@ -313,7 +317,7 @@ class BoundPool:
                 bound_child(read_end, run_dir, self.backend, self.isolate, self.serve, self.release, cache)
             except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                 traceback.print_exc()
-            os._exit(70)
+            os._exit(HARNESS_EXIT)
         os.close(read_end)
         self.children[run_dir] = (pid, write_end)
         return True

@@ -9,7 +9,12 @@ results from the mount, then `release()` unmounts it (lazily) and the directory 
 
 Layer 2: the zygote's bubblewrap was started earlier, and mounts made afterwards reach it only through mount
 propagation, so the runs folder is first made a shared mount point (bind-mounted onto itself, MS_SHARED);
-bubblewrap's copy is a slave of it and sees each run's tmpfs appear.
+bubblewrap's copy is a slave of it and sees each run's tmpfs appear. Several processes of one user share the
+runs folder (`serve`, the CLI's background workers of two workspaces, `watch`): each holds a shared flock on
+`.runs.users.lock` beside it while it has a worker, and the bind is undone only by the last of them (while
+holding `.runs.mount.lock`, which `share()` takes too), and only when tritonlab made it. Without that, the first
+to exit took the bind away from the others, whose sandboxes then saw no run directory: every check, a correct
+one too, crashed with exit status 70.
 
 Without root (or with TRITONLAB_RUN_FOLDER_CAP=off) run directories are plain folders: only RLIMIT_FSIZE
 bounds each file, and `over_cap()` counts files after the run.
@@ -18,6 +23,7 @@ bounds each file, and `over_cap()` counts files after the run.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 from pathlib import Path
 
@@ -43,7 +49,8 @@ def _mount(source: bytes | None, target: str, fstype: bytes | None, flags: int, 
         raise OSError(err, f"mount {target}: {os.strerror(err)}")
 
 
-_shared: dict[str, int] = {}  # runs folders this process bind-mounted onto themselves -> users
+_users: dict[str, tuple[int, int]] = {}  # runs folders this process's workers use -> (workers, use-lock fd)
+BOUND = b"bound by tritonlab\n"  # in the mount lock: the bind is ours to undo (not an administrator's mount)
 
 
 def mount_points() -> set[str]:
@@ -58,33 +65,76 @@ def mount_points() -> set[str]:
     return found
 
 
+def _lock(folder: str, what: str) -> int:
+    """An open lock file beside the runs folder (never inside it: no sandbox sees it)."""
+    parent, name = os.path.split(folder.rstrip(os.sep))
+    return os.open(os.path.join(parent, f".{name}.{what}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
 def share(runs_folder: Path) -> bool:
-    """Make the runs folder a shared mount point, so run mounts made later reach a running bubblewrap."""
+    """Make the runs folder a shared mount point, so run mounts made later reach a running bubblewrap; one call
+    per worker, undone by `unshare()` (by the last worker of the last process that uses the folder)."""
     if not wanted():
         return False
     folder = str(runs_folder)
     try:
-        if folder in _shared:
-            _shared[folder] += 1
-            return True
-        if folder not in mount_points():
-            _mount(folder.encode(), folder, None, MS_BIND, None)
-            _shared[folder] = 1
-        _mount(None, folder, None, MS_SHARED, None)
+        mutex = _lock(folder, "mount")
     except OSError:
         return False
-    return True
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)  # held for a moment, by share() and by the last user's unshare()
+        count, held = _users.get(folder, (0, -1))
+        if not count:
+            held = _lock(folder, "users")
+            fcntl.flock(held, fcntl.LOCK_SH)  # this process uses the folder until its last unshare()
+        try:
+            if folder not in mount_points():
+                _mount(folder.encode(), folder, None, MS_BIND, None)
+                os.pwrite(mutex, BOUND, 0)
+                os.ftruncate(mutex, len(BOUND))
+            _mount(None, folder, None, MS_SHARED, None)
+        except OSError:
+            if not count:
+                os.close(held)
+            return False
+        _users[folder] = (count + 1, held)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(mutex)
 
 
 def unshare(runs_folder: Path) -> None:
-    """Undo share() once its last user (a zygote) is gone; a running bubblewrap keeps its own copy."""
+    """Undo share() once its last user is gone: this process's last worker, when no other process holds the
+    folder; a running bubblewrap keeps its own copy."""
     folder = str(runs_folder)
-    if folder not in _shared:
+    if folder not in _users:
         return
-    _shared[folder] -= 1
-    if _shared[folder] <= 0:
-        del _shared[folder]
-        unmount(folder)
+    count, held = _users.pop(folder)
+    if count > 1:
+        _users[folder] = (count - 1, held)
+        return
+    try:
+        mutex = _lock(folder, "mount")
+    except OSError:
+        os.close(held)
+        return
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+        os.close(held)  # this process's hold goes; is any other process's left?
+        probe = _lock(folder, "users")
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another process's workers still use the folder: the bind stays theirs
+        finally:
+            os.close(probe)
+        if os.pread(mutex, len(BOUND), 0) == BOUND:
+            unmount(folder)
+            os.ftruncate(mutex, 0)
+    finally:
+        os.close(mutex)
 
 
 def unmount(mount_point: str) -> bool:

@@ -315,7 +315,7 @@ def main() -> None:
                             child_main(msg["run_dir"], limits, runs_folder)
                         except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                             traceback.print_exc()
-                            os._exit(70)
+                            os._exit(pool.HARNESS_EXIT)
                     jobs[pid] = msg["id"]
                     if hold:
                         os.close(hold[0])
