@@ -359,6 +359,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         what="a load past the end whose values a masked store throws away passes the case",
         ci=True,
     ),
+    Mutation(
+        "first-exit-undoes-the-bind",
+        "runs/runfolder.py",
+        "            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",
+        "            pass\n",
+        k("tests/test_guarantees.py", "one_tritonlab_process_exiting"),
+        what="the first tritonlab process to exit undoes the runs folder's bind under the others' sandboxes",
+    ),
 )
 
 
