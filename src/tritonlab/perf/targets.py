@@ -73,7 +73,8 @@ CAUSES: dict[str, str] = {
     "(1.674-1.713 ms over the runs, cuBLAS 1.665-1.673 ms)",
     "matmul_bias_gelu-bf16": "parity within the run-to-run spread, and it is our kernel's time that moves: in "
     "call X (gpu-runs/2026-12-02-round6, 3 interleaved runs) 1.697-1.745 ms against torch.compile's "
-    "1.716-1.725 ms (0.992×); 1.020× in call U and 1.017× in call W",
+    "1.716-1.725 ms (0.992×); 1.020× in call U and 1.017× in call W; 1.01× in call Z2 and 0.999× in call Z3 "
+    "(gpu-runs/2026-12-03-round9, runs 0.983-1.016×)",
     "rms_norm_backward-fp32-16384x4096": f"the main kernel alone moves 91.8% and the loop without its reductions "
     f"92.6% ({_V}); 92.2% with 2 rows per step and the next prefetched ({_Y}, the default since): the 4-point gap "
     "is the second, dw-summing kernel and the fp32 partials' round trip (≈ 10 µs of 0.217 ms)",
