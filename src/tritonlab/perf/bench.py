@@ -276,6 +276,12 @@ def gpu_slug(name: str) -> str:
 # ---------------------------------------------------------------- text tables
 
 
+def shape_label(row: dict[str, Any]) -> str:
+    """A row's shape as the tables and target ids write it, "4x32x4096x128", with " causal" for a causal one
+    (the same shape timed twice, causal and not, is two cases)."""
+    return "x".join(map(str, row["shape"])) + (" causal" if row.get("causal") else "")
+
+
 def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table of measured rows: time, rate, % of peak and speed-up over each peer."""
     lines = [
@@ -283,8 +289,7 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
         f"{'ours x':>7s}"
     ]
     for row in rows:
-        label = f"{row['kernel']} {row['dtype']} {'x'.join(map(str, row['shape']))}"
-        label += " causal" if row.get("causal") else ""
+        label = f"{row['kernel']} {row['dtype']} {shape_label(row)}"
         for name, t in row["impls"].items():
             if "error" in t:
                 lines.append(f"{label:38s} {name:16s} error: {t['error'][:60]}")

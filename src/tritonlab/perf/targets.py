@@ -129,10 +129,6 @@ def combine(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return out
 
 
-def _shape(row: dict[str, Any]) -> str:
-    return "x".join(map(str, row["shape"])) + (" causal" if row.get("causal") else "")
-
-
 def _spread_pct(row: dict[str, Any], peak_gbps: float | None) -> list[float] | None:
     spread = row["impls"]["triton"].get("spread_ms")
     if not spread or not peak_gbps:
@@ -151,9 +147,9 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
         pct = r["impls"]["triton"].get("pct_copy")
         out.append(
             {
-                "id": f"{r['kernel']}-{r['dtype']}-{_shape(r)}",
+                "id": f"{r['kernel']}-{r['dtype']}-{bench.shape_label(r)}",
                 "rule": "memory",
-                "what": f"{r['kernel']} {r['dtype']} {_shape(r)}: % of measured copy bandwidth",
+                "what": f"{r['kernel']} {r['dtype']} {bench.shape_label(r)}: % of measured copy bandwidth",
                 "target": MEMORY_PCT,
                 "unit": "%",
                 "measured": pct,
@@ -176,7 +172,7 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
                 best = min(peers, key=lambda t: t["ms"])
                 timed_peers.update(p for p in names if "ms" in r["impls"].get(p, {}))
                 ours = r["impls"]["triton"]
-                per_shape[_shape(r)] = best["ms"] / ours["ms"]
+                per_shape[bench.shape_label(r)] = best["ms"] / ours["ms"]
                 if "spread_ms" in ours and "spread_ms" in best:  # several runs: the ratio's range
                     lows.append(best["spread_ms"][0] / ours["spread_ms"][1])
                     highs.append(best["spread_ms"][1] / ours["spread_ms"][0])
