@@ -89,3 +89,27 @@ def test_host_layout_copy_passes_with_its_cost(zygote: sandbox.Zygote) -> None:
     notes = [n for n in verdict.notes if "copied on the host" in n]
     assert len(notes) == 1 and "`x`" in notes[0] and "% memory traffic" in notes[0]
     assert "host_contiguous.py:" in notes[0]  # the learner's line that made the copy
+
+
+@pytest.fixture(scope="module")
+def gpu_zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("gpu-home")))
+        z = sandbox.Zygote("gpu", pool=2)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rel", FILES)
+def test_right_solution_passes_on_the_gpu(rel: str, gpu_zygote: sandbox.Zygote) -> None:
+    """The same right files, the same seeds, compiled for the GPU: a correct kernel gets the interpreter's
+    verdict on both backends (issue 40: three correct files once failed on the GPU only)."""
+    folder = rel.split("/")[0]
+    seed = zlib.crc32(rel.encode()) % 100_000 + 1
+    verdict = grader.check(exercise_for(folder), RIGHT / rel, "gpu", gpu_zygote, seed=seed, timeout=180)
+    summary = "\n".join(
+        f"{f.case} [{f.kind}] {f.message[:300]} :: {f.cause[:200]}" for f in verdict.failures[:6]
+    )
+    assert verdict.passed, f"{rel} failed on the GPU with seed {seed}:\n{summary}\n{verdict.output[-1500:]}"
