@@ -1,20 +1,26 @@
-"""CPU measurement for docs/performance.md: what the per-seed case cache saves on a repeated check.
+"""What the per-seed case cache saves on a repeated check (docs/performance.md's table), measured on the CPU.
 
-For each exercise, on the `gpu` backend's cases (the large ones; made on the CPU, no GPU needed): the time to
-make the cases and their float64 references (matmul-style products, softmax, RMSNorm) the first time, and
-again for the same seed through grading/case_cache.py + contracts.cached.
+    python benchmarks/case_cache.py [gpu | interpreter]
+
+For each exercise, on the backend's cases (default `gpu`: the large ones, made on the CPU, no GPU needed): the
+time to make the cases and their float64 references (matmul-style products, softmax, RMSNorm) the first time,
+and again for the same seed through grading/case_cache.py + contracts.cached. Prints a Markdown table.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from tritonlab.content.course import load_course
-from tritonlab.grading import case_cache, contracts
-from tritonlab.grading.contracts import Tensor, cached
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from tritonlab.content.course import load_course  # noqa: E402
+from tritonlab.grading import case_cache, contracts  # noqa: E402
+from tritonlab.grading.contracts import Tensor, cached  # noqa: E402
 
 
 def references(exercise_id: str, cases: list) -> None:
@@ -32,8 +38,10 @@ def references(exercise_id: str, cases: list) -> None:
             cached(case, "expected", lambda t=tensors: reference(t[0].values))
 
 
-def main() -> None:
-    backend = sys.argv[1] if len(sys.argv) > 1 else "gpu"
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("backend", nargs="?", default="gpu", choices=("gpu", "interpreter"))
+    backend = parser.parse_args(argv).backend
     cache = case_cache.CaseCache(budget=8 << 30)
     print("| exercise | first: cases + references (s) | same seed again (s) | input MB |")
     print("|---|---|---|---|")

@@ -1,7 +1,7 @@
 """CPU seconds of a check's two children, measured in-process: on a machine shared with other work, the CLI's wall
 time follows the load (docs/performance.md), the children's CPU time much less.
 
-    python scripts/profile_check.py softmax [--runs 5] [--profile | --cases]
+    python benchmarks/profile_check.py softmax [--runs 5] [--profile | --cases]
 
 Each run is two fresh processes, as in a real check: the check child's work (`harness.run_check` on the course
 solution, TRITON_INTERPRET=1) and then the replay child's (`replay.run_replay` on the records it wrote). Prints

@@ -1,6 +1,6 @@
 """Where a repeated GPU check's seconds go, in the parent and in its two children (issue 19's breakdown).
 
-    python scripts/profile_gpu_check.py --out DIR [--exercise softmax ...] [--repeats 4]
+    python benchmarks/profile_gpu_check.py --out DIR [--exercise softmax ...] [--repeats 4]
 
 For each exercise, through one long-lived Service (what `serve`, `watch` and the check daemon hold; the sandbox
 as configured): `--repeats` checks of the course solution without the speed run, each verdict's `timings`

@@ -1,5 +1,7 @@
-"""Tuning sweeps (`bench_gpu.py --explore`): launch-configuration grids per kernel, and the picks an explore
-pass makes for the recorded run's default configurations (`--picks`)."""
+"""Tuning sweeps (`benchmarks/tune_configs.py`): launch-configuration grids per kernel, and the picks a tuning
+pass makes for the recorded run's default configurations (`scripts/bench_gpu.py --picks` applies them).
+
+Imports the benchmark helpers of `scripts/gpubench/` (the caller puts `scripts/` on sys.path)."""
 
 from __future__ import annotations
 
@@ -396,29 +398,3 @@ def explore_decode_picks(torch) -> dict:
     out["decode"] = _best(scores, cands)
     log(f"decode picks: {T} -> {out['decode']}")
     return out
-
-
-def apply_picks(picks: dict) -> dict:
-    """Install the explore pass's winners as the kernels' default configurations for this process."""
-    from tritonlab.perf.kernels import load
-
-    mm, mbg, sm, va = load("matmul"), load("matmul_bias_gelu"), load("softmax"), load("vector_add")
-    applied = {}
-    if picks.get("large"):
-        mm.CONFIGS["large"] = applied["matmul large"] = picks["large"]
-    if picks.get("decode"):
-        mm.CONFIGS["decode"] = applied["matmul decode"] = picks["decode"]
-    if picks.get("mbg_large"):
-        mbg.CONFIGS["large"] = applied["matmul_bias_gelu large"] = picks["mbg_large"]
-    for key, cfg in (picks.get("softmax") or {}).items():
-        if cfg:
-            n, e = (int(v) for v in key.split(","))
-            sm.CONFIGS[(n, e)] = applied[f"softmax {key}"] = cfg
-    if picks.get("vector_add"):
-        va.BLOCK_SIZE = picks["vector_add"]["block_size"]
-        va.NUM_WARPS = picks["vector_add"]["num_warps"]
-        va.PERSISTENT = picks["vector_add"].get("persistent", 0)
-        va.STAGES = picks["vector_add"].get("stages", 1)
-        applied["vector_add"] = picks["vector_add"]
-    log(f"applied picks: {applied}")
-    return applied

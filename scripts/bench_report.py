@@ -80,7 +80,7 @@ def reason(t: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 
 def run_citation(runs_rel: str) -> str:
-    """", H200 run 2026-11-29 (39df766)" for a run folder named `<date>-<gpu>-<commit>` (else nothing)."""
+    """ ", H200 run 2026-11-29 (39df766)" for a run folder named `<date>-<gpu>-<commit>` (else nothing)."""
     parts = Path(runs_rel).name.split("-")
     if len(parts) >= 5 and len(parts[-1]) == 7:
         return f", {'-'.join(parts[3:-1]).upper()} run {'-'.join(parts[:3])} ({parts[-1]})"
@@ -444,7 +444,9 @@ def copy_to_lessons(made: dict[str, str], runs: Path, prefix: str) -> list[Path]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=Path, default=None, help="the run's folder (default: the newest with results)")
+    ap.add_argument(
+        "--runs", type=Path, default=None, help="the run's folder (default: the newest with results)"
+    )
     ap.add_argument("--prefix", default="h200", help="the GPU's file prefix (default: h200)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = ap.parse_args(argv)

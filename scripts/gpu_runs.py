@@ -2,7 +2,7 @@
 """The records of GPU runs in docs/gpu-runs/: one folder per run, named by date, GPU and commit, one README each.
 
     python scripts/gpu_runs.py check                    # every run folder well formed, every citation resolves
-    python scripts/gpu_runs.py name --gpu "NVIDIA H200"  # the folder a run made here now would get
+    python scripts/gpu_runs.py name [--gpu "NVIDIA H200"]  # the folder a run made here now would get
 
 A run folder is `<date>-<gpu>-<commit>` (`2026-12-03-h200-4ac7c77`): the UTC date the run started, the GPU's
 short name (`tritonlab.perf.bench.gpu_slug`: "NVIDIA H200" -> "h200") and the first 7 hex digits of the commit
@@ -87,6 +87,29 @@ def current_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def todays_folder(gpu: str, runs: Path = RUNS) -> Path:
+    """The folder of a run of this commit on `gpu` today (several measuring scripts of one day share it): where
+    the GPU benchmark scripts write when no --out is given. Its README is still to be written."""
+    import datetime as dt
+
+    return runs / folder_name(dt.datetime.now(dt.UTC).date().isoformat(), gpu, current_commit())
+
+
+def first_gpu() -> str:
+    """nvidia-smi's name of this machine's first GPU ("" without one)."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = done.stdout.strip().splitlines() if done.returncode == 0 else []
+    return lines[0].strip() if lines else ""
 
 
 def readme(title: str, fields: dict[str, str], body: str, files: Iterable[tuple[str, str]]) -> str:
@@ -240,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("check", help="check docs/gpu-runs and every citation of a run in src/, course/ and docs/")
     name = sub.add_parser("name", help="print the folder name of a run made now")
-    name.add_argument("--gpu", required=True, help='the GPU as nvidia-smi names it, e.g. "NVIDIA H200"')
+    name.add_argument("--gpu", default=None, help="the GPU as nvidia-smi names it (default: asks nvidia-smi)")
     name.add_argument("--commit", default=None, help="default: TRITONLAB_COMMIT, else git's HEAD")
     name.add_argument("--date", default=None, help="default: today (UTC)")
     args = parser.parse_args(argv)
@@ -248,8 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         import datetime as dt
 
         date = args.date or dt.datetime.now(dt.UTC).date().isoformat()
+        gpu = args.gpu if args.gpu is not None else first_gpu()
+        if not gpu:
+            parser.error("no GPU found by nvidia-smi: name it with --gpu")
         try:
-            print(folder_name(date, args.gpu, args.commit or current_commit()))
+            print(folder_name(date, gpu, args.commit or current_commit()))
         except ValueError as exc:
             parser.error(str(exc))
         return 0
