@@ -41,12 +41,12 @@ system-deps:
 	fi
 
 lint: install
-	$(BIN)/ruff check src tests scripts course
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests scripts benchmarks course
+	$(BIN)/ruff format --check src tests scripts benchmarks
 
 format: install
-	$(BIN)/ruff format src tests scripts
-	$(BIN)/ruff check --fix src tests scripts course
+	$(BIN)/ruff format src tests scripts benchmarks
+	$(BIN)/ruff check --fix src tests scripts benchmarks course
 
 # Each phase prints its duration (scripts/phase.sh) and the last lines sum them up, so CI time has an owner.
 PHASE := scripts/phase.sh

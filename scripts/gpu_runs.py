@@ -237,6 +237,8 @@ def citation_problems(roots: Iterable[Path], runs: Path = RUNS) -> list[tuple[Pa
                     )
             for m in PATH_REF.finditer(line):
                 ref = m.group(1).rstrip(".:")
+                if not ref or ref == "README.md":  # "docs/gpu-runs/..." in prose; the index itself
+                    continue
                 if not FOLDER.match(ref.split("/")[0]):
                     out.append(
                         (path, lineno, f"'gpu-runs/{ref}' is not inside a run folder <date>-<gpu>-<commit>")
