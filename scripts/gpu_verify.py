@@ -415,8 +415,8 @@ def breakdown(env: dict, limit: float) -> dict:
 def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
     """The GPU-marked tests, a test file never split, in `shards` pytest processes at once (default: one per
     four CPU cores, at most 4: correctness tests, each mostly waiting on its own compiles and child runs, beside
-    the bench's compile warm-up. None of them compares speeds: a shared GPU times nothing fairly (call Z,
-    H200 run 2026-12-03 (f798116)); whether attention keeps up with SDPA is one of the bench step's targets)."""
+    the bench's compile warm-up. None of them compares speeds: a shared GPU times nothing fairly (H200
+    run 2026-12-03 (f798116)); whether attention keeps up with SDPA is one of the bench step's targets)."""
     shards = shards or max(1, min(4, (os.cpu_count() or 4) // 4))
     started = time.monotonic()
     listed = sh(

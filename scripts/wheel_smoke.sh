@@ -35,3 +35,10 @@ assert len(daemons) == 1 and daemons[0]["backend"] == "interpreter", daemons
 print(f"wheel smoke: answered by the background check worker (pid {daemons[0]['pid']}, hardened {daemons[0]['hardened']})")
 PY
 "$work/venv/bin/tritonlab" daemon stop
+# Data files travel with the package: the measured causes `tritonlab bench --json` attaches to short targets.
+"$work/venv/bin/python" - <<'PY'
+from tritonlab.perf import targets
+causes = targets.causes()
+assert causes and targets.CAUSES_FILE.is_file() and "site-packages" in str(targets.CAUSES_FILE), targets.CAUSES_FILE
+print(f"wheel smoke: {len(causes)} measured causes read from {targets.CAUSES_FILE.name} in the installed wheel")
+PY
