@@ -35,8 +35,10 @@ INDEX = RUNS / "README.md"
 FOLDER = re.compile(r"^(\d{4}-\d{2}-\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)-([0-9a-f]{7})$")
 #: "H200 run 2026-12-03 (4ac7c77)" (the GPU as its short name prints, e.g. "H200", "A100-SXM4-80GB"); also
 #: "H200 runs 2026-12-02 (accb35e) and 2026-12-02 (907ab44)": each dated commit after "<GPU> run(s)" on a line
-CITATION = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*) runs? (?=\d{4}-\d{2}-\d{2} \([0-9a-f]{7})")
-DATED = re.compile(r"\b(\d{4}-\d{2}-\d{2}) \(([0-9a-f]{7})[0-9a-f]*\)")
+CITATION = re.compile(
+    r"\b([A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)\s+runs?\s+(?=\d{4}-\d{2}-\d{2}\s+\([0-9a-f]{7})"
+)
+DATED = re.compile(r"\b(\d{4}-\d{2}-\d{2})\s+\(([0-9a-f]{7})[0-9a-f]*\)")
 #: a path into the records: `docs/gpu-runs/<folder>[/<file>]` or `gpu-runs/<folder>...`
 PATH_REF = re.compile(r"gpu-runs/([^\s`'\"()\[\]<>{}|,;]+)")
 FIELDS = ("date", "GPU", "software", "commit", "command")
@@ -209,15 +211,25 @@ def text_files(roots: Iterable[Path]) -> Iterator[Path]:
                 yield p
 
 
-def cited_runs(line: str) -> list[tuple[str, str, str]]:
-    """(GPU, date, commit) of every run a line cites: each "<date> (<commit>)" after a "<GPU> run(s) "."""
-    named = [(m.start(), m.group(1)) for m in CITATION.finditer(line)]
+def cited_runs(text: str) -> list[tuple[int, str, str, str]]:
+    """(offset, GPU, date, commit) of every run a text cites: each "<date> (<commit>)" after a "<GPU> run(s) " in
+    the same paragraph (a citation may wrap across lines)."""
     found = []
-    for m in DATED.finditer(line):
-        before = [gpu for start, gpu in named if start < m.start()]
-        if before:
-            found.append((before[-1], m.group(1), m.group(2)))
+    for para_start, para in _paragraphs(text):
+        named = [(m.start(), m.group(1)) for m in CITATION.finditer(para)]
+        for m in DATED.finditer(para):
+            before = [gpu for start, gpu in named if start < m.start()]
+            if before:
+                found.append((para_start + m.start(), before[-1], m.group(1), m.group(2)))
     return found
+
+
+def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
+    start = 0
+    for m in re.finditer(r"\n\s*\n", text):
+        yield start, text[start : m.start()]
+        start = m.end()
+    yield start, text[start:]
 
 
 def citation_problems(roots: Iterable[Path], runs: Path = RUNS) -> list[tuple[Path, int, str]]:
@@ -228,13 +240,12 @@ def citation_problems(roots: Iterable[Path], runs: Path = RUNS) -> list[tuple[Pa
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
+        for offset, gpu, date, commit in cited_runs(text):
+            folder = f"{date}-{gpu_slug(gpu)}-{commit}"
+            if not (runs / folder).is_dir():
+                lineno = text.count("\n", 0, offset) + 1
+                out.append((path, lineno, f"'{date} ({commit})' names no run folder docs/gpu-runs/{folder}/"))
         for lineno, line in enumerate(text.splitlines(), 1):
-            for gpu, date, commit in cited_runs(line):
-                folder = f"{date}-{gpu_slug(gpu)}-{commit}"
-                if not (runs / folder).is_dir():
-                    out.append(
-                        (path, lineno, f"'{date} ({commit})' names no run folder docs/gpu-runs/{folder}/")
-                    )
             for m in PATH_REF.finditer(line):
                 ref = m.group(1).rstrip(".:")
                 if not ref or ref == "README.md":  # "docs/gpu-runs/..." in prose; the index itself

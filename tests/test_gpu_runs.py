@@ -145,10 +145,15 @@ def test_the_checks_fail_on_a_bad_record(tmp_path: Path) -> None:
         "H200 runs 2026-12-03 (4ac7c77) and 2026-12-03 (abcdef1)\n"
         "gone: docs/gpu-runs/2026-12-03-h200-4ac7c77/gpu-verify.json and gpu-runs/2026-12-03-round9/x.json\n"
         "A100 run 2026-12-03 (4ac7c77)\n"
+        "a citation wrapped: H200 run\n  2026-12-03 (abcdef2), then H200 runs 2026-12-03 (4ac7c77) and 2026-12-03\n"
+        "(abcdef3)\n\nnot one: released 2026-12-03 (abcdef4)\n"
     )
     found = [(n, why) for _, n, why in gpu_runs.citation_problems([text], runs)]
-    assert [n for n, _ in found] == [2, 3, 3, 4], found
-    assert "abcdef1" in found[0][1] and "gpu-verify.json" in found[1][1] and "a100" in found[3][1]
+    assert sorted(n for n, _ in found) == [2, 3, 3, 4, 6, 6], found
+    whys = " ".join(why for _, why in found)
+    for needle in ("abcdef1", "gpu-verify.json", "round9", "a100", "abcdef2", "abcdef3"):
+        assert needle in whys, needle
+    assert "abcdef4" not in whys
 
 
 def test_a_run_folder_is_named_at_run_time() -> None:
