@@ -41,12 +41,12 @@ system-deps:
 	fi
 
 lint: install
-	$(BIN)/ruff check src tests scripts course
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests scripts benchmarks course
+	$(BIN)/ruff format --check src tests scripts benchmarks
 
 format: install
-	$(BIN)/ruff format src tests scripts
-	$(BIN)/ruff check --fix src tests scripts course
+	$(BIN)/ruff format src tests scripts benchmarks
+	$(BIN)/ruff check --fix src tests scripts benchmarks course
 
 # Each phase prints its duration (scripts/phase.sh) and the last lines sum them up, so CI time has an owner.
 PHASE := scripts/phase.sh
@@ -69,9 +69,12 @@ mutate: install
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu
 
-# Every course solution must pass (and every starter fail) on the GPU too; writes the verdicts as JSON.
+# Every course solution must pass (and every starter fail) on the GPU too; writes the verdicts as JSON into a new
+# run folder docs/gpu-runs/<date>-<gpu>-<commit>/ (its README is yours to write: scripts/gpu_runs.py check).
 gpu-course-check: install
-	$(BIN)/tritonlab dev check --backend gpu --json > docs/gpu-runs/gpu-course-check.json
+	@run=docs/gpu-runs/$$($(PY) scripts/gpu_runs.py name) && mkdir -p $$run && \
+		{ $(BIN)/tritonlab dev check --backend gpu --json > $$run/course-check.json; code=$$?; \
+		echo "wrote $$run/course-check.json"; exit $$code; }
 
 bench-gpu: install
 	$(BIN)/python scripts/bench_gpu.py && $(BIN)/python scripts/bench_report.py
@@ -87,13 +90,17 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The GPU machine's CI substitute (docs/gpu-runs/): doctor, GPU tests, check latency, dev check on the GPU.
+# The run goes into a new folder of $(GPU_VERIFY_RUNS) named <date>-<gpu>-<commit> at run time, with its README
+# (the commit: TRITONLAB_COMMIT, else git's HEAD); GPU_VERIFY_OUT=DIR writes into DIR itself instead.
 # Where tritonlab and its dependencies are importable already (a GPU image without network, PYTHONPATH set),
 # it runs with $(PYTHON) and installs nothing; otherwise it installs first, as everywhere.
-GPU_VERIFY_OUT ?= docs/gpu-runs/latest
+GPU_VERIFY_RUNS ?= docs/gpu-runs
+GPU_VERIFY_OUT ?=
 GPU_VERIFY_ARGS ?=
+GPU_VERIFY_WHERE = $(if $(GPU_VERIFY_OUT),--out $(GPU_VERIFY_OUT),--runs $(GPU_VERIFY_RUNS))
 gpu-verify:
 	@if $(PYTHON) -c "import tritonlab, torch, triton, fastapi, typer" >/dev/null 2>&1; then \
-		$(PYTHON) scripts/gpu_verify.py --out $(GPU_VERIFY_OUT) $(GPU_VERIFY_ARGS); \
+		$(PYTHON) scripts/gpu_verify.py $(GPU_VERIFY_WHERE) $(GPU_VERIFY_ARGS); \
 	else \
-		$(MAKE) --no-print-directory install && $(PY) scripts/gpu_verify.py --out $(GPU_VERIFY_OUT) $(GPU_VERIFY_ARGS); \
+		$(MAKE) --no-print-directory install && $(PY) scripts/gpu_verify.py $(GPU_VERIFY_WHERE) $(GPU_VERIFY_ARGS); \
 	fi

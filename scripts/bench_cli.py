@@ -31,7 +31,7 @@ MATMUL_FAMILY = {"matmul", "matmul-bias", "autotune", "grouped-matmul-order", "a
 
 def time_command(args: list[str], runs: int, env: dict, warm_up: bool = True) -> list[float]:
     """Wall seconds per run. On a shared machine they follow the load (reported with the table); for the
-    children's CPU time, see scripts/profile_check.py."""
+    children's CPU time, see benchmarks/profile_check.py."""
     times = []
     if warm_up:  # file cache, bytecode, and the background check worker
         subprocess.run(args, capture_output=True, env=env)

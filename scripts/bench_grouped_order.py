@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time lesson 9's `grouped-matmul-order` kernel in row-major order (GROUP_M = 1) against grouped orders.
 
-    python scripts/bench_grouped_order.py                # on a CUDA GPU: docs/gpu-runs/<gpu>-grouped-order.json
+    python scripts/bench_grouped_order.py                # on a CUDA GPU: docs/gpu-runs/<run>/<gpu>-grouped-order.json
     TRITON_INTERPRET=1 python scripts/bench_grouped_order.py --smoke   # plumbing on the interpreter, no timing
 
 The kernel is the exercise's reference solution, loaded from the course folder: one kernel, one tile size, so
@@ -92,7 +92,12 @@ def time_orders(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu-runs")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: this run's folder docs/gpu-runs/<date>-<gpu>-<commit>",
+    )
     ap.add_argument("--smoke", action="store_true", help="interpreter, tiny shape: tests the plumbing only")
     args = ap.parse_args()
     ok, why = bench.gpu_status()
@@ -104,6 +109,13 @@ def main() -> int:
         SMOKE_SHAPES if args.smoke else SHAPES, GROUPS, SMOKE_TILE if args.smoke else TILE, gpu=not args.smoke
     )
     prefix = "smoke" if args.smoke else bench.gpu_slug(env.get("gpu", "gpu"))
+    if args.out is None:
+        if args.smoke:
+            ap.error("--smoke measures nothing: name the folder for its JSON with --out")
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import gpu_runs
+
+        args.out = gpu_runs.todays_folder(env.get("gpu", "gpu"))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{prefix}-grouped-order.json"
     path.write_text(json.dumps({"env": env, "rows": rows}, indent=1, default=str) + "\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Targets of issue 22 (lessons 11 and 12) on a GPU: check, time and measure the three reference kernels.
 
-    python scripts/bench_lessons_11_12.py                  # all three; writes docs/gpu-runs/<gpu>-lessons-11-12.json
+    python scripts/bench_lessons_11_12.py                  # all three; writes docs/gpu-runs/<run>/<gpu>-lessons-11-12.json
     python scripts/bench_lessons_11_12.py --only attention # attention | rms_norm_backward | fused_linear_ce
 
 - attention: FlashAttention forward vs torch SDPA restricted to the flash backend, batch 4 × 32 heads, S = 4096,
@@ -184,7 +184,12 @@ def fused_linear_ce(torch, peaks: dict) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu-runs")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: this run's folder docs/gpu-runs/<date>-<gpu>-<commit>",
+    )
     ap.add_argument(
         "--only", default="", help="comma-separated: attention, rms_norm_backward, fused_linear_ce"
     )
@@ -218,6 +223,11 @@ def main() -> int:
         except Exception as exc:  # record and go on: one failing section must not hide the others
             result[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         print(f"--- {name} ({time.time() - t0:.0f} s): {json.dumps(result[name], default=str)}", flush=True)
+    if args.out is None:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import gpu_runs
+
+        args.out = gpu_runs.todays_folder(env.get("gpu", "gpu"))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{bench.gpu_slug(env.get('gpu', 'gpu'))}-lessons-11-12.json"
     path.write_text(json.dumps(result, indent=1, default=str) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -50,9 +51,19 @@ def render() -> str:
     return "\n".join(parts)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 when docs/cli.md is stale"
+    )
+    args = parser.parse_args(argv)
     text = render()
-    if "--check" in sys.argv:
-        sys.exit(0 if OUT.is_file() and OUT.read_text() == text else 1)
+    if args.check:
+        return 0 if OUT.is_file() and OUT.read_text() == text else 1
     OUT.write_text(text)
     print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

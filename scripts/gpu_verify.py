@@ -18,8 +18,12 @@ Steps, each timed and bounded, in this order (the last one gets what is left of 
 11. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
     cases only while time is left; the restated targets judged from its rows (perf/targets.py).
 
-Writes `gpu-verify.json` (everything, saved after every step) and `gpu-verify.md` (the summary with every
-target and whether it is met) into --out. `--dry-run` writes both without running anything (the plan).
+Writes `gpu-verify.json` (everything, saved after every step), `gpu-verify.md` (the summary with every target and
+whether it is met) and `README.md` (the run's record: date, GPU, driver, versions, commit, command, what it measured,
+its files) into the run's folder: `--runs DIR` makes it inside DIR, named `<date>-<gpu>-<commit>` at run time
+(`make gpu-verify`: docs/gpu-runs/2026-12-03-h200-4ac7c77/, the form scripts/gpu_runs.py checks); `--out DIR`
+writes into DIR itself. The commit is TRITONLAB_COMMIT (a tree copied to a GPU machine may carry no .git), else
+git's HEAD. `--dry-run` writes all three without running anything (the plan).
 
 Works from an installed tritonlab or a source checkout (PYTHONPATH=src): the CLI is `python -m tritonlab`.
 """
@@ -41,6 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_runs  # noqa: E402  (the run folder's name and README form; stdlib and tritonlab.perf.bench only)
+
 CLI = [sys.executable, "-m", "tritonlab"]
 BUDGET_S = 570.0  # 9.5 minutes: one 10-minute GPU call always brings the report back
 RESERVE_S = 10.0  # kept for writing the report
@@ -408,8 +415,8 @@ def breakdown(env: dict, limit: float) -> dict:
 def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
     """The GPU-marked tests, a test file never split, in `shards` pytest processes at once (default: one per
     four CPU cores, at most 4: correctness tests, each mostly waiting on its own compiles and child runs, beside
-    the bench's compile warm-up. None of them compares speeds: a shared GPU times nothing fairly (call Z,
-    docs/gpu-runs/2026-12-03-round9); whether attention keeps up with SDPA is one of the bench step's targets)."""
+    the bench's compile warm-up. None of them compares speeds: a shared GPU times nothing fairly (H200
+    run 2026-12-03 (f798116)); whether attention keeps up with SDPA is one of the bench step's targets)."""
     shards = shards or max(1, min(4, (os.cpu_count() or 4) // 4))
     started = time.monotonic()
     listed = sh(
@@ -766,9 +773,98 @@ def summary_md(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- the run's record ------------------------------------------------------------------------------------------
+
+
+def gpu_name() -> str:
+    """nvidia-smi's name of the first GPU ("" without one)."""
+    return gpu_runs.first_gpu()
+
+
+def run_folder(runs: Path, commit: str, gpu: str, date: str | None = None) -> Path:
+    """`runs/<date>-<gpu>-<commit>` for a run starting now (UTC date). Refuses a folder that already holds a run:
+    a second run of the same commit on the same day and GPU goes where `--out` says."""
+    date = date or dt.datetime.now(dt.UTC).date().isoformat()
+    folder = runs / gpu_runs.folder_name(date, gpu or "none", commit)
+    if folder.is_dir() and any(folder.iterdir()):
+        raise FileExistsError(
+            f"{folder} already holds a run of commit {commit[:7]} on this GPU today: pass --out DIR for another one"
+        )
+    return folder
+
+
+def _date_line(iso: str | None) -> str:
+    try:
+        when = dt.datetime.fromisoformat(iso or "")
+    except ValueError:
+        return dt.datetime.now(dt.UTC).date().isoformat() + " (the script's environment step did not run)"
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%d, %H:%M UTC")
+
+
+def _gpu_line(smi: str | None) -> str:
+    parts = [x.strip() for x in (smi or "").split(",")]
+    if not parts[0]:
+        return "not measured (the environment step did not run)"
+    name, driver, memory = (parts + ["", ""])[:3]
+    return f"{name}{f' ({memory})' if memory else ''}{f', driver {driver}' if driver else ''}"
+
+
+def readme_text(report: dict, out: Path, argv: list[str]) -> str:
+    """The run folder's README: the record's header, what was measured in short, and every file of the folder."""
+    e = report.get("environment") or {}
+    commit = str(report.get("commit") or "")
+    targets = [t for t in report.get("targets", []) if t.get("met") is not None]
+    kernel = [t for t in (report.get("bench") or {}).get("targets", []) if t.get("met") is not None]
+    short = [t["what"] for t in targets + kernel if t["met"] is False]
+    ran = [n for n, i in report.get("steps", {}).items() if i.get("status") == "ran"]
+    body = [
+        "## What it measured",
+        "",
+        "`make gpu-verify` (`scripts/gpu_verify.py`): "
+        + ("**a dry run: nothing was run**. " if report.get("dry_run") else "")
+        + f"{len(ran)} of {len(report.get('steps', {}))} steps ran in {report.get('total_s')} s "
+        f"of a {report.get('budget_s', BUDGET_S):.0f} s budget ({', '.join(ran) or 'none'}). "
+        f"Latency and process targets: {sum(bool(t['met']) for t in targets)} of {len(targets)} met; "
+        f"reference-kernel targets: {sum(bool(t['met']) for t in kernel)} of {len(kernel)} met.",
+    ]
+    if short:
+        body += ["", "Short: " + "; ".join(short) + "."]
+    body += ["", "Every target, step and figure is in `gpu-verify.md`; all of it, raw, in `gpu-verify.json`."]
+    known = {
+        "gpu-verify.json": "the whole report: every step, its seconds and what it measured",
+        "gpu-verify.md": "its summary: every target, met or short",
+        "bench-all.json": "`tritonlab bench --all --json --runs 3`: the reference kernels' rows and targets",
+    }
+    present = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != "README.md")
+    files = [(name, known.get(name, "(added by the command that ran this script)")) for name in present]
+    fields = {
+        "date": _date_line(e.get("date")),
+        "GPU": _gpu_line(e.get("gpu")),
+        "software": f"Triton {e.get('triton')}, torch {e.get('torch')}, Python {e.get('python')}"
+        if e
+        else "not measured (the environment step did not run)",
+        "commit": commit + (" (the tree had changes not committed)" if report.get("dirty") else ""),
+        "command": "`python scripts/gpu_verify.py " + " ".join(argv) + "` (`make gpu-verify`)",
+    }
+    date = fields["date"][:10]
+    gpu = report.get("gpu_name") or (e.get("gpu") or "").split(",")[0] or "none"
+    title = f"{gpu_runs.gpu_label(gpu)} run {date} ({commit[:7]}): `make gpu-verify`"
+    return gpu_runs.readme(title, fields, "\n".join(body), files)
+
+
+def _dirty() -> bool | None:
+    """Whether the tree differs from its commit (None: no git here)."""
+    r = sh(["git", "status", "--porcelain", "--untracked-files=no"], 10)
+    return bool(r["stdout"].strip()) if r["code"] == 0 else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--runs", type=Path, help="make the run's folder <date>-<gpu>-<commit> in this folder (docs/gpu-runs)"
+    )
+    where.add_argument("--out", type=Path, help="write the reports into this folder itself")
     parser.add_argument("--repeats", type=int, default=5, help="timed CLI checks per exercise (default 5)")
     parser.add_argument("--only", default="", help="comma-separated steps to run (default: all)")
     parser.add_argument(
@@ -782,12 +878,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=float, default=BUDGET_S, help=f"seconds for the whole run ({BUDGET_S:.0f})"
     )
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     unknown = only - set(LIMITS)
     if unknown:
         parser.error(f"unknown step(s) {', '.join(sorted(unknown))}; steps: {', '.join(LIMITS)}")
+    # A copy of the tree sent to a GPU machine may carry no (or a stale) .git: the caller can name the commit.
+    commit = os.environ.get("TRITONLAB_COMMIT") or gpu_runs.current_commit()
+    gpu = gpu_name()
+    if args.runs is not None:
+        try:
+            args.out = run_folder(args.runs, commit, gpu)
+        except (ValueError, FileExistsError) as exc:
+            parser.exit(2, f"gpu_verify: {exc}\n")
     args.out.mkdir(parents=True, exist_ok=True)
+    print(f"[gpu-verify] writing the run into {args.out}", flush=True)
     started = time.monotonic()
     # The daemons the CLI checks start end a minute after the script (instead of ten).
     env = dict(
@@ -798,12 +904,15 @@ def main(argv: list[str] | None = None) -> int:
         PYTHONUNBUFFERED="1",
         TRITONLAB_DAEMON_IDLE="60",
     )
-    report: dict = {"steps": {}, "dry_run": args.dry_run, "budget_s": args.budget}
-    # A copy of the tree sent to a GPU machine may carry no (or a stale) .git: the caller can name the commit.
-    report["commit"] = (
-        os.environ.get("TRITONLAB_COMMIT")
-        or sh(["git", "rev-parse", "--short", "HEAD"], 10)["stdout"].strip()
-    )
+    report: dict = {
+        "steps": {},
+        "dry_run": args.dry_run,
+        "budget_s": args.budget,
+        "commit": commit,
+        "gpu_name": gpu,
+    }
+    if not os.environ.get("TRITONLAB_COMMIT"):
+        report["dirty"] = _dirty()
 
     def save() -> None:  # after every step, so a run cut short still leaves what it measured
         (args.out / "gpu-verify.json").write_text(json.dumps(report, indent=1, default=str))
@@ -847,7 +956,9 @@ def main(argv: list[str] | None = None) -> int:
     report["targets"] = judge(report)
     save()
     (args.out / "gpu-verify.md").write_text(summary_md(report))
+    (args.out / "README.md").write_text(readme_text(report, args.out, argv))
     print(summary_md(report))
+    print(f"[gpu-verify] the run's record: {args.out}/README.md")
     failed = [t for t in report["targets"] if t["met"] is False]
     return 1 if failed else 0
 

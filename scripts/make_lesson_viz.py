@@ -5,7 +5,7 @@
 Every picture is a recording of a reference solution (course/*/exercises/*/solution.py) run on the
 interpreter in the sandbox, exactly as `tritonlab viz` records a learner's file; the off-by-one picture runs a
 copy of the pid-map reference with its mask changed from `<` to `<=`. The roofline is drawn from the measured
-H200 results in docs/gpu-runs/. Lesson authors reference the files by name (see docs/viz/README.md).
+H200 results of the benchmark run in docs/gpu-runs/ (`bench_report.recorded_run`). Lesson authors reference the files by name (see docs/viz/README.md).
 
 The pictures that lessons show are also copied into those lessons' own figures/ folders under the names in
 LESSON_COPIES (course/03-grids-and-pointers/figures/viz-pid-map.png, ...), where `lesson.{en,pt,es}.md`
@@ -138,7 +138,10 @@ def main() -> int:
                 written.append(copy_small(args.out / f"{name}.png", ROOT / "course" / LESSON_COPIES[name]))
     finally:
         zygote.close()
-    results = json.loads((ROOT / "docs" / "gpu-runs" / "h200-results.json").read_text())
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_report import recorded_run  # the benchmark run docs/benchmarks.md is rendered from
+
+    results = json.loads((recorded_run("h200") / "h200-results.json").read_text())
     written.append(roofline.from_bench(results, args.out / "l09-roofline-h200.png", kernel="matmul"))
     for path in written:
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

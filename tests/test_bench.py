@@ -269,18 +269,24 @@ def test_plots_from_json(tmp_path: Path) -> None:
     )
 
 
+def _recorded_run() -> Path | None:
+    """The newest run folder holding a benchmark's `<gpu>-results.json` (docs/gpu-runs/<date>-<gpu>-<commit>)."""
+    found = sorted(RUNS.glob("*/*-results.json")) if RUNS.exists() else []
+    return found[-1].parent if found else None
+
+
 def _recorded_prefix() -> str | None:
-    found = sorted(RUNS.glob("*-results.json")) if RUNS.exists() else []
-    return found[0].name.removesuffix("-results.json") if found else None
+    run = _recorded_run()
+    return next(run.glob("*-results.json")).name.removesuffix("-results.json") if run else None
 
 
-@pytest.mark.skipif(_recorded_prefix() is None, reason="no recorded GPU run in docs/gpu-runs")
+@pytest.mark.skipif(_recorded_prefix() is None, reason="no recorded benchmark run in docs/gpu-runs")
 def test_report_renders_from_recorded_json(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     prefix = _recorded_prefix()
     runs = tmp_path / "runs"
     runs.mkdir()
-    for f in RUNS.glob(f"{prefix}-*.json"):
+    for f in _recorded_run().glob(f"{prefix}-*.json"):
         (runs / f.name).write_text(f.read_text())
     out_md = tmp_path / "benchmarks.md"
     res = subprocess.run(
@@ -316,7 +322,8 @@ def test_committed_report_is_current(tmp_path: Path) -> None:
     if prefix is None or not md.exists():
         pytest.skip("no recorded run or report")
     text = md.read_text()
-    results = json.loads((RUNS / f"{prefix}-results.json").read_text())
+    run = _recorded_run()
+    results = json.loads((run / f"{prefix}-results.json").read_text())
     assert results["env"]["date"] in text
     pytest.importorskip("matplotlib")
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -324,13 +331,14 @@ def test_committed_report_is_current(tmp_path: Path) -> None:
         import bench_report
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    runs = tmp_path / "gpu-runs"
-    runs.mkdir()
-    for f in RUNS.glob(f"{prefix}-*.json"):
+    assert bench_report.recorded_run(prefix) == run  # the run the script renders by default
+    runs = tmp_path / "gpu-runs" / run.name
+    runs.mkdir(parents=True)
+    for f in run.glob(f"{prefix}-*.json"):
         (runs / f.name).write_text(f.read_text())
     data = bench_report.load_runs(runs, prefix)
     made = bench_report.plots(data, runs, prefix)  # drawn here, so the committed plots are not touched
-    rendered = bench_report.render(data, made, "gpu-runs")
+    rendered = bench_report.render(data, made, f"gpu-runs/{run.name}")
     assert rendered == text, "docs/benchmarks.md is stale: run `make bench-gpu` (or scripts/bench_report.py)"
 
 

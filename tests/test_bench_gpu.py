@@ -34,7 +34,7 @@ def test_reference_kernel_correct_on_gpu(name: str, shape: tuple[int, ...], dtyp
 
 def test_measure_case_on_gpu() -> None:
     """One row: our kernel and torch timed on the GPU, each figure derived from its own time. No speed ratio is
-    asserted: `make gpu-verify` runs this file beside other GPU work (call Z, docs/gpu-runs/2026-12-03-round9,
+    asserted: `make gpu-verify` runs this file beside other GPU work (H200 run 2026-12-03 (f798116)
     timed our vector-add at 0.12 ms here while the bench's compile warm-up shared the GPU), and the kernels'
     speed targets are judged by `bench --all` alone on the GPU."""
     from tritonlab.perf import bench
@@ -92,7 +92,7 @@ def test_fused_linear_ce_peak_memory_on_gpu() -> None:
 
 def test_attention_and_sdpa_flash_are_timed_side_by_side() -> None:
     """Whether our attention keeps up with SDPA flash is a benchmark target (perf/targets.py, judged by `bench
-    --all` alone on the GPU, met in call Z); here, beside other GPU work, only that both are timed."""
+    --all` alone on the GPU, met in H200 run 2026-12-03 (9150f09)); here, beside other GPU work, only that both are timed."""
     from tritonlab.perf import bench
     from tritonlab.perf.kernels import cases
 

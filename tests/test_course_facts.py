@@ -345,7 +345,7 @@ def test_lesson_7_to_9_starters_leave_the_grid_and_program_ids_to_the_learner() 
             assert "triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)" not in text, starter
 
 
-GROUPED_ORDER_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-round4" / "grouped-order-a2e4389.json"
+GROUPED_ORDER_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-h200-a2e4389" / "grouped-order.json"
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "es"])
@@ -353,7 +353,7 @@ def test_lesson_9_quotes_the_grouped_order_timings_of_its_run(lang: str) -> None
     """Every speed-up lesson 9 gives for the grouped order is the one the recorded H200 run wrote."""
     rows = json.loads(GROUPED_ORDER_RUN.read_text())["rows"]
     text = (ROOT / "course" / "09-matmul-fusion" / f"lesson.{lang}.md").read_text()
-    assert GROUPED_ORDER_RUN.name in text
+    assert str(GROUPED_ORDER_RUN.relative_to(ROOT)) in text
     for m, n, k in ((4096, 4096, 4096), (8192, 8192, 4096), (16384, 16384, 2048), (4096, 16384, 4096)):
         speedups = {
             r["group_m"]: r["speedup_vs_row_major"] for r in rows if (r["M"], r["N"], r["K"]) == (m, n, k)
@@ -366,7 +366,21 @@ def test_lesson_9_quotes_the_grouped_order_timings_of_its_run(lang: str) -> None
     assert f"{worst:.2f}×" in text  # the row that went the other way is shown too
 
 
-LESSONS_11_12_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-round4" / "lessons-11-12-a2e4389.json"
+LESSONS_11_12_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-h200-a2e4389" / "lessons-11-12.json"
+# TEMPORARY (issue 32): lessons 11 and 12 are being rewritten elsewhere and still cite the runs by their old paths
+# (docs/gpu-runs/README.md maps them). Once they cite the new ones, drop OLD_CITES and `cites` takes the new path.
+OLD_CITES = {
+    "docs/gpu-runs/2026-12-02-h200-a2e4389/lessons-11-12.json": "docs/gpu-runs/2026-12-02-round4/lessons-11-12-a2e4389.json",
+    "docs/gpu-runs/2026-12-03-h200-ba0b332/rms-norm-backward-variants.json": (
+        "docs/gpu-runs/2026-12-03-round7/call-Y-rms-norm-backward-variants.json"
+    ),
+}
+
+
+def cites(text: str, path: Path) -> bool:
+    """The lesson names the recorded file by its path in the repository (or, for now, by its old path)."""
+    rel = str(path.relative_to(ROOT))
+    return rel in text or OLD_CITES.get(rel, "\0") in text
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "es"])
@@ -396,15 +410,15 @@ def test_lessons_11_and_12_quote_one_recorded_run(lang: str) -> None:
     assert f"{round(100 * ce['tokens_peak_ratio'])} %" in text11
     for row in run["rms_norm_backward"]["rows"]:
         assert f"{round(row['pct_copy'])} %" in text11, (lang, row["shape"])
-    assert LESSONS_11_12_RUN.name in text11 and LESSONS_11_12_RUN.name in text12
+    assert cites(text11, LESSONS_11_12_RUN) and cites(text12, LESSONS_11_12_RUN)
 
 
-ROUND7_PROBE = ROOT / "docs" / "gpu-runs" / "2026-12-03-round7" / "call-Y-rms-norm-backward-variants.json"
+PREFETCH_PROBE = ROOT / "docs" / "gpu-runs" / "2026-12-03-h200-ba0b332" / "rms-norm-backward-variants.json"
 FROM_TO = {"en": "from {} % to {} %", "pt": "de {} % para {} %", "es": "del {} % al {} %"}
 
 
 def probe_pct(row: dict, rows: int, prefetch: bool) -> float:
-    """Call Y's main-kernel figure at one program per SM, 8 warps, `rows` per step, without the other switches."""
+    """The probe's main-kernel figure at one program per SM, 8 warps, `rows` per step, without the other switches."""
     (v,) = [
         v
         for v in row["variants"]
@@ -417,15 +431,16 @@ def probe_pct(row: dict, rows: int, prefetch: bool) -> float:
 
 @pytest.mark.parametrize("lang", ["en", "pt", "es"])
 def test_lesson_11_quotes_the_prefetch_from_its_recorded_probe(lang: str) -> None:
-    """The reference backward's prefetch figures in lesson 11 are call Y's: the main kernel at the configuration
-    the kernel used before (4096 columns: 4 rows per step; 8192: 2) and at today's default (prefetched)."""
+    """The reference backward's prefetch figures in lesson 11 are those of H200 run 2026-12-03 (ba0b332): the main
+    kernel at the configuration the kernel used before (4096 columns: 4 rows per step; 8192: 2) and at today's
+    default (prefetched)."""
     import torch
 
     from tritonlab.perf.kernels import rms_norm_backward
 
     text = (ROOT / "course" / "11-training" / f"lesson.{lang}.md").read_text()
-    assert str(ROUND7_PROBE.relative_to(ROOT)) in text
-    probe = json.loads(ROUND7_PROBE.read_text())
+    assert cites(text, PREFETCH_PROBE)
+    probe = json.loads(PREFETCH_PROBE.read_text())
     quoted = 0
     for row in probe["backward_variants"]:
         m, n = row["shape"]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_runs  # noqa: E402
 import gpu_verify  # noqa: E402
 
 sys.path.remove(str(ROOT / "scripts"))
@@ -28,6 +33,7 @@ def test_dry_run_writes_the_plan_of_every_step_within_the_budget(tmp_path: Path)
     assert report["dry_run"] and all(s["status"].startswith("dry run") for s in report["steps"].values())
     assert gpu_verify.BUDGET_S <= 570
     assert "dry run: nothing was run" in (tmp_path / "gpu-verify.md").read_text()
+    assert "a dry run: nothing was run" in (tmp_path / "README.md").read_text()
     bad = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gpu_verify.py"), "--out", str(tmp_path), "--only", "nope"],
         capture_output=True,
@@ -112,3 +118,38 @@ def test_cli_check_times_the_verdict_line(tmp_path: Path) -> None:
     assert got["passed"] and got["code"] == 0, got
     assert got["verdict_s"] is not None and 0 < got["verdict_s"] <= got["wall_s"]
     assert got["speed_line"] is None and got["speed_after_verdict_s"] is None  # no timing on the interpreter
+
+
+def _today() -> set[str]:
+    return {dt.datetime.now(dt.UTC).date().isoformat()}
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="needs make and git")
+def test_make_gpu_verify_writes_a_run_folder_named_by_date_gpu_and_commit(tmp_path: Path) -> None:
+    """`make gpu-verify` (here a dry run, through the Makefile's own command) makes docs/gpu-runs/<date>-<gpu>-
+    <commit>/ at run time, with a README in the form scripts/gpu_runs.py checks; a second run of the same commit
+    the same day is refused before any step, and so is a commit that is not a hex id."""
+    before = _today()
+    env = {k: v for k, v in os.environ.items() if k != "TRITONLAB_COMMIT"}
+    make = [shutil.which("make"), "--no-print-directory", "gpu-verify", f"PYTHON={sys.executable}",
+            f"GPU_VERIFY_RUNS={tmp_path}", "GPU_VERIFY_ARGS=--dry-run"]  # fmt: skip
+    done = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    (folder,) = tmp_path.iterdir()
+    date, gpu, commit = gpu_runs.FOLDER.match(folder.name).groups()
+    assert date in before | _today() and commit == head.stdout.strip()
+    assert gpu == gpu_runs.gpu_slug(gpu_verify.gpu_name() or "none")
+    assert gpu_runs.folder_problems(folder) == []
+    readme = (folder / "README.md").read_text()
+    assert f"| commit | {commit}" in readme and "--runs" in readme and "`gpu-verify.json`" in readme
+    again = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode != 0 and "already holds a run" in again.stderr
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_verify.py"), "--runs", str(tmp_path / "x"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(env, TRITONLAB_COMMIT="latest"),
+    )
+    assert bad.returncode == 2 and "commit" in bad.stderr and not (tmp_path / "x").exists()

@@ -2,7 +2,7 @@
 
 - from a learner bench really run through the sandbox (perf.bench_learner.run on the interpreter backend:
   wall-clock timings at tiny sizes, the same code path and row shape as on a GPU, no measured ceilings);
-- from the rows `bench.measure_case` recorded on the H200 (docs/gpu-runs/h200-results.json), turned into a
+- from the rows `bench.measure_case` recorded on the H200 (docs/gpu-runs/2026-11-29-h200-39df766/h200-results.json), turned into a
   learner's rows by `bench_learner.learner_row`, with that run's measured ceilings: table + SVG roofline;
 - from hostile rows (the child writes them): dropped, escaped, never an exception;
 - the magic in a real IPython shell without a GPU: a message (translated), never an exception;
@@ -20,7 +20,7 @@ import pytest
 from conftest import has_cuda
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDED = ROOT / "docs" / "gpu-runs" / "h200-results.json"
+RECORDED = ROOT / "docs" / "gpu-runs" / "2026-11-29-h200-39df766" / "h200-results.json"
 SOLUTION = ROOT / "course" / "05-vector-add" / "exercises" / "vector-add" / "solution.py"
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tritonlab.perf import targets
 
 ROOT = Path(__file__).resolve().parent.parent
+CAUSES_FILE = ROOT / "src" / "tritonlab" / "perf" / "targets.toml"
+RECORDED_BENCH = ROOT / "docs" / "gpu-runs" / "2026-11-29-h200-39df766" / "h200-results.json"
 PEAKS = {"copy_gbps": 1000.0, "matmul_bf16_tflops": 500.0}
 
 
@@ -47,11 +51,37 @@ def test_a_short_target_carries_its_measured_cause_and_a_met_one_none() -> None:
         row("softmax", "bf16", [8, 8], "memory", {"triton": 1.0 / 0.50}),  # short, no measurement of why
     ]
     got = {t["id"]: t for t in targets.evaluate(rows, PEAKS)}
-    assert got["softmax-bf16-2048x32768"]["cause"] == targets.CAUSES["softmax-bf16-2048x32768"]
-    assert "cause" not in got["softmax-bf16-16384x4096"] and "cause" not in got["softmax-bf16-8x8"]
-    # every cause names the measurement it rests on, and names a target id the rules produce
-    for key, text in targets.CAUSES.items():
-        assert "call " in text and "gpu-runs/" in text, key
+    # what `tritonlab bench --json` shows is the data file's text, whitespace folded, and the runs it rests on
+    recorded = tomllib.loads(CAUSES_FILE.read_text(encoding="utf-8"))["causes"]["softmax-bf16-2048x32768"]
+    short = got["softmax-bf16-2048x32768"]
+    assert (
+        short["cause"] == " ".join(recorded["text"].split())
+        and "H200 run 2026-12-02 (69fa137)" in short["cause"]
+    )
+    assert short["cause_runs"] == [f"docs/gpu-runs/{r}" for r in recorded["runs"]]
+    for t in (got["softmax-bf16-16384x4096"], got["softmax-bf16-8x8"]):
+        assert "cause" not in t and "cause_runs" not in t
+
+
+def test_the_measured_causes_are_data_beside_the_module() -> None:
+    """perf/targets.toml, not Python: the file `targets.causes()` reads is the one packaged with perf/."""
+    assert targets.CAUSES_FILE == ROOT / "src" / "tritonlab" / "perf" / "targets.toml"
+    assert targets.CAUSES_FILE.parent == Path(targets.__file__).parent
+    assert set(targets.causes()) == set(tomllib.loads(CAUSES_FILE.read_text(encoding="utf-8"))["causes"])
+
+
+CITED = re.compile(r"H200 run (\d{4}-\d\d-\d\d) \(([0-9a-f]{7})\)")
+
+
+def test_every_measured_cause_rests_on_recorded_runs() -> None:
+    """Each cause names the runs it rests on (folders of docs/gpu-runs/, which exist), cites exactly those in its
+    text as "H200 run <date> (<commit>)", never by a session's jargon, and is keyed by a target id the rules make."""
+    for key, cause in targets.causes().items():
+        cited = {f"{date}-h200-{commit}" for date, commit in CITED.findall(cause["text"])}
+        assert cited == set(cause["runs"]), (key, sorted(cited), cause["runs"])
+        for run in cause["runs"]:
+            assert (ROOT / "docs" / "gpu-runs" / run / "README.md").is_file(), (key, run)
+        assert not re.search(r"call [A-Z][0-9]?\b|round ?[0-9]", cause["text"], re.I), key
         kernel = key.split("-")[0]
         assert kernel in targets.COMPUTE_KERNELS or key.count("-") == 2, key
 
@@ -70,7 +100,7 @@ def test_compute_kernels_take_the_best_peer_and_keep_the_decode_shape() -> None:
 
 def test_attention_is_judged_against_sdpa_flash_not_a_gemm_library() -> None:
     """Attention is compute-bound and its shipped peer is PyTorch's SDPA flash kernel: a bench row is judged
-    against it (a cuBLAS timing in the row is not attention's peer), and the recorded call Z2 meets it."""
+    against it (a cuBLAS timing in the row is not attention's peer), and H200 run 2026-12-03 (9150f09) meets it."""
     fast = row(
         "attention", "bf16", [4, 32, 4096, 128], "compute", {"triton": 1.0, "sdpa_flash": 1.3, "cuBLAS": 0.5}
     )
@@ -83,15 +113,15 @@ def test_attention_is_judged_against_sdpa_flash_not_a_gemm_library() -> None:
     causal["causal"] = True
     (t,) = targets.evaluate([fast, causal], PEAKS)
     assert t["per_shape"] == {"4x32x4096x128": 1.3, "4x32x4096x128 causal": 2.0}
-    recorded = json.loads((ROOT / "docs/gpu-runs/2026-12-03-round9/call-Z2-bench-all.json").read_text())
+    recorded = json.loads((ROOT / "docs/gpu-runs/2026-12-03-h200-9150f09/bench-all.json").read_text())
     got = {t["id"]: t for t in targets.evaluate(recorded["rows"], recorded["peaks"])}
     assert got["attention-bf16"]["met"] and got["attention-bf16"]["runs"] == 3
     assert set(got["attention-bf16"]["per_shape"]) == {"4x32x4096x128", "4x32x4096x128 causal"}
 
 
 def test_runs_of_the_causal_and_the_full_attention_stay_two_cases() -> None:
-    """Same kernel, dtype and shape, but causal or not: combine must not take one median over both (call Z,
-    docs/gpu-runs/2026-12-03-round9, recorded one attention row of 6 runs, the causal half folded in)."""
+    """Same kernel, dtype and shape, but causal or not: combine must not take one median over both (H200 run
+    2026-12-03 (f798116) recorded one attention row of 6 runs, the causal half folded in)."""
     runs = []
     for ms in (1.0, 1.1, 1.2):
         full = row("attention", "bf16", [2, 4, 64, 64], "compute", {"triton": ms, "sdpa_flash": 1.5})
@@ -118,8 +148,8 @@ def test_combine_takes_the_median_of_interleaved_runs_with_their_spread() -> Non
 
 
 def test_the_recorded_h200_run_under_the_restated_targets() -> None:
-    """docs/benchmarks.md states these from docs/gpu-runs/h200-results.json: what is short stays short."""
-    data = json.loads((ROOT / "docs" / "gpu-runs" / "h200-results.json").read_text())
+    """docs/benchmarks.md states these from H200 run 2026-11-29 (39df766): what is short stays short."""
+    data = json.loads(RECORDED_BENCH.read_text())
     got = {t["id"]: t for t in targets.evaluate(data["rows"], data["peaks"])}
     short = sorted(k for k, t in got.items() if not t["met"])
     assert short == [

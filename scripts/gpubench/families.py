@@ -186,3 +186,29 @@ def current_configs() -> dict:
         "transpose": tr.CONFIGS,
         "copy_2d": {"block_m": c2.BLOCK_M, "block_n": c2.BLOCK_N, "num_warps": c2.NUM_WARPS},
     }
+
+
+def apply_picks(picks: dict) -> dict:
+    """Install a tuning pass's winners (benchmarks/tune_configs.py) as the kernels' default configurations for this process."""
+    from tritonlab.perf.kernels import load
+
+    mm, mbg, sm, va = load("matmul"), load("matmul_bias_gelu"), load("softmax"), load("vector_add")
+    applied = {}
+    if picks.get("large"):
+        mm.CONFIGS["large"] = applied["matmul large"] = picks["large"]
+    if picks.get("decode"):
+        mm.CONFIGS["decode"] = applied["matmul decode"] = picks["decode"]
+    if picks.get("mbg_large"):
+        mbg.CONFIGS["large"] = applied["matmul_bias_gelu large"] = picks["mbg_large"]
+    for key, cfg in (picks.get("softmax") or {}).items():
+        if cfg:
+            n, e = (int(v) for v in key.split(","))
+            sm.CONFIGS[(n, e)] = applied[f"softmax {key}"] = cfg
+    if picks.get("vector_add"):
+        va.BLOCK_SIZE = picks["vector_add"]["block_size"]
+        va.NUM_WARPS = picks["vector_add"]["num_warps"]
+        va.PERSISTENT = picks["vector_add"].get("persistent", 0)
+        va.STAGES = picks["vector_add"].get("stages", 1)
+        applied["vector_add"] = picks["vector_add"]
+    log(f"applied picks: {applied}")
+    return applied

@@ -21,7 +21,7 @@ def default_jobs(backend: str) -> int:
     compiling with ptxas, then the replay compiling again in its own cache while the parent judges beside
     it); each run holds a CUDA context and its cases in GPU memory, a few GB at most — a huge case tens of GB,
     and only three exercises have one. On the H200 (16 cores) 4 at a time took 122 s, 5 took 115 s with the
-    heaviest check started 38 s in (docs/gpu-runs/2026-12-02-round5, calls P and T). On the interpreter the
+    heaviest check started 38 s in (H200 runs 2026-12-02 (accb35e) and 2026-12-02 (907ab44)). On the interpreter the
     service's own two runs at once."""
     if backend == "gpu":
         return max(1, min(8, (os.cpu_count() or 4) // 2))
@@ -31,7 +31,7 @@ def default_jobs(backend: str) -> int:
 TIMES_FILE = "dev-check-times.json"
 # Without a recorded time: what a check costs is mostly compiling (twice: the run, then the replay in its own
 # cache), and the kernels with a tl.dot or an autotuner compile the longest; solutions also meet every case
-# (the huge ones on a GPU). Measured on the H200 (call T): matmul-bias solution 64 s, autotune solution 46 s,
+# (the huge ones on a GPU). Measured in H200 run 2026-12-02 (907ab44): matmul-bias solution 64 s, autotune solution 46 s,
 # attention-forward 30-37 s, the 1-D and 2-D exercises 1-8 s, an example 0.2-4 s.
 GUESS_S = {"heavy": 30.0, "solution": 6.0, "starter": 4.0, "example": 2.0}
 

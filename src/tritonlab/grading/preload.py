@@ -1,6 +1,6 @@
 """What every grading child would otherwise pay for itself, done once in the zygote before it forks.
 
-Measured on the H200 (docs/gpu-runs/2026-12-02-round5, call P: the children's cProfile): a GPU child's first
+Measured on the H200 (H200 run 2026-12-02 (accb35e): the children's cProfile): a GPU child's first
 kernel launch spent 0.33–0.41 s in Triton's `triton_key()` (a SHA-256 over Triton's own sources and
 libtriton, the prefix of every compile-cache key; cached per process) and ~0.1 s importing
 `triton.experimental.gluon`, which the code generator imports on its first compile. Both depend only on the

@@ -18,7 +18,10 @@ Rows are those of `perf.bench.measure_case` (`tritonlab bench --all --json`, `sc
 
 from __future__ import annotations
 
+import functools
 import statistics
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from tritonlab.perf import bench
@@ -35,50 +38,22 @@ def peers_of(kernel: str) -> tuple[str, ...]:
     return KERNEL_PEERS.get(kernel, COMPUTE_PEERS)
 
 
-#: Where a target still short loses its bandwidth, as measured (scripts/probe_rms_norm_gaps.py on the H200,
-#: docs/gpu-runs/2026-12-02-round6/call-V*.json, 2026-12-03-round7/call-Y*.json; the whole functions in
-#: 2026-12-03-round9/call-Z-bench-all.json): attached to a short target's row as ``cause``.
-_V, _V2 = "call V, gpu-runs/2026-12-02-round6", "call V2, gpu-runs/2026-12-02-round6"
-_Y, _Z = "call Y, gpu-runs/2026-12-03-round7", "call Z, gpu-runs/2026-12-03-round9"
-CAUSES: dict[str, str] = {
-    "softmax-bf16-65536x1024": "at 2 bytes per element the tile's loads and stores are the limit here: the same "
-    f"one-tile program moved 92.9% with its max and sum and 92.8% without ({_V2}), within a point of the "
-    "target either way; eviction hints (evict_first, .cs stores) cost 1-3 points",
-    "softmax-bf16-16384x4096": f"without its max and sum the same program moves 90.6% ({_V2}): the load/store "
-    "pattern of one 8 KiB row per 8-warp program is itself under 92%; the reductions cost 0.2 points; eviction "
-    "hints cost 1-6 points",
-    "softmax-bf16-4096x16384": f"without its max and sum the same program moves 90.1%, with them 84.6% ({_V2}): "
-    "one 32 KiB row per 16-warp program loses 2 points in its loads and stores and 5.5 in the two block-wide "
-    "reductions, which no other row's load overlaps",
-    "softmax-bf16-2048x32768": "the one-pass program (the row in the registers of 32 warps, as fp32 uses) moves "
-    f"69-70% with its max and sum, 91.3% without ({_V2}): two block-wide reductions over 1024 threads, in the "
-    "only program an SM holds, cost 22 points; the default two-pass online kernel (75%) re-reads the row from L2",
-    "rms_norm-bf16-8192x8192": "without its row reduction the same program moves 89.3-91.1% at this shape "
-    f"(3 configurations, {_V2}), with it 89.9-90.4%: the loss is the access pattern of one or two 16 KiB rows "
-    f"per program, not the reduction; 45 configurations (rows, warps, persistent stages; {_V}) reach at most "
-    "90.0%, none spills (64 registers); torch.compile's generated kernel moves 93% there",
-    "rms_norm_backward-bf16-16384x4096": "the whole function moves 77.7% with the next step prefetched during the "
-    f"two row reductions ({_Z}; 66.5% before, call X); its main kernel alone moves 84.7% ({_Y}) and 87.8% "
-    f"without the reductions ({_V}): the reductions cost 3 points, the second, dw-summing kernel and the fp32 "
-    "partials' round trip the other 7",
-    "rms_norm_backward-bf16-8192x8192": "the whole function moves 78.7% with the next step prefetched "
-    f"({_Z}; 62.9% before, call X); its main kernel alone moves 85.1% with one row per step, 216 registers and "
-    f"no spill ({_Y}; 66.7% and 18 spilled registers at 2 rows per step, {_V}), 88.1% without the reductions: "
-    "the second, dw-summing kernel and the partials cost the other 6 points",
-    "matmul-bf16": "parity within the run-to-run spread: 1.02× in call U and 1.03× in call W (gpu-runs/2026-12-02-"
-    "round6, 3 interleaved runs each, runs from 0.956× to 1.051×); the decode shape (16×4096×4096, ~18 µs) and "
-    "4096³ move most between runs",
-    "matmul-fp16": "parity within the run-to-run spread: 1.027× in call U and 0.9996× in call W (gpu-runs/2026-12-"
-    f"02-round6, 3 interleaved runs each), 0.992× in {_Z} (runs 0.977-1.033×); in W the 8192³ case moved most, and it was our kernel's time that moved "
-    "(1.674-1.713 ms over the runs, cuBLAS 1.665-1.673 ms)",
-    "matmul_bias_gelu-bf16": "parity within the run-to-run spread, and it is our kernel's time that moves: in "
-    "call X (gpu-runs/2026-12-02-round6, 3 interleaved runs) 1.697-1.745 ms against torch.compile's "
-    "1.716-1.725 ms (0.992×); 1.020× in call U and 1.017× in call W; 1.01× in call Z2 and 0.999× in call Z3 "
-    "(gpu-runs/2026-12-03-round9, runs 0.983-1.016×)",
-    "rms_norm_backward-fp32-16384x4096": f"the main kernel alone moves 91.8% and the loop without its reductions "
-    f"92.6% ({_V}); 92.2% with 2 rows per step and the next prefetched ({_Y}, the default since): the 4-point gap "
-    "is the second, dw-summing kernel and the fp32 partials' round trip (≈ 10 µs of 0.217 ms)",
-}
+#: The measured causes of the targets still short, one per target id: `targets.toml` beside this module (data,
+#: packaged with it), read by `tritonlab bench --json`, `make gpu-verify` and docs/benchmarks.md alike.
+CAUSES_FILE = Path(__file__).with_name("targets.toml")
+
+
+@functools.cache
+def causes() -> dict[str, dict[str, Any]]:
+    """Target id -> {"text": why it is short, "runs": the docs/gpu-runs folders the text rests on}."""
+    data = tomllib.loads(CAUSES_FILE.read_text(encoding="utf-8"))
+    out: dict[str, dict[str, Any]] = {}
+    for key, entry in data.get("causes", {}).items():
+        text, runs = entry.get("text"), entry.get("runs")
+        if not isinstance(text, str) or not text.strip() or not isinstance(runs, list) or not runs:
+            raise ValueError(f"{CAUSES_FILE}: [causes.{key!r}] needs a non-empty `text` and a list of `runs`")
+        out[key] = {"text": " ".join(text.split()), "runs": [str(r) for r in runs]}
+    return out
 
 
 #: The fields of a bench row that are not the case itself: whatever else a row carries (attention's `causal`,
@@ -137,7 +112,8 @@ def _spread_pct(row: dict[str, Any], peak_gbps: float | None) -> list[float] | N
 
 
 def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Every target the rows can judge: id, what, target, unit, measured, met (and spread, runs, per_shape)."""
+    """Every target the rows can judge: id, what, target, unit, measured, met (and spread, runs, per_shape); a
+    short one whose cause was measured also carries `cause` and `cause_runs` (the recorded runs it rests on)."""
     timed = [r for r in rows if "ms" in r.get("impls", {}).get("triton", {})]
     peak_gbps = (peaks or {}).get("copy_gbps")
     out: list[dict[str, Any]] = []
@@ -198,6 +174,8 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
     for t in out:
         m = t["measured"]
         t["met"] = m is not None and m == m and m >= t["target"]
-        if not t["met"] and t["id"] in CAUSES:
-            t["cause"] = CAUSES[t["id"]]
+        cause = causes().get(t["id"])
+        if not t["met"] and cause:
+            t["cause"] = cause["text"]
+            t["cause_runs"] = [f"docs/gpu-runs/{run}" for run in cause["runs"]]
     return out

@@ -20,7 +20,7 @@ Kernels:
   132 SMs streaming B, and as the fallback for non-contiguous operands.
 
 The host picks a configuration per *shape class* (``decode`` when M ≤ 64, ``large`` when M·N ≥ 4096², else
-``medium``) from :data:`CONFIGS`, tuned on an H200 (docs/gpu-runs/h200-autotune-holdout.json shows what a
+``medium``) from :data:`CONFIGS`, tuned on an H200 (docs/gpu-runs/2026-11-29-h200-39df766/h200-autotune-holdout.json shows what a
 single tuned config loses on shapes it never saw).
 """
 
@@ -39,9 +39,9 @@ except ImportError:  # pragma: no cover - old Triton
 
 Config = dict[str, int | str | bool]
 
-#: Launch configuration per shape class, as used by the recorded H200 run (docs/gpu-runs/h200-results.json,
-#: key "configs"): picked by the explore passes in docs/gpu-runs/h200-tuning-round3.json (large) and
-#: -round4.json (decode, timed with the hidden-launch timer). Split-K lost to a single K pass on 16x4096x4096.
+#: Launch configuration per shape class, as used by H200 run 2026-11-29 (39df766) (`h200-results.json`, key
+#: "configs"): picked by its tuning passes docs/gpu-runs/2026-11-29-h200-39df766/h200-tuning-pass3.json (large)
+#: and -pass4.json (decode, timed with the hidden-launch timer). Split-K lost to a single K pass on 16x4096x4096.
 CONFIGS: dict[str, Config] = {
     "large": {
         "kernel": "tma",

@@ -12,8 +12,8 @@ second small kernel adds the P rows in a fixed order — deterministic. With ``P
 next step's x and dy before its own two row reductions (a register double buffer): with one program per SM
 nothing else hides the reductions' cross-warp exchanges, and the loads in flight during them are what moves
 the bytes (on an H200 the main kernel goes from 70.9 % to 84.7 % of copy bandwidth at 16384 × 4096 bf16 and
-66.6 % to 85.1 % at 8192 × 8192, docs/gpu-runs/2026-12-03-round7, call Y; fp32 from 91.8 %, round 6's call V,
-to 92.2 %). It doubles the registers x and dy take, so the default keeps a step at 8192 elements.
+66.6 % to 85.1 % at 8192 × 8192, H200 run 2026-12-03 (ba0b332); fp32 from 91.8 %, H200 run 2026-12-02
+(bfc82a2), to 92.2 %). It doubles the registers x and dy take, so the default keeps a step at 8192 elements.
 ``atomic=True`` replaces the second kernel by ``tl.atomic_add`` into a zeroed fp32 buffer: one launch fewer,
 but the order of the additions (and so the last bits of dw) changes from run to run on a GPU.
 """
@@ -118,8 +118,8 @@ def prefetches(cfg: dict[str, int], n: int) -> bool:
 def default_config(m: int, n: int, device: torch.device) -> dict[str, int]:
     """One program per SM, 8 warps, a step of 8192 elements (2 rows of 4096, 1 of 8192) with the next step
     prefetched: the fastest on an H200 of 24 variants at 16384 × 4096 and 8192 × 8192 bf16 and 16384 × 4096
-    fp32 (docs/gpu-runs/2026-12-03-round7, call Y; 2 programs per SM or 16 warps were slower in
-    docs/gpu-runs/2026-12-02-round6, call V)."""
+    fp32 (H200 run 2026-12-03 (ba0b332); 2 programs per SM or 16 warps were slower in H200 run 2026-12-02
+    (bfc82a2))."""
     block = next_pow2(n)
     programs = num_sms(device.index or 0) if device.type == "cuda" and not interpreting() else 4
     rows = max(1, min(4, 8192 // block))

@@ -8,7 +8,7 @@ Design: one program per BLOCK_SIZE elements, 16-byte vector loads (BLOCK_SIZE / 
 thread), the bounds mask compiled away when n is a multiple of BLOCK_SIZE (``EVEN``), 64-bit offsets only when
 n ≥ 2^31. Cache hints are options (``stream=True`` marks loads ``evict_first``; ``load_cache``/
 ``store_cache`` take PTX cache modifiers such as ".cg" and ".cs"): on an H200 ``evict_first`` loads cost
-about 10% (docs/gpu-runs/h200-tuning.json), so the default issues plain loads.
+about 10% (docs/gpu-runs/2026-11-29-h200-39df766/h200-tuning-pass1.json), so the default issues plain loads.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import triton.language as tl
 
 from ._common import interpreting, num_sms
 
-#: Default launch configuration, from the block sweep on an H200 (docs/gpu-runs/h200-block-sweep.json).
+#: Default launch configuration, from the block sweep of H200 run 2026-11-29 (39df766) (`h200-block-sweep.json`).
 BLOCK_SIZE = 2048
 NUM_WARPS = 8
 PERSISTENT = 0  # programs per SM for the grid-stride variant; 0 = one program per block

@@ -1,0 +1,106 @@
+"""scripts/ and benchmarks/ hold what people run: every file is listed in its folder's README.md, and every entry
+point answers `--help` with its usage (exit 0), without importing torch or triton."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("scripts", "benchmarks")
+
+# Runs a Python entry point as `python FILE --help` would (its folder first on sys.path, run as __main__), then
+# reports which heavy modules the help imported.
+HELP = """
+import runpy, sys
+path = sys.argv[1]
+sys.argv = [path, "--help"]
+sys.path[0] = path.rsplit("/", 1)[0]
+try:
+    runpy.run_path(path, run_name="__main__")
+    code = 0
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+print("heavy:" + ",".join(m for m in ("torch", "triton") if m in sys.modules), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def listed(folder: str) -> dict[str, str]:
+    """file -> "entry" or "module", from the tables of FOLDER/README.md (the section decides which)."""
+    text = (ROOT / folder / "README.md").read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    kind = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            kind = (
+                "entry"
+                if line.startswith("## Entry points")
+                else "module"
+                if line.startswith("## Modules")
+                else None
+            )
+            continue
+        m = re.match(r"^\|\s*`([^`]+)`\s*\|", line)
+        if m and kind:
+            assert m.group(1) not in found, f"{folder}/README.md lists {m.group(1)} twice"
+            found[m.group(1)] = kind
+    return found
+
+
+def present(folder: str) -> set[str]:
+    base = ROOT / folder
+    return {
+        str(p.relative_to(base))
+        for p in base.rglob("*")
+        if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_the_readme_lists_every_file_of_its_folder(folder: str) -> None:
+    files, rows = present(folder), listed(folder)
+    assert files, folder
+    assert not files - set(rows), f"{folder}/README.md does not list {sorted(files - set(rows))}"
+    assert not set(rows) - files, (
+        f"{folder}/README.md lists files that are not there: {sorted(set(rows) - files)}"
+    )
+    for name, kind in rows.items():
+        if kind == "entry":
+            assert name.endswith((".py", ".sh")), name
+
+
+def _help(folder: str, name: str) -> tuple[str, subprocess.CompletedProcess]:
+    path = ROOT / folder / name
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv = ["bash", str(path), "--help"] if name.endswith(".sh") else [sys.executable, "-c", HELP, str(path)]
+    return f"{folder}/{name}", subprocess.run(
+        argv, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL
+    )
+
+
+def test_every_entry_point_prints_its_usage_on_help() -> None:
+    """Each maintained entry point of scripts/ and benchmarks/: `--help` exits 0, prints a usage line, changes
+    nothing, and imports neither torch nor triton (so it is fast, and safe on any machine)."""
+    jobs = [(folder, name) for folder in FOLDERS for name, kind in listed(folder).items() if kind == "entry"]
+    assert len(jobs) >= 25
+    generated = [ROOT / "docs" / "cli.md", ROOT / "docs" / "outcomes.md", ROOT / "docs" / "benchmarks.md"]
+    stamps = [p.stat().st_mtime_ns for p in generated]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda job: _help(*job), jobs))
+    problems = []
+    for name, done in results:
+        out = done.stdout + done.stderr
+        if done.returncode != 0 or "usage" not in out.lower():
+            problems.append(f"{name}: exit {done.returncode}, output {out[-600:]!r}")
+        heavy = re.search(r"^heavy:(.*)$", done.stderr, re.M)
+        if heavy and heavy.group(1):
+            problems.append(f"{name}: --help imported {heavy.group(1)}")
+    assert not problems, "\n".join(problems)
+    assert [p.stat().st_mtime_ns for p in generated] == stamps, "a script's --help wrote a generated page"
