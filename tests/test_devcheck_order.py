@@ -64,3 +64,18 @@ def test_a_damaged_times_file_means_no_times_and_is_replaced(home: Path, content
     assert devcheck.recorded_times("gpu") in ({}, {"b": 2.0})
     devcheck.record_times("gpu", [{"item": "x solution", "seconds": 1.25}])
     assert json.loads((home / devcheck.TIMES_FILE).read_text())["gpu"]["x solution"] == 1.25
+
+
+def test_only_with_an_unknown_exercise_id_is_an_error_not_an_empty_pass(home: Path) -> None:
+    """`dev check --only vector-cpy` (a typo) once checked nothing and exited 0."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "dev", "check", "--only", "vector-cpy"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0, done.stdout
+    assert "vector-cpy" in done.stdout + done.stderr and "vector-copy" in done.stdout + done.stderr

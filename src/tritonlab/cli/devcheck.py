@@ -102,6 +102,12 @@ def run_dev_check(
         problems.append(str(exc))
         _report(out, json_out, rows, problems)
         return problems
+    unknown = sorted(set(only or ()) - {exercise.id for exercise in course.exercises()})
+    if unknown:  # a typo must not check nothing and pass
+        known = ", ".join(exercise.id for exercise in course.exercises())
+        problems.append(f"--only names no exercise of the course: {', '.join(unknown)} (known: {known})")
+        _report(out, json_out, rows, problems)
+        return problems
     began = time.monotonic()
     service = Service(backend=backend)
     service.slots = max(1, jobs or default_jobs(service.backend))
