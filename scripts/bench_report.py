@@ -449,7 +449,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--prefix", default="h200", help="the GPU's file prefix (default: h200)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    ap.add_argument(
+        "--lessons",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="copy the plots lessons show into their figures/ folders (default: only when --out is the "
+        "committed docs/benchmarks.md, so a report rendered elsewhere never touches the course)",
+    )
     args = ap.parse_args(argv)
+    if args.lessons is None:
+        args.lessons = args.out.resolve() == (ROOT / "docs" / "benchmarks.md").resolve()
     if args.runs is None:
         args.runs = recorded_run(args.prefix) or ROOT / "docs" / "gpu-runs"
     data = load_runs(args.runs, args.prefix)
@@ -460,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     made = plots(data, args.runs, args.prefix)
-    copied = copy_to_lessons(made, args.runs, args.prefix)
+    copied = copy_to_lessons(made, args.runs, args.prefix) if args.lessons else []
     try:
         runs_rel = args.runs.resolve().relative_to(args.out.resolve().parent).as_posix()
     except ValueError:

@@ -306,6 +306,7 @@ def test_report_renders_from_recorded_json(tmp_path: Path) -> None:
         timeout=300,
     )
     assert res.returncode == 0, res.stderr
+    assert "(0 copied into lessons)" in res.stdout  # a report rendered elsewhere leaves the course alone
     text = out_md.read_text()
     assert "## Targets (restated in issue 19)" in text and "## Correctness" in text
     assert (runs / f"{prefix}-roofline.png").exists() and (runs / f"{prefix}-block-sweep.png").exists()
