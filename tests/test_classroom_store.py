@@ -192,40 +192,82 @@ def test_sqlite_connections_are_wal_and_synchronous_full(tmp_path: Path) -> None
     db.close()
 
 
+def test_postgresql_connections_commit_durably(request: pytest.FixtureRequest) -> None:
+    """The PostgreSQL counterpart of the test above: the store's connections leave synchronous_commit on (a
+    commit is acknowledged only once the server flushed its WAL; the test server itself runs without fsync,
+    tests/classroom_pg.py) and do not autocommit half a write."""
+    url = request.getfixturevalue("postgres").new_database()
+    db = ClassroomDB(url, legacy_progress=NO_LEGACY)
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
+        assert conn.get_isolation_level() != "AUTOCOMMIT"
+    db.close()
+
+
+# A learner's every kind of acknowledged write, in turn, until killed: an attempt, a save of their code, a state
+# key, a hint, a quiz answer. Each line is printed only after the call returned, that is after its commit.
 WRITER = """
-import os, sys, time
+import sys
+from pathlib import Path
+from tritonlab.content.course import load_course
 from tritonlab.store.classroom import ClassroomDB
+course = load_course(Path(sys.argv[2]))
+exercise = course.exercise("vector-copy")
 db = ClassroomDB(sys.argv[1], legacy_progress=None)
 user = db.add_user("w", "w", "learner", None)
-store = db.learner(user.id)
+store, code = db.learner(user.id), db.code(user.id, course)
 n = 0
 while True:
-    store.record_attempt({"exercise": "vector-copy", "passed": n % 2 == 0, "backend": "interpreter", "seed": n})
+    kind = ("attempt", "save", "state", "hint", "quiz")[n % 5]
+    if kind == "attempt":
+        store.record_attempt({"exercise": "vector-copy", "passed": n % 2 == 0, "backend": "interpreter", "seed": n})
+    elif kind == "save":
+        code.save(exercise, f"# save {n}\\n", code.read(exercise)[1])
+    elif kind == "state":
+        store.set_state("last_exercise", str(n))
+    elif kind == "hint":
+        store.record_hint(f"ex-{n}", 0)
+    else:
+        store.record_quiz_answer("01-only", "mask", str(n), 1.0)
+    print(kind, n, flush=True)  # acknowledged: the call returned, so its transaction is committed
     n += 1
-    print(n, flush=True)  # acknowledged: record_attempt returned, so the row is committed
 """
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_acknowledged_attempts_survive_kill_9(
+def test_acknowledged_writes_survive_kill_9(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    """Every write a learner's actions make (attempt, code save, state, hint, quiz answer) that was acknowledged
+    before a SIGKILL is in the database afterwards, on SQLite and on PostgreSQL."""
     url = (
         f"sqlite:///{tmp_path / 'k.db'}"
         if backend == "sqlite"
         else request.getfixturevalue("postgres").new_database()
     )
-    child = subprocess.Popen([sys.executable, "-c", WRITER, url], stdout=subprocess.PIPE, text=True)
-    acked = 0
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, str(COURSE)], stdout=subprocess.PIPE, text=True
+    )
+    acked: dict[str, list[int]] = {}
     deadline = time.monotonic() + 60
-    while acked < 20 and time.monotonic() < deadline:
-        acked = int(child.stdout.readline() or acked)
+    while sum(map(len, acked.values())) < 40 and time.monotonic() < deadline:
+        line = child.stdout.readline().split()
+        if line:
+            acked.setdefault(line[0], []).append(int(line[1]))
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    assert acked >= 20
+    assert sum(map(len, acked.values())) >= 40 and len(acked) == 5, acked
     db = ClassroomDB(url, legacy_progress=NO_LEGACY)
     user = db.user_by_name("w")
-    assert len(db.learner(user.id).attempts()) >= acked
+    store, code = db.learner(user.id), db.code(user.id, load_course(COURSE))
+    assert set(acked["attempt"]) <= {a["seed"] for a in store.attempts()}
+    text = code.read(load_course(COURSE).exercise("vector-copy"))[0]
+    assert text.startswith("# save ") and int(text.split()[2]) >= max(acked["save"]), text
+    assert int(store.get_state("last_exercise")) >= max(acked["state"])
+    assert all(store.hints_shown(f"ex-{n}") == 1 for n in acked["hint"])
+    with db.engine.connect() as conn:
+        answers = {int(r[0]) for r in conn.execute(sa.text("SELECT answer FROM learner_quiz_answers"))}
+    assert set(acked["quiz"]) <= answers
     db.close()
 
 
@@ -359,13 +401,15 @@ def test_serve_refuses_a_test_argon2_cost_beyond_loopback(home: Path) -> None:
 
 
 @pytest.mark.gpu
-def test_a_passing_gpu_check_puts_its_measured_time_on_the_leaderboard(home: Path) -> None:
+def test_a_passing_gpu_check_puts_its_measured_time_on_the_leaderboard(
+    home: Path, classroom_url: str
+) -> None:
     """The real path on a GPU: a learner's check of vector-add through `LearnerService.check` (grade, then the
     sandboxed timing run) records the verdict's speed report, and the board ranks it once they chose a name."""
     from tritonlab.service import Service
 
     service = Service(course_dir=ROOT / "course", workspace_dir=home / "ws", backend="gpu", lang="en")
-    room = Classroom(f"sqlite:///{home / 'classroom.db'}", adopt=NO_LEGACY)
+    room = Classroom(classroom_url, adopt=NO_LEGACY)
     try:
         room.init("GPU class")
         anna = room.add("anna")[0]
@@ -385,3 +429,54 @@ def test_a_passing_gpu_check_puts_its_measured_time_on_the_leaderboard(home: Pat
     finally:
         service.close()
         room.close()
+
+
+# ---- every classroom database test runs on both databases (issue 31) -----------------------------------------
+
+# fixtures parametrized over ["sqlite", "postgresql"]: conftest's classroom_url (and `room`, built on it), and the
+# module fixtures of the web tests
+BOTH_DATABASES = {"classroom_url", "room", "env", "server", "pair"}
+ONE_DATABASE = {  # test: why it does not run on both
+    "test_sqlite_connections_are_wal_and_synchronous_full": "SQLite's own pragmas (PostgreSQL: the next test)",
+    "test_postgresql_connections_commit_durably": "PostgreSQL's own settings",
+    "test_serve_refuses_a_test_argon2_cost_beyond_loopback": "the CLI refuses before it opens a database",
+    "test_look_alike_origins_are_refused_by_the_classroom": "the Origin check reads no database",
+    "test_look_alike_origins_are_refused_behind_a_tls_proxy": "the Origin check reads no database",
+    "test_look_alike_origins_are_refused_by_the_single_user_server": "the single-user server",
+}
+CLASSROOM_DATABASE_TESTS = (
+    "test_classroom_store.py",
+    "test_classroom_web.py",
+    "test_csrf_origin.py",
+    "test_sessions_revoked.py",
+    "test_join_link.py",
+    "test_per_learner_tables.py",
+)
+
+
+def test_every_classroom_database_test_runs_on_sqlite_and_postgresql() -> None:
+    """A test added to these files runs on both databases, or is listed above with the reason it cannot."""
+    import ast
+
+    def on_both(node: ast.FunctionDef) -> bool:
+        """Parametrized over both databases, or takes a fixture that is."""
+        decorators = " ".join(ast.unparse(d) for d in node.decorator_list).replace('"', "'")
+        return "'sqlite', 'postgresql'" in decorators or bool(
+            {a.arg for a in node.args.args} & BOTH_DATABASES
+        )
+
+    for name in CLASSROOM_DATABASE_TESTS:
+        tree = ast.parse((ROOT / "tests" / name).read_text())
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        for node in functions:
+            if node.name in BOTH_DATABASES:  # this module's own fixture of that name
+                assert on_both(node), f"{name}: the fixture {node.name} is not on both databases"
+        for node in functions:
+            if node.name.startswith("test_") and node.name not in ONE_DATABASE and node.name != NAME:
+                assert on_both(node), (
+                    f"{name}::{node.name} runs on one database only: take `classroom_url` or `room`, or "
+                    "parametrize it over sqlite and postgresql (or list it in ONE_DATABASE with the reason)"
+                )
+
+
+NAME = test_every_classroom_database_test_runs_on_sqlite_and_postgresql.__name__

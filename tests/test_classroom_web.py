@@ -1,6 +1,7 @@
 """`serve --classroom` in-process (FastAPI TestClient): log-in, cookies and CSRF, the join link, back-off,
 per-learner state through the unchanged routes, no cross-learner access by ANY route (enumerated from the
-app), runs owned by their learner with a fair queue and a rate limit, and the teacher's view and exports."""
+app), runs owned by their learner with a fair queue and a rate limit, and the teacher's view and exports.
+Every test runs on SQLite and on the test session's PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from classroom_app import database_url
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from test_web_api import make_course
@@ -27,16 +29,17 @@ MARKER = "SECRET-ANNA-MARKER-7731"
 GOOD = f"# {MARKER}\n" + (LEARNERS / "good.py").read_text()
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    root = tmp_path_factory.mktemp("classroom-web")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """The whole file runs once on SQLite and once on the test session's PostgreSQL (issue 31)."""
+    root = tmp_path_factory.mktemp(f"classroom-web-{request.param}")
     saved = {k: os.environ.get(k) for k in ("TRITONLAB_HOME", "TRITONLAB_BACKEND", "TRITONLAB_LANG")}
     os.environ["TRITONLAB_HOME"] = str(root / "home")
     os.environ["TRITONLAB_BACKEND"] = "interpreter"
     os.environ.pop("TRITONLAB_LANG", None)
     service = Service(course_dir=make_course(root), workspace_dir=root / "ws", lang="en")
     service.warm_up()
-    room = Classroom(f"sqlite:///{root / 'classroom.db'}", adopt=Path("/nonexistent"))
+    room = Classroom(database_url(request.param, root, request), adopt=Path("/nonexistent"))
     made = room.init("Test class")
     accounts = {"teacher": made["teacher"]["password"]}
     for name in ("anna", "ben"):

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterable
 from contextvars import ContextVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -37,7 +37,14 @@ from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import Job, Jobs
 from tritonlab.web.markdown import highlight_code
 from tritonlab.web.quiz_api import Attempt, Attempts
-from tritonlab.web.security import LOOPBACK_HOSTS, UNSAFE_METHODS, Guard, host_name, new_token
+from tritonlab.web.security import (
+    LOOPBACK_HOSTS,
+    UNSAFE_METHODS,
+    Guard,
+    host_name,
+    new_token,
+    origin_parts,
+)
 
 SESSION_LIFETIME_S = 7 * 24 * 3600.0
 SESSION_IDLE_S = 12 * 3600.0
@@ -148,6 +155,7 @@ class ClassroomGuard(Guard):
         self.service = service
         self.secret = classroom.db.secret()
         self.public = urlsplit(public_url) if public_url else None
+        self.public_origin = _origin_key(self.public) if self.public else None
         self.secure = bool(self.public and self.public.scheme == "https")
         self.session_cookie = "tritonlab_session_" + hashlib.sha256(self.secret).hexdigest()[:8]
         if self.allowed is not None and self.public and self.public.hostname:
@@ -182,14 +190,20 @@ class ClassroomGuard(Guard):
             f"{CSRF_COOKIE}=; Path=/; SameSite=Lax; Max-Age=0{secure}",
         ]
 
-    def _same_origin(self, headers: dict[str, str], host: str) -> bool:
-        if super()._same_origin(headers, host):
-            return True
-        origin = headers.get("origin") or headers.get("referer") or ""
-        if self.public is None or not origin:
+    def _from_this_server(self, headers: dict[str, str], host: str, scheme: str) -> bool:
+        """Whether a state-changing request comes from the class's own pages: its Origin (else Referer) is the
+        `--public-url`'s origin, or exactly this request's scheme, host and port. Under the public URL's name
+        only the public origin counts: behind the documented proxy every request arrives as http with that
+        Host, and http://<that name> is a page a network attacker can serve."""
+        parts = origin_parts(headers)
+        if parts is None:
             return False
-        parts = urlsplit(origin)
-        return (parts.scheme, parts.netloc.lower()) == (self.public.scheme, self.public.netloc.lower())
+        if self.public is not None:
+            if _origin_key(parts) == self.public_origin:
+                return True
+            if host_name(host) == (self.public.hostname or "").lower():
+                return False
+        return self._same_scheme(headers, scheme) and self._same_origin(headers, host)
 
     def _who(self, session_id: str | None) -> tuple[User | None, str, object | None]:
         """(user, csrf, the learner's service) of a live session, or (None, "", None). Blocking: database."""
@@ -237,7 +251,7 @@ class ClassroomGuard(Guard):
                 await _redirect(send, "/login?next=" + quote(path, safe="/"), nonce)
             return
         if method in UNSAFE_METHODS:
-            if not self._same_origin(headers, host):
+            if not self._from_this_server(headers, host, scope.get("scheme", "http")):
                 await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
                 return
             if user is not None and path not in CSRF_EXEMPT:
@@ -264,6 +278,13 @@ class ClassroomGuard(Guard):
             await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
         finally:
             current_user.reset(token)
+
+
+def _origin_key(url: SplitResult) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) of an origin, the default port filled in; None with userinfo or no host."""
+    if "@" in url.netloc or not url.hostname:
+        return None
+    return url.scheme, url.hostname, url.port or {"http": 80, "https": 443}.get(url.scheme)
 
 
 async def _json(send: Send, status: int, data: dict, nonce: str) -> None:

@@ -4,8 +4,8 @@
   redirected away so it leaves the address bar), as the cookie, or as `Authorization: Bearer <token>`.
 - The Host header must name an allowed host (defeats DNS rebinding); on a wildcard bind any host is allowed.
 - A state-changing request (POST/PUT/PATCH/DELETE) carrying the cookie must come from this origin: its
-  Origin (or Referer) must match the Host. Bearer-token requests are exempt: browsers never add that header
-  across sites, and no CORS headers are ever sent, so a preflight fails.
+  Origin (or Referer) must be exactly the request's scheme, Host and port. Bearer-token requests are exempt:
+  browsers never add that header across sites, and no CORS headers are ever sent, so a preflight fails.
 - Request bodies are capped; every response gets a strict Content-Security-Policy with a per-request nonce.
 """
 
@@ -18,7 +18,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -134,6 +134,10 @@ class Guard:
             await self._deny(send, 401, "token_needed", is_api, nonce, lang)
             return
 
+        scheme = scope.get("scheme", "http")
+        if method in UNSAFE_METHODS and not by_header and not self._same_scheme(headers, scheme):
+            await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
+            return
         if method in UNSAFE_METHODS and not by_header and not self._same_origin(headers, host):
             await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
             return
@@ -181,11 +185,19 @@ class Guard:
         return choice if valid(choice) else self.lang
 
     def _same_origin(self, headers: dict[str, str], host: str) -> bool:
-        origin = headers.get("origin") or headers.get("referer") or ""
-        if not origin or origin == "null":
+        """Whether the Origin (else the Referer) names the host and port of the Host header, exactly."""
+        parts = origin_parts(headers)
+        if parts is None:
             return False
-        parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+
+    @staticmethod
+    def _same_scheme(headers: dict[str, str], scheme: str) -> bool:
+        """Whether the Origin (else the Referer) has the request's scheme: http://host is not https://host's
+        origin (a page a network attacker can serve under the same name). Behind a TLS proxy the request's
+        scheme is https only when the proxy says so (X-Forwarded-Proto, which uvicorn trusts from loopback)."""
+        parts = origin_parts(headers)
+        return parts is not None and parts.scheme == scheme
 
     async def _read_body(self, receive: Receive) -> bytes | None:
         """The whole request body, or None once it grows past the cap (the rest is never read)."""
@@ -276,6 +288,20 @@ class Guard:
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def origin_parts(headers: dict[str, str]) -> SplitResult | None:
+    """The request's Origin header, else its Referer, as a URL; None when there is none, it is `null`, or it
+    does not parse (`http://[::1` makes urlsplit raise: a refusal, never a 500)."""
+    origin = headers.get("origin") or headers.get("referer") or ""
+    if not origin or origin == "null":
+        return None
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        return None
+    return parts
 
 
 _JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
