@@ -210,9 +210,21 @@ def measure_case(
                 gpu=gpu,
                 hide_launch=bool(case.extra.get("hide_launch")),
             )
-        except Exception as exc:  # a peer failing must not hide the others
+        except Exception as exc:  # a peer failing must not hide the others (it is reported as unavailable)
             row["impls"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue
+        finally:
+            release = getattr(
+                fn, "release", None
+            )  # a peer holding per-input state (a saved graph) lets it go
+            if callable(release):
+                release()
+        describe = getattr(fn, "describe", None)  # e.g. which backend the default SDPA call picked
+        if callable(describe):
+            try:
+                t.update(describe(*args))
+            except Exception as exc:  # noqa: BLE001 - a description that fails is said so, not fatal
+                t["describe_error"] = f"{type(exc).__name__}: {exc}"[:200]
         t["gbps"] = gbps(case.nbytes, t["ms"])
         t["tflops"] = tflops(case.nflops, t["ms"]) if case.nflops else 0.0
         if peaks:

@@ -104,6 +104,11 @@ class BackwardPeer:
         out, leaves = self._graph
         return torch.autograd.grad(out, leaves, do, retain_graph=True)
 
+    def release(self) -> None:
+        """Drop the saved forward graph (bench.measure_case calls this after timing the peer)."""
+        self._graph = None
+        self._key = None
+
     def describe(self, q, k, v, o, lse, do) -> dict[str, Any]:  # noqa: ANN001
         if self.name == "sdpa_default":
             return {"backend": default_backend(q, k, v, self.causal)}
