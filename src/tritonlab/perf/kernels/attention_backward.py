@@ -39,15 +39,15 @@ LOG2E = 1.4426950408889634
 
 #: Launch configurations by head dim (GPU): BLOCK_M1 × BLOCK_N1 for the dk/dv pass (queries × keys),
 #: BLOCK_M2 × BLOCK_N2 for the dq pass (``num_warps2``/``num_stages2`` for the dq pass where they differ).
-#: Pending a measurement on the H200 (scripts/tune_reference_kernels.py --only attention_bwd), these are the
-#: largest tiles that compiled for sm_90 (Triton 3.9 on the CPU, 2026-12-04) without spilling registers and
-#: with shared memory well under the 227 KiB limit: hd 128 dk/dv 16×128 (251 registers, 172 KB), dq 128×32
-#: (214 registers, 197 KB); hd 64 dk/dv 32×128 (185, 107 KB), dq 128×64 (175, 131 KB). Larger dk/dv tiles at
-#: hd 128 spill (the dk and dv accumulators alone are 2·BLOCK_N1·128 fp32 values per program).
+#: Pending a measurement on the H200 (scripts/tune_reference_kernels.py --only attention_bwd). Compiled for
+#: sm_90 on the CPU (Triton 3.9, 2026-12-04) every candidate of the tuning script lowers to wgmma without
+#: spilling; these take large tiles with room to spare: hd 128 dk/dv 32×128 (214 registers, 99 KB of shared
+#: memory), dq 128×64 (167, 131 KB); hd 64 dk/dv 64×128 (190, 66 KB), dq 128×64 three stages (122, 82 KB).
 CONFIGS: dict[int, dict[str, int | bool]] = {
-    64: {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2},
-    128: {"BLOCK_M1": 16, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32, "num_warps": 8, "num_stages": 2},
-}
+    64: {"BLOCK_M1": 64, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2,
+         "num_stages2": 3},
+    128: {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2},
+}  # fmt: skip
 INTERPRETER_CONFIG: dict[str, int | bool] = {
     "BLOCK_M1": 16, "BLOCK_N1": 32, "BLOCK_M2": 32, "BLOCK_N2": 16, "num_warps": 4, "num_stages": 1,
 }  # fmt: skip
@@ -283,7 +283,7 @@ def attention_backward(
     _delta_kernel[(triton.cdiv(S, 64), B * H)](o, do, delta, S, HEAD_D=D, BLOCK=64, num_warps=4)
     even = S % bn1 == 0 and S % bm1 == 0 and S % bm2 == 0 and S % bn2 == 0
     common = {"CAUSAL": causal, "HEAD_D": D, "EVEN": even, "NUM_STAGES": int(cfg["num_stages"]),
-              "UPCAST": not gpu, "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}  # fmt: skip
+              "UPCAST": interpreting(), "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}  # fmt: skip
     qk_scale = scale * LOG2E
     if fused:
         n_kv, n_q = triton.cdiv(S, bn1), triton.cdiv(S, bm2)

@@ -155,7 +155,7 @@ def matmul_tma(
     _persistent_tma_kernel[grid](
         a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), BM=BM, BN=BN, BK=BK,
         GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=int(cfg.get("EPI_SPLIT", 1)),
-        FLATTEN=bool(cfg.get("flatten", False)), WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=not gpu,
+        FLATTEN=bool(cfg.get("flatten", False)), WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=interpreting(),
         num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
     )  # fmt: skip
     return out

@@ -22,7 +22,9 @@ from . import load
 FULL_REFERENCE_SCORES = 2**27
 
 
-def _randn(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, scale: float = 1.0) -> torch.Tensor:
+def _randn(
+    shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, scale: float = 1.0
+) -> torch.Tensor:
     return (torch.randn(shape, device=device, dtype=torch.float32) * scale).to(dtype)
 
 
