@@ -39,6 +39,9 @@ CONFIGS: dict[int, dict[str, int | str | bool]] = {
     64: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3},
     128: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3},
 }
+#: Causal launches where they differ from CONFIGS (a tuning run may find that the causal mask wants another
+#: schedule, e.g. the TMA kernel's reversed order); empty until measured.
+CAUSAL_CONFIGS: dict[int, dict[str, int | str | bool]] = {}
 #: The interpreter's launch (small tiles: it checks the code path, not the speed).
 INTERPRETER_CONFIG: dict[str, int | str | bool] = {
     "kernel": "ptr",
@@ -140,6 +143,11 @@ def _attn_fwd_kernel(
     tl.store(lse_ptr + bh.to(tl.int64) * S + offs_m, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=m_ok)
 
 
+def default_config(head_dim: int, causal: bool) -> dict[str, int | str | bool]:
+    """The GPU launch configuration for this head dim and mask (CAUSAL_CONFIGS first for a causal one)."""
+    return (CAUSAL_CONFIGS.get(head_dim) if causal else None) or CONFIGS.get(head_dim, CONFIGS[64])
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -161,7 +169,7 @@ def attention(
     if o.numel() == 0:
         return o, lse
     if config is None:
-        config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else CONFIGS.get(D, CONFIGS[64])
+        config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
     bm, bn = int(config["BLOCK_M"]), int(config["BLOCK_N"])
     if bm % bn:
         raise ValueError("BLOCK_M must be a multiple of BLOCK_N (the causal diagonal stage needs it)")
