@@ -87,16 +87,24 @@ class BackwardPeer:
         self._key: tuple[int, ...] | None = None
         self._graph: tuple[torch.Tensor, tuple[torch.Tensor, ...]] | None = None
 
+    #: Peers holding a saved graph, oldest first: at most MAX_LIVE graphs live at once in a process (a caller
+    #: that never calls release, e.g. a warm-up loop over every case, does not pile up GPU memory).
+    MAX_LIVE = 6
+    _live: list[BackwardPeer] = []
+
     def _prepare(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor) -> None:
         key = (q.data_ptr(), k.data_ptr(), v.data_ptr(), do.data_ptr(), q._version, k._version, v._version)
         if key == self._key and self._graph is not None:
             return
-        self._graph = None  # let the previous graph go before the new one is made
+        self.release()  # let the previous graph go before the new one is made
+        while len(BackwardPeer._live) >= self.MAX_LIVE:
+            BackwardPeer._live[0].release()
         leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
         with torch.enable_grad():
             out = self.forward(*leaves)
         self._graph = (out, leaves)
         self._key = key
+        BackwardPeer._live.append(self)
 
     def __call__(self, q, k, v, o, lse, do) -> tuple[torch.Tensor, ...]:  # noqa: ANN001
         self._prepare(q, k, v, do)
@@ -108,6 +116,8 @@ class BackwardPeer:
         """Drop the saved forward graph (bench.measure_case calls this after timing the peer)."""
         self._graph = None
         self._key = None
+        if self in BackwardPeer._live:
+            BackwardPeer._live.remove(self)
 
     def describe(self, q, k, v, o, lse, do) -> dict[str, Any]:  # noqa: ANN001
         if self.name == "sdpa_default":
