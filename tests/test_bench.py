@@ -356,6 +356,15 @@ def test_reference_kernels_correct_on_interpreter() -> None:
     assert all(ln.startswith("ok") for ln in lines), out.stdout
 
 
+def test_cli_help_names_every_reference_kernel() -> None:
+    """`tritonlab bench --help` lists the kernels by hand (the CLI imports no kernel module at start-up): it
+    must name every one `bench --all` times."""
+    from tritonlab.cli.bench import KERNEL_HELP
+    from tritonlab.perf.kernels import NAMES
+
+    assert KERNEL_HELP.split(", ") == list(NAMES)
+
+
 def test_kernels_not_imported_with_tritonlab() -> None:
     code = (
         "import sys, tritonlab, tritonlab.perf.bench, tritonlab.perf.peaks, tritonlab.cli.bench; "

@@ -19,7 +19,7 @@ from tritonlab import config
 
 KERNEL_HELP = (
     "vector_add, copy_2d, transpose, softmax, rms_norm, matmul, matmul_bias_gelu, rms_norm_backward, attention, "
-    "fused_linear_ce"
+    "fused_linear_ce, attention_backward, matmul_tma, matmul_fp8"
 )
 
 
