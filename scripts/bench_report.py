@@ -84,7 +84,9 @@ def peers_section(rows: list[dict[str, Any]]) -> list[str]:
         "**Peers** (`perf/targets.py`, `peers_of`): a compute-bound target compares, shape by shape, with the "
         "fastest of these that ran; one that raised is listed as unavailable, not dropped. For attention "
         "the default SDPA call must be in the row (with the backend it picked): a kernel compared with a backend "
-        "the default call does not pick is not called faster than SDPA.",
+        "the default call does not pick is not called faster than SDPA. The compute kernels' launch configurations "
+        "are picked by `scripts/tune_reference_kernels.py` (one time-boxed GPU call: every peer, our candidates, "
+        "float64 checks before any timing; see its `--help`).",
         "",
         "| kernel | peers | in this recorded run |",
         "| --- | --- | --- |",
