@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "env": bench.environment(),
         "args": {k: str(v) for k, v in vars(args).items() if not k.startswith("warm_w")},
         "sections": {},
+        "peer_notes": plan.PEER_NOTES,
     }
 
     def save() -> None:
