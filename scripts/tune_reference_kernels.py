@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
     save()
     log_file.close()
-    print(summary.markdown(result))
+    print(summary.markdown(result, compact=True))
     return 0
 
 

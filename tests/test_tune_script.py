@@ -22,6 +22,15 @@ def _env() -> dict[str, str]:
     return env
 
 
+def summary_markdown(data: dict) -> str:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from tunekit import summary
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return summary.markdown(data, compact=True)
+
+
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=_env(), timeout=timeout
@@ -74,7 +83,9 @@ def test_smoke_run_checks_times_records_failures_and_prints_the_table_last(tmp_p
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads((out / "tune.json").read_text())
-    assert done.stdout.rstrip().endswith((out / "tune.md").read_text().rstrip())  # the table is printed last
+    # the compact table is printed last (the end of a device call's output is what comes back)
+    assert done.stdout.rstrip().endswith(summary_markdown(data).rstrip())
+    assert "| case | fastest peer |" in (out / "tune.md").read_text()
     assert data["warm_up"] and all("ok" in r for r in data["warm_up"])
     attn = data["sections"]["attention"]["cases"][0]
     impls = attn["impls"]

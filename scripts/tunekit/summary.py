@@ -58,11 +58,21 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _config(cfg: dict[str, Any] | None, compact: bool) -> str:
+    if not cfg:
+        return "—"
+    if compact:
+        return "`" + ",".join(f"{k}={v}" for k, v in cfg.items()) + "`"
+    return f"`{cfg}`"
+
+
 def _f(v: Any, fmt: str) -> str:
     return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, fmt)
 
 
-def markdown(result: dict[str, Any]) -> str:
+def markdown(result: dict[str, Any], compact: bool = False) -> str:
+    """The run as tables (tune.md); ``compact`` (what the script prints last) leaves out the error list and
+    shortens the recommendations, so the whole summary fits the tail of a device call's output."""
     env = result.get("env", {})
     lines = [
         "# Reference-kernel tuning run",
@@ -100,8 +110,13 @@ def markdown(result: dict[str, Any]) -> str:
                 if r.get("error")
             }
         )
-        if errors:
-            lines += ["", "errors / unavailable: " + "; ".join(errors[:30])]
+        if errors and compact:
+            lines += [
+                "",
+                f"{len(errors)} implementations failed or were unavailable (see tune.md / tune.json)",
+            ]
+        elif errors:
+            lines += ["", "errors / unavailable: " + "; ".join(errors[:40])]
         groups = summ.get(name, {}).get("groups", {})
         if groups:
             lines += [
@@ -115,7 +130,7 @@ def markdown(result: dict[str, Any]) -> str:
                 lines.append(
                     f"| {group} | {best.get('name', '—')} | {_f(best.get('geo'), '.3f')} | "
                     f"{_f(default.get('geo'), '.3f')} | "
-                    f"{'`' + str(rec['config']) + '`' if rec else 'keep the default'} |"
+                    f"{_config(rec['config'], compact) if rec else 'keep the default'} |"
                 )
             lines.append(
                 f"\nwith the best variant per group: geo ratio "
