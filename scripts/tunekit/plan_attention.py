@@ -54,6 +54,7 @@ def _fwd_variants(smoke: bool) -> list[tuple[str, dict[str, Any], set[str] | Non
         ("tma 128x64 w8 s3 ws", tma(128, 64, 8, 3, ws=True), h128),
         ("tma 128x128 w8 s2 reverse", tma(128, 128, 8, 2, reverse=True), causal),
         ("tma 128x64 w8 s3 reverse", tma(128, 64, 8, 3, reverse=True), causal),
+        ("tma 128x128 w8 s2 lpt", tma(128, 128, 8, 2, lpt=True), causal),
         ("tma 128x128 w8 s3", tma(128, 128, 8, 3), None),  # 230 KB of shared memory at hd 128: at the limit
         ("tma 128x128 w4 s3", tma(128, 128, 4, 3), h64),
         ("tma 64x64 w4 s4", tma(64, 64, 4, 4), h64),

@@ -20,6 +20,9 @@ which of them pays (``scripts/tune_reference_kernels.py``):
   schedule, here within one program, at the price of a second score tile in registers.
 * ``REVERSE``: with a causal mask, programs start from the last query block (the longest key loop) so that
   the short programs fill the tail of the launch instead of the long ones.
+* ``LPT`` (longest processing time first, causal): the grid's fast axis is the head, so every head's longest
+  program is issued before any head's second longest — the best order for the launch's tail, at the price of
+  fewer programs of one head running at once (their K and V are shared through L2 less).
 """
 
 from __future__ import annotations
@@ -97,12 +100,17 @@ def _attn_fwd_tma_kernel(
     desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, sob, soh, sos, sod,
     CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     NUM_STAGES: tl.constexpr, WARP_SPEC: tl.constexpr, PIPE: tl.constexpr, REVERSE: tl.constexpr,
+    LPT: tl.constexpr,
 ):  # fmt: skip
-    if REVERSE:
+    if LPT:  # grid (B·H, query blocks): heads on the fast axis, longest query block first
+        start_m = tl.num_programs(1) - 1 - tl.program_id(1)
+        bh = tl.program_id(0)
+    elif REVERSE:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+        bh = tl.program_id(1)
     else:
         start_m = tl.program_id(0)
-    bh = tl.program_id(1)
+        bh = tl.program_id(1)
     kv_row0 = bh * S  # this head's first row in the (B·H·S, D) views
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     q = desc_q.load([kv_row0 + start_m * BLOCK_M, 0])
@@ -153,11 +161,12 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict) -> None:  
     desc_q = TensorDescriptor(q, [rows, D], [D, 1], [bm, D])
     desc_k = TensorDescriptor(k, [rows, D], [D, 1], [bn, D])
     desc_v = TensorDescriptor(v, [rows, D], [D, 1], [bn, D])
-    grid = (triton.cdiv(S, bm), B * H)
+    lpt = bool(cfg.get("lpt", False)) and causal
+    grid = (B * H, triton.cdiv(S, bm)) if lpt else (triton.cdiv(S, bm), B * H)
     _attn_fwd_tma_kernel[grid](
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, *o.stride(),
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=int(cfg["num_stages"]),
         WARP_SPEC=bool(cfg.get("ws", False)), PIPE=bool(cfg.get("pipe", False)),
-        REVERSE=bool(cfg.get("reverse", False)) and causal,
+        REVERSE=bool(cfg.get("reverse", False)) and causal, LPT=lpt,
         num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
     )  # fmt: skip

@@ -127,6 +127,7 @@ SMALL_CASES: list[tuple[str, tuple[int, ...], torch.dtype, dict | None]] = [
     ("attention", (1, 2, 77, 32), torch.float16, {"causal": True, **_TMA_SMALL, "pipe": True, "reverse": True}),
     ("attention", (2, 1, 70, 64), torch.float16, {**_TMA_SMALL, "pipe": True}),
     ("attention", (1, 1, 64, 32), torch.float16, {**_TMA_SMALL, "ws": True}),
+    ("attention", (2, 2, 77, 32), torch.float16, {"causal": True, **_TMA_SMALL, "lpt": True}),
     ("attention_backward", (1, 2, 64, 32), torch.float16, None),
     ("attention_backward", (2, 1, 77, 64), torch.float16, {"causal": True}),
     ("attention_backward", (1, 2, 77, 32), torch.float16, {"causal": True, **_BWD_SMALL, "atomic_dq": True}),
