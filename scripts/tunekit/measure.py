@@ -248,8 +248,8 @@ def _summarize_case(entry: dict[str, Any]) -> None:
         label = f"{name} ({peers[name]['backend']})" if peers[name].get("backend") else name
         entry["fastest_peer"] = {"name": label, "ms": peers[name]["ms"], "tflops": peers[name].get("tflops")}
     variants = {n: r for n, r in impls.items() if r["kind"] == "variant" and "ms" in r}
-    for r in variants.values():
-        if peers:
+    for r in impls.values():  # ours, variants and reference kernels alike
+        if peers and r["kind"] != "peer" and "ms" in r:
             r["x_fastest_peer"] = entry["fastest_peer"]["ms"] / r["ms"]
     if variants:
         name = min(variants, key=lambda n: variants[n]["ms"])
