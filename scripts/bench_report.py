@@ -70,6 +70,12 @@ def reason(t: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             parts.append(f"fastest peer {best} {peers[best]:.1f}%")
     if t.get("peers"):
         parts.append("peers timed: " + ", ".join(t["peers"]))
+    if t.get("fastest") and len(set(t["fastest"].values())) > 1:
+        parts.append("fastest per shape: " + ", ".join(f"{k} {v}" for k, v in t["fastest"].items()))
+    if t.get("unavailable"):
+        parts.append("unavailable: " + ", ".join(t["unavailable"]))
+    if t.get("incomplete"):
+        parts.append("not judged met: " + "; ".join(t["incomplete"]))
     if t.get("per_shape"):
         parts.append("per shape: " + ", ".join(f"{k} {fmt(v)}×" for k, v in t["per_shape"].items()))
     if not t["met"] and t.get("measured") is not None:
@@ -85,6 +91,27 @@ def run_citation(runs_rel: str) -> str:
     if len(parts) >= 5 and len(parts[-1]) == 7:
         return f", {'-'.join(parts[3:-1]).upper()} run {'-'.join(parts[:3])} ({parts[-1]})"
     return ""
+
+
+def peers_section(rows: list[dict[str, Any]]) -> list[str]:
+    """Which implementations each compute-bound target is judged against (perf/targets.py), and which compute
+    kernels the recorded run has no rows for (not measured yet: pending, never a number)."""
+    recorded = {r["kernel"] for r in rows}
+    out = [
+        "**Peers** (`perf/targets.py`, `peers_of`): a compute-bound target compares, shape by shape, with the "
+        "fastest of these that ran; one that raised is listed as unavailable, not dropped. For attention "
+        "the default SDPA call must be in the row (with the backend it picked): a kernel compared with a backend "
+        "the default call does not pick is not called faster than SDPA. The compute kernels' launch configurations "
+        "are picked by `scripts/tune_reference_kernels.py` (one time-boxed GPU call: every peer, our candidates, "
+        "float64 checks before any timing; see its `--help`).",
+        "",
+        "| kernel | peers | in this recorded run |",
+        "| --- | --- | --- |",
+    ]
+    for kernel in targets.COMPUTE_KERNELS:
+        state = "measured" if kernel in recorded else "not measured yet (pending a GPU run)"
+        out.append(f"| {kernel} | {' / '.join(targets.peers_of(kernel))} | {state} |")
+    return [*out, ""]
 
 
 def env_line(env: dict[str, Any]) -> str:
@@ -251,9 +278,9 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
             "",
             f"**Memory-bound kernels:** ≥ {targets.MEMORY_PCT:.0f}% of the measured copy bandwidth on every "
             "benchmarked shape and dtype. **Compute-bound kernels** (the GEMM family and attention): ≥ "
-            f"{targets.COMPUTE_X:.2f}× the best of {' / '.join(targets.COMPUTE_PEERS)} (attention: "
-            f"{' / '.join(targets.peers_of('attention'))}), geometric mean over the "
-            "kernel's shapes of one dtype, the decode shape included. Figures: the median of 3 interleaved runs "
+            f"{targets.COMPUTE_X:.2f}× the fastest of every available peer, shape by shape (*Peers* below), "
+            "geometric mean over the kernel's shapes of one dtype, the decode shape included. Figures: the median "
+            "of 3 interleaved runs "
             "with the spread over runs (`tritonlab bench --all --runs 3`, `scripts/bench_gpu.py`); "
             + (
                 "this recorded run timed every case once (before the 3-run protocol), so no spread is shown."
@@ -269,6 +296,7 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
             "",
             f"{met} of {len(judged)} met.",
             "",
+            *peers_section(rows),
             "| target | measured | spread (runs) | goal | status | reason / context |",
             "| --- | --- | --- | --- | --- | --- |",
         ]

@@ -204,6 +204,47 @@ def test_cli_force_interpreter_runs_and_plots(tmp_path: Path) -> None:
     assert png.exists() and png.with_name("va-sizes.png").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not no_cuda(), reason="this machine has a GPU")
+def test_attention_bench_rows_name_every_sdpa_backend_and_the_target_names_its_bar() -> None:
+    """`bench attention` (interpreter: the code path) times our kernel beside every SDPA backend: one this build
+    cannot run is shown as an error in its row, not dropped; the default call names the backend it picked; the
+    target line says which peer it was judged against."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "bench", "attention", "--force-interpreter"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rows = [line for line in lines if not line.startswith(("MET", "SHORT"))]
+    for backend in (
+        "sdpa_cudnn",
+        "sdpa_flash",
+        "sdpa_efficient",
+        "sdpa_default",
+    ):  # one row per case, 2 cases
+        assert sum(f" {backend} " in f" {line} " for line in rows) == 2, (backend, out.stdout)
+    assert any("sdpa_cudnn" in line and "error:" in line for line in rows)  # no cuDNN on a CPU build
+    target = next(line for line in lines if line.startswith(("MET", "SHORT")))
+    assert "the fastest of every peer: sdpa_" in target, target
+    json_out = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "bench", "attention", "--force-interpreter", "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+        cwd=ROOT,
+    )
+    data = json.loads(json_out.stdout)
+    assert {r["impls"]["sdpa_default"]["backend"] for r in data["rows"]} == {"flash"}
+    (t,) = data["targets"]
+    assert "sdpa_cudnn" in t["unavailable"] and t["incomplete"] == []
+
+
 # ------------------------------------------------------------------ plots and report from stored JSON
 
 
@@ -363,6 +404,15 @@ def test_reference_kernels_correct_on_interpreter() -> None:
     for name in NAMES:
         assert any(ln.split()[1] == name for ln in lines), f"{name} not checked"
     assert all(ln.startswith("ok") for ln in lines), out.stdout
+
+
+def test_cli_help_names_every_reference_kernel() -> None:
+    """`tritonlab bench --help` lists the kernels by hand (the CLI imports no kernel module at start-up): it
+    must name every one `bench --all` times."""
+    from tritonlab.cli.bench import KERNEL_HELP
+    from tritonlab.perf.kernels import NAMES
+
+    assert KERNEL_HELP.split(", ") == list(NAMES)
 
 
 def test_kernels_not_imported_with_tritonlab() -> None:

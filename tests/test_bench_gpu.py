@@ -90,14 +90,75 @@ def test_fused_linear_ce_peak_memory_on_gpu() -> None:
     assert peaks["chunked"] <= 0.25 * peaks["eager"], peaks
 
 
-def test_attention_and_sdpa_flash_are_timed_side_by_side() -> None:
-    """Whether our attention keeps up with SDPA flash is a benchmark target (perf/targets.py, judged by `bench
-    --all` alone on the GPU, met in H200 run 2026-12-03 (9150f09)); here, beside other GPU work, only that both are timed."""
+def test_attention_rows_carry_every_sdpa_backend_timed_or_unavailable() -> None:
+    """Whether our attention keeps up with the fastest SDPA backend is a benchmark target (perf/targets.py,
+    judged by `bench --all` alone on the GPU); here, beside other GPU work, only that every backend is in the
+    row (timed, or recorded with the error that made it unavailable) and the default call names its pick."""
     from tritonlab.perf import bench
     from tritonlab.perf.kernels import cases
 
-    for case in cases.attention_cases("cuda", (4, 32, 4096, 128)):
+    for case in cases.attention_cases("cuda", ((2, 8, 2048, 128),)):
         row = bench.measure_case(case, None, rep=20)
-        ours, peer = row["impls"]["triton"], row["impls"]["sdpa_flash"]
-        assert ours["ms"] > 0 and peer["ms"] > 0 and ours["tflops"] > 0, row
-        assert row["speedup"]["sdpa_flash"] == pytest.approx(peer["ms"] / ours["ms"])
+        assert row["impls"]["triton"]["ms"] > 0, row
+        for name in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "sdpa_default", "torch.compile"):
+            entry = row["impls"][name]
+            assert ("ms" in entry) != ("error" in entry), (name, entry)
+        assert row["impls"]["sdpa_default"]["backend"] in ("cudnn", "flash", "efficient", "math"), row
+
+
+@pytest.mark.parametrize(
+    "name,shape,dtype,config",
+    [
+        ("attention", (2, 8, 1000, 128), torch.bfloat16, {"causal": True, "kernel": "tma", "BLOCK_M": 128,
+                                                          "BLOCK_N": 128, "num_warps": 8, "num_stages": 2}),
+        ("attention", (1, 16, 2048, 64), torch.bfloat16, {"kernel": "tma", "BLOCK_M": 128, "BLOCK_N": 64,
+                                                          "num_warps": 4, "num_stages": 3, "pipe": True}),
+        ("attention", (1, 16, 2048, 128), torch.bfloat16, {"causal": True, "kernel": "tma", "BLOCK_M": 128,
+                                                           "BLOCK_N": 64, "num_warps": 8, "num_stages": 3,
+                                                           "reverse": True}),
+        ("attention_backward", (2, 8, 1000, 128), torch.bfloat16, {"causal": True}),
+        ("attention_backward", (1, 16, 2048, 64), torch.bfloat16, None),
+        ("attention_backward", (1, 8, 1024, 128), torch.bfloat16, {"causal": True, "atomic_dq": True, "BLOCK_M1": 32,
+                                                                  "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64,
+                                                                  "num_warps": 8, "num_stages": 2}),
+        ("attention_backward", (1, 8, 1024, 64), torch.bfloat16, {"fused": True, "BLOCK_M1": 64, "BLOCK_N1": 128,
+                                                                 "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8,
+                                                                 "num_stages": 2}),
+        ("matmul_tma", (4096, 4096, 4096), torch.bfloat16, None),
+        ("matmul_tma", (1000, 1000, 1000), torch.float16, None),
+        ("matmul_tma", (16, 4096, 4096), torch.bfloat16, None),
+        ("matmul_fp8", (1000, 1024, 1024), torch.float8_e4m3fn, None),
+        ("matmul_fp8", (16, 4096, 4096), torch.float8_e4m3fn, None),
+    ],
+)  # fmt: skip
+def test_issue_38_39_kernels_correct_on_gpu(
+    name: str, shape: tuple[int, ...], dtype: torch.dtype, config: dict | None
+) -> None:
+    """The new reference kernels against float64 on the GPU (real wgmma / TMA / fp8 paths, not the interpreter's)."""
+    from tritonlab.perf.kernels.selfcheck import check
+
+    r = check(name, shape, dtype, "cuda", config)
+    assert r.ok, r
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_backward_agrees_with_sdpa_gradients_on_gpu(causal: bool, d: int) -> None:
+    """Our dq, dk, dv next to the gradients of torch's own SDPA (its default backend), on the same inputs and
+    upstream gradient: both within bf16 rounding of the float64 gradients, and of each other."""
+    import math
+
+    from tritonlab.perf.kernels import attention, attention_backward
+    from tritonlab.perf.kernels.sdpa import reference_grads, sdpa
+    from tritonlab.perf.kernels.selfcheck import rel_err
+
+    q, k, v, do = (torch.randn(2, 8, 1024, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    o, lse = attention.attention(q, k, v, causal)
+    ours = attention_backward.attention_backward(q, k, v, o, lse, do, causal)
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    theirs = torch.autograd.grad(sdpa(*leaves, causal), leaves, do)
+    _o, *exact = reference_grads(q, k, v, do, causal, 1 / math.sqrt(d))
+    for mine, peer, ref, what in zip(ours, theirs, exact, ("dq", "dk", "dv"), strict=True):
+        assert rel_err(mine, ref) < 1e-2, (what, rel_err(mine, ref))
+        assert rel_err(peer, ref) < 1e-2, (what, "sdpa", rel_err(peer, ref))
+        assert rel_err(mine, peer.double()) < 2e-2, (what, rel_err(mine, peer.double()))

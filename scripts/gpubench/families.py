@@ -185,6 +185,10 @@ def current_configs() -> dict:
         },
         "transpose": tr.CONFIGS,
         "copy_2d": {"block_m": c2.BLOCK_M, "block_n": c2.BLOCK_N, "num_warps": c2.NUM_WARPS},
+        "attention": {"by_head_dim": load("attention").CONFIGS, "causal": load("attention").CAUSAL_CONFIGS},
+        "attention_backward": load("attention_backward").CONFIGS,
+        "matmul_tma": load("matmul_tma").CONFIGS,
+        "matmul_fp8": load("matmul_fp8").CONFIGS,
     }
 
 

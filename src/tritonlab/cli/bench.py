@@ -19,7 +19,7 @@ from tritonlab import config
 
 KERNEL_HELP = (
     "vector_add, copy_2d, transpose, softmax, rms_norm, matmul, matmul_bias_gelu, rms_norm_backward, attention, "
-    "fused_linear_ce"
+    "fused_linear_ce, attention_backward, matmul_tma, matmul_fp8"
 )
 
 
@@ -116,9 +116,14 @@ def run_bench(
         for t in result.get("targets", []):
             measured = "n/a" if t["measured"] is None else f"{t['measured']:.3g}{t['unit']}"
             spread = f" (runs {t['spread'][0]}–{t['spread'][1]})" if t.get("spread") else ""
+            against = ""
+            if t.get("fastest"):  # a compute target: name the peer(s) it was judged against
+                against = f", the fastest of every peer: {', '.join(sorted(set(t['fastest'].values())))}"
+            if t.get("incomplete"):
+                against += f"; not judged met: {t['incomplete'][0]}"
             typer.echo(
                 f"{'MET  ' if t['met'] else 'SHORT'} {t['id']:32s} {measured:>9s}{spread} "
-                f"(target ≥ {t['target']}{t['unit']})"
+                f"(target ≥ {t['target']}{t['unit']}{against})"
             )
         if result.get("skipped"):
             typer.echo(f"not timed (time budget of {budget_s:.0f} s spent): {', '.join(result['skipped'])}")

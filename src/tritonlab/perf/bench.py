@@ -105,16 +105,20 @@ def time_ms(
     rep: float = 100,
     gpu: bool = True,
     hide_launch: bool = False,
+    sleep_cycles: int | None = None,
 ) -> dict[str, float]:
     """Median and 20th/80th percentile of ``fn``'s run time in ms (do_bench on GPU; wall clock otherwise).
 
-    ``hide_launch=True`` (for kernels of a few microseconds) times with :func:`time_hidden_launch` instead.
+    ``hide_launch=True`` (for kernels of a few microseconds, or peers with a long host path) times with
+    :func:`time_hidden_launch` instead (``sleep_cycles``: a longer spin, whose time the ``rep`` budget counts).
     """
     if gpu and hide_launch:
         import torch
 
         if hasattr(torch.cuda, "_sleep"):
-            return time_hidden_launch(fn, warmup=warmup, rep=rep)
+            if sleep_cycles is None:
+                return time_hidden_launch(fn, warmup=warmup, rep=rep)
+            return time_hidden_launch(fn, warmup=warmup, rep=rep, sleep_cycles=sleep_cycles, count_spin=True)
     if gpu:
         from triton.testing import do_bench
 
@@ -135,7 +139,14 @@ def time_ms(
 SLEEP_CYCLES = 200_000
 
 
-def time_hidden_launch(fn: Callable[[], Any], *, warmup: float = 25, rep: float = 100) -> dict[str, float]:
+def time_hidden_launch(
+    fn: Callable[[], Any],
+    *,
+    warmup: float = 25,
+    rep: float = 100,
+    sleep_cycles: int = SLEEP_CYCLES,
+    count_spin: bool = False,
+) -> dict[str, float]:
     """do_bench's protocol (L2 flush, CUDA events around each call, median and quantiles) plus a GPU-side spin
     of about 100 µs queued before each call's start event.
 
@@ -144,6 +155,10 @@ def time_hidden_launch(fn: Callable[[], Any], *, warmup: float = 25, rep: float 
     flush (~60 µs for 256 MB), the GPU sits idle inside the timed interval and a 10 µs kernel reads as 40 µs.
     The spin keeps the GPU busy until the launch is queued, so the interval holds the kernel alone. Host launch
     overhead is real and is reported separately (lesson 2's launch-bound example); this measures kernels.
+
+    ``sleep_cycles`` lengthens the spin for callables whose host path is longer (an autograd backward call);
+    ``count_spin`` makes the ``rep`` budget pay for the spins too, so that a short kernel behind a long spin
+    does not take thousands of repetitions (``scripts/tune_reference_kernels.py`` uses both).
     """
     import torch
 
@@ -158,14 +173,21 @@ def time_hidden_launch(fn: Callable[[], Any], *, warmup: float = 25, rep: float 
     t1.record()
     torch.cuda.synchronize()
     est = max(t0.elapsed_time(t1) / 5, 1e-3)
-    n_warmup, n_rep = max(1, int(warmup / est)), max(5, min(int(rep / est), 5000))
+    spin = 0.0
+    if count_spin:
+        t0.record()
+        torch.cuda._sleep(sleep_cycles)
+        t1.record()
+        torch.cuda.synchronize()
+        spin = t0.elapsed_time(t1)
+    n_warmup, n_rep = max(1, int(warmup / est)), max(5, min(int(rep / (est + spin)), 5000))
     for _ in range(n_warmup):
         fn()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
         cache.zero_()
-        torch.cuda._sleep(SLEEP_CYCLES)
+        torch.cuda._sleep(sleep_cycles)
         starts[i].record()
         fn()
         ends[i].record()
@@ -209,10 +231,23 @@ def measure_case(
                 rep=rep,
                 gpu=gpu,
                 hide_launch=bool(case.extra.get("hide_launch")),
+                sleep_cycles=case.extra.get("spin_cycles"),
             )
-        except Exception as exc:  # a peer failing must not hide the others
+        except Exception as exc:  # a peer failing must not hide the others (it is reported as unavailable)
             row["impls"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue
+        finally:
+            release = getattr(
+                fn, "release", None
+            )  # a peer holding per-input state (a saved graph) lets it go
+            if callable(release):
+                release()
+        describe = getattr(fn, "describe", None)  # e.g. which backend the default SDPA call picked
+        if callable(describe):
+            try:
+                t.update(describe(*args))
+            except Exception as exc:  # noqa: BLE001 - a description that fails is said so, not fatal
+                t["describe_error"] = f"{type(exc).__name__}: {exc}"[:200]
         t["gbps"] = gbps(case.nbytes, t["ms"])
         t["tflops"] = tflops(case.nflops, t["ms"]) if case.nflops else 0.0
         if peaks:

@@ -6,9 +6,12 @@ at the roof):
 * **memory-bound** kernels: at least `MEMORY_PCT` % of this GPU's *measured* copy bandwidth
   (`peaks.copy_gbps`), on **every** benchmarked shape and dtype (one target per row);
 * **compute-bound** kernels (the GEMM family and attention, `COMPUTE_KERNELS`): at least `COMPUTE_X` × the
-  best of cuBLAS and torch.compile (attention: PyTorch's SDPA flash kernel, `KERNEL_PEERS`), as the geometric
-  mean over the kernel's shapes of one dtype, the decode (skinny) shape included (one target per kernel and
-  dtype).
+  **fastest of every available peer** (`peers_of`: cuBLAS, torch.compile and eager torch for GEMMs; each SDPA
+  backend, the default SDPA call and torch.compile for attention; every ``torch._scaled_mm`` scaling and
+  torch.compile for fp8), per shape, as the geometric mean over the kernel's shapes of one dtype, the decode
+  (skinny) shape included (one target per kernel and dtype). A peer that raised is listed as unavailable; a
+  target whose rows lack a required peer (attention: the default SDPA call, `REQUIRED_PEERS`) is not met —
+  a kernel compared with a backend the default call does not pick is not "faster than SDPA".
 
 The figures are the median over runs of the same case set timed in interleaved order (run 1 of every case,
 then run 2, ...), so drift of clocks or temperature spreads over every case; the spread (lowest to highest
@@ -28,14 +31,36 @@ from tritonlab.perf import bench
 
 MEMORY_PCT = 92.0
 COMPUTE_X = 1.00
-COMPUTE_KERNELS = ("matmul", "matmul_bias_gelu", "attention")
-COMPUTE_PEERS = ("cuBLAS", "torch.compile")
-#: A compute-bound kernel whose best shipped peer is not a GEMM library: the peers it is judged against.
-KERNEL_PEERS = {"attention": ("sdpa_flash",)}
+COMPUTE_KERNELS = (
+    "matmul",
+    "matmul_bias_gelu",
+    "matmul_tma",
+    "matmul_fp8",
+    "attention",
+    "attention_backward",
+)
+#: The GEMM family's peers: cuBLAS (torch.matmul), torch.compile (default mode, and max-autotune where a run
+#: timed it) and eager torch (the fused GEMM's unfused formula).
+COMPUTE_PEERS = ("cuBLAS", "torch.compile", "torch.compile max-autotune", "torch")
+#: Attention's peers (forward and backward): each SDPA backend on its own, the default call, torch.compile.
+SDPA_PEERS = ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient", "sdpa_default", "torch.compile")
+#: The fp8 GEMM's: torch._scaled_mm with the same block scales and with coarser ones, torch.compile.
+FP8_PEERS = ("scaled_mm blockwise", "scaled_mm rowwise", "scaled_mm tensorwise", "torch.compile")
+#: A compute-bound kernel whose peers are not the GEMM family's.
+KERNEL_PEERS = {"attention": SDPA_PEERS, "attention_backward": SDPA_PEERS, "matmul_fp8": FP8_PEERS}
+#: Peers every row of a kernel must carry (timed, or recorded as unavailable) for its target to be judged met.
+REQUIRED_PEERS = {"attention": ("sdpa_default",), "attention_backward": ("sdpa_default",)}
 
 
 def peers_of(kernel: str) -> tuple[str, ...]:
+    """Every implementation a compute-bound kernel is compared with; its target takes the fastest per shape."""
     return KERNEL_PEERS.get(kernel, COMPUTE_PEERS)
+
+
+def peer_label(name: str, entry: dict[str, Any]) -> str:
+    """A peer as reports name it: the default SDPA call with the backend it picked ("sdpa_default (cudnn)")."""
+    backend = entry.get("backend")
+    return f"{name} ({backend})" if backend else name
 
 
 #: The measured causes of the targets still short, one per target id: `targets.toml` beside this module (data,
@@ -136,46 +161,67 @@ def evaluate(rows: list[dict[str, Any]], peaks: dict[str, Any] | None) -> list[d
     for kernel in COMPUTE_KERNELS:
         for dtype in sorted({r["dtype"] for r in timed if r["kernel"] == kernel}):
             sel = [r for r in timed if r["kernel"] == kernel and r["dtype"] == dtype]
-            per_shape: dict[str, float] = {}
-            timed_peers: set[str] = set()
-            lows: list[float] = []
-            highs: list[float] = []
-            names = peers_of(kernel)
-            for r in sel:
-                peers = [r["impls"][p] for p in names if "ms" in r["impls"].get(p, {})]
-                if not peers:
-                    continue
-                best = min(peers, key=lambda t: t["ms"])
-                timed_peers.update(p for p in names if "ms" in r["impls"].get(p, {}))
-                ours = r["impls"]["triton"]
-                per_shape[bench.shape_label(r)] = best["ms"] / ours["ms"]
-                if "spread_ms" in ours and "spread_ms" in best:  # several runs: the ratio's range
-                    lows.append(best["spread_ms"][0] / ours["spread_ms"][1])
-                    highs.append(best["spread_ms"][1] / ours["spread_ms"][0])
-            if not per_shape:
-                continue
-            out.append(
-                {
-                    "id": f"{kernel}-{dtype}",
-                    "rule": "compute",
-                    "what": f"{kernel} {dtype}, {len(per_shape)} shape{'s' if len(per_shape) > 1 else ''}: geo "
-                    f"mean × the best of {' / '.join(names)}",
-                    "peers": sorted(timed_peers),
-                    "target": COMPUTE_X,
-                    "unit": "x",
-                    "measured": bench.geomean(per_shape.values()),
-                    "per_shape": per_shape,
-                    "spread": [round(bench.geomean(lows), 3), round(bench.geomean(highs), 3)]
-                    if len(lows) == len(per_shape)
-                    else None,
-                    "runs": min(r.get("runs", 1) for r in sel),
-                }
-            )
+            target = _compute_target(kernel, dtype, sel)
+            if target is not None:
+                out.append(target)
     for t in out:
         m = t["measured"]
-        t["met"] = m is not None and m == m and m >= t["target"]
+        t["met"] = m is not None and m == m and m >= t["target"] and not t.get("incomplete")
         cause = causes().get(t["id"])
         if not t["met"] and cause:
             t["cause"] = cause["text"]
             t["cause_runs"] = [f"docs/gpu-runs/{run}" for run in cause["runs"]]
     return out
+
+
+def _compute_target(kernel: str, dtype: str, sel: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One compute-bound target: per shape, our time against the fastest peer timed in that row."""
+    names = peers_of(kernel)
+    per_shape: dict[str, float] = {}
+    fastest: dict[str, str] = {}
+    timed_peers: set[str] = set()
+    unavailable: dict[str, str] = {}
+    incomplete: list[str] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    for r in sel:
+        label = bench.shape_label(r)
+        impls = r["impls"]
+        for p in names:
+            if "error" in impls.get(p, {}) and "ms" not in impls[p]:
+                unavailable.setdefault(p, impls[p]["error"])
+        incomplete += [f"{label}: {p} not timed" for p in REQUIRED_PEERS.get(kernel, ()) if p not in impls]
+        peers = {p: impls[p] for p in names if "ms" in impls.get(p, {})}
+        if not peers:
+            continue
+        best_name = min(peers, key=lambda p: peers[p]["ms"])
+        best = peers[best_name]
+        timed_peers.update(peers)
+        ours = impls["triton"]
+        per_shape[label] = best["ms"] / ours["ms"]
+        fastest[label] = peer_label(best_name, best)
+        if "spread_ms" in ours and "spread_ms" in best:  # several runs: the ratio's range
+            lows.append(best["spread_ms"][0] / ours["spread_ms"][1])
+            highs.append(best["spread_ms"][1] / ours["spread_ms"][0])
+    if not per_shape:
+        return None
+    shown = [p for p in names if p in timed_peers]
+    return {
+        "id": f"{kernel}-{dtype}",
+        "rule": "compute",
+        "what": f"{kernel} {dtype}, {len(per_shape)} shape{'s' if len(per_shape) > 1 else ''}: geo mean × the "
+        f"fastest of {' / '.join(shown)}",
+        "peers": sorted(timed_peers),
+        "fastest": fastest,
+        "unavailable": unavailable,
+        "not_timed": [p for p in names if p not in timed_peers and p not in unavailable],
+        "incomplete": incomplete,
+        "target": COMPUTE_X,
+        "unit": "x",
+        "measured": bench.geomean(per_shape.values()),
+        "per_shape": per_shape,
+        "spread": [round(bench.geomean(lows), 3), round(bench.geomean(highs), 3)]
+        if len(lows) == len(per_shape)
+        else None,
+        "runs": min(r.get("runs", 1) for r in sel),
+    }

@@ -24,6 +24,9 @@ NAMES: tuple[str, ...] = (
     "rms_norm_backward",
     "attention",
     "fused_linear_ce",
+    "attention_backward",
+    "matmul_tma",
+    "matmul_fp8",
 )
 
 

@@ -4,13 +4,20 @@ Cost model (B batches × H heads, S queries and keys, head dim D, s bytes per el
 q, k, v and writing o — ``4·B·H·S·D·s`` bytes plus ``4·B·H·S`` for the fp32 log-sum-exp — because the S×S
 scores stay on chip; K and V are re-read once per query block, which L2 mostly absorbs. FLOPs: two GEMMs,
 ``4·B·H·S²·D`` (half of that with a causal mask). At S = 4096, D = 128 that is ~1000 FLOPs per byte:
-compute-bound, so the roofline is the tensor-core peak, and the target is torch SDPA's flash backend.
+compute-bound, so the roofline is the tensor-core peak, and the target is the fastest of torch SDPA's
+backends (``sdpa.py``).
 
 Design (after the Triton tutorial's fused attention): one program per (BLOCK_M queries, batch·head); q stays in
 registers, K and V stream through in BLOCK_N blocks, software-pipelined by ``tl.range(num_stages=...)``. Scores
 are scaled by ``scale·log2(e)`` so that ``exp2`` does the exponentials. With a causal mask the key loop runs in
 two stages: the blocks strictly left of the diagonal need no mask; the diagonal block(s) apply it. A tail
 mask on the keys is compiled in only when S is not a multiple of BLOCK_N (``EVEN_N``).
+
+A second kernel, ``attention_tma._attn_fwd_tma_kernel`` (``config["kernel"] = "tma"``), reads q, k, v through
+TMA tensor descriptors and offers the Hopper schedules (warp specialisation, a pipelined score product, reversed
+causal order) as options. :data:`CONFIGS` says which kernel and launch each head dim uses: the pointer kernel's
+entries are the ones the recorded H200 runs measured; a TMA entry replaces one only after
+``scripts/tune_reference_kernels.py --only attention`` measured it faster on the H200 (and correct).
 """
 
 from __future__ import annotations
@@ -26,10 +33,22 @@ from ._common import interpreting
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
-#: Launch configurations, by head dim (BLOCK_M, BLOCK_N, num_warps, num_stages); GPU only.
-CONFIGS: dict[int, dict[str, int]] = {
-    64: {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3},
-    128: {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3},
+#: Launch configurations, by head dim (kernel "ptr" or "tma", BLOCK_M, BLOCK_N, num_warps, num_stages; for
+#: "tma" also the flags ws, pipe, reverse); GPU only. Measured on the H200 as the pointer kernel's defaults.
+CONFIGS: dict[int, dict[str, int | str | bool]] = {
+    64: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3},
+    128: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3},
+}
+#: Causal launches where they differ from CONFIGS (a tuning run may find that the causal mask wants another
+#: schedule, e.g. the TMA kernel's reversed order); empty until measured.
+CAUSAL_CONFIGS: dict[int, dict[str, int | str | bool]] = {}
+#: The interpreter's launch (small tiles: it checks the code path, not the speed).
+INTERPRETER_CONFIG: dict[str, int | str | bool] = {
+    "kernel": "ptr",
+    "BLOCK_M": 32,
+    "BLOCK_N": 16,
+    "num_warps": 4,
+    "num_stages": 1,
 }
 
 
@@ -124,6 +143,11 @@ def _attn_fwd_kernel(
     tl.store(lse_ptr + bh.to(tl.int64) * S + offs_m, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=m_ok)
 
 
+def default_config(head_dim: int, causal: bool) -> dict[str, int | str | bool]:
+    """The GPU launch configuration for this head dim and mask (CAUSAL_CONFIGS first for a causal one)."""
+    return (CAUSAL_CONFIGS.get(head_dim) if causal else None) or CONFIGS.get(head_dim, CONFIGS[64])
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -145,14 +169,15 @@ def attention(
     if o.numel() == 0:
         return o, lse
     if config is None:
-        config = (
-            {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1}
-            if interpreting() or not q.is_cuda
-            else CONFIGS.get(D, CONFIGS[64])
-        )
+        config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
     bm, bn = int(config["BLOCK_M"]), int(config["BLOCK_N"])
     if bm % bn:
         raise ValueError("BLOCK_M must be a multiple of BLOCK_N (the causal diagonal stage needs it)")
+    if config.get("kernel", "ptr") == "tma" and tma_ok(q, k, v, scale):
+        from . import attention_tma
+
+        attention_tma.launch(q, k, v, o, lse, causal, scale * LOG2E, config)
+        return o, lse
     grid = (triton.cdiv(S, bm), B * H)
     _attn_fwd_kernel[grid](
         q, k, v, o, lse, H, S, scale * LOG2E, *q.stride(), *k.stride(), *v.stride(), *o.stride(),
@@ -163,21 +188,29 @@ def attention(
     return o, lse
 
 
-def sdpa_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """The peer: torch's scaled_dot_product_attention restricted to the flash backend."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def tma_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> bool:
+    """Whether the TMA kernel can take these operands: one contiguous (B, H, S, D) layout each, 16-byte aligned,
+    a positive scale (its softmax scales the row maximum after taking it), and a Triton with descriptors."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:  # pragma: no cover - Triton < 3.4
+        return False
+    return scale > 0 and all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (q, k, v))
 
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+def sdpa_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """torch's scaled_dot_product_attention restricted to the flash backend (one of the peers, `sdpa.py`)."""
+    from .sdpa import run_backend
+
+    return run_backend("sdpa_flash", q, k, v, causal)
 
 
 def sdpa_cudnn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """The second peer: torch's scaled_dot_product_attention restricted to the cuDNN backend (raises where
-    this torch build or GPU has none)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    """torch's scaled_dot_product_attention restricted to the cuDNN backend (raises where this torch build or
+    GPU has none)."""
+    from .sdpa import run_backend
 
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return run_backend("sdpa_cudnn", q, k, v, causal)
 
 
 def bytes_moved(b: int, h: int, s: int, d: int, elem_size: int) -> int:

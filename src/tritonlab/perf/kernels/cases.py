@@ -7,27 +7,16 @@ Peers: ``torch`` (eager), ``torch.compile`` (default mode, static shapes) and, f
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from . import load
-
-DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-
-
-@functools.cache
-def compiled(fn_name: str) -> Callable[..., Any]:
-    """``torch.compile`` of a peer function, created once per function (static shapes, default mode)."""
-    import torch._dynamo
-
-    for knob in ("cache_size_limit", "recompile_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 256)
-    return torch.compile(PEER_FNS[fn_name], dynamic=False)
+from .case_base import DT, PEER_FNS, Case, compiled
+from .case_base import rand as _r
+from .cases_compute import attention_backward_cases, attention_cases, matmul_fp8_cases, matmul_tma_cases
 
 
 def _softmax(x):
@@ -53,7 +42,7 @@ def _chain(x, y):
     return torch.nn.functional.gelu(x * 1.5 + 0.25, approximate="tanh") * y
 
 
-PEER_FNS: dict[str, Callable[..., Any]] = {
+PEER_FNS.update({
     "add": torch.add,
     "copy": lambda x: x.contiguous() if not x.is_contiguous() else x.clone(),
     "transpose": lambda x: x.t().contiguous(),
@@ -61,32 +50,7 @@ PEER_FNS: dict[str, Callable[..., Any]] = {
     "rms_norm": _rms,
     "linear_gelu": _linear_gelu,
     "chain": _chain,
-}
-
-
-@dataclass
-class Case:
-    """One shape of one kernel, with its implementations and its counted bytes/FLOPs."""
-
-    kernel: str
-    dtype: str
-    shape: tuple[int, ...]
-    make: Callable[[], tuple[Any, ...]]
-    ours: Callable[..., Any]
-    peers: dict[str, Callable[..., Any]]
-    nbytes: int
-    nflops: int
-    bound: str  # "memory" or "compute"
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        causal = " causal" if self.extra.get("causal") else ""
-        return f"{self.kernel} {self.dtype} {'x'.join(map(str, self.shape))}{causal}"
-
-
-def _r(shape: tuple[int, ...], dtype: torch.dtype, device: str, scale: float = 1.0) -> torch.Tensor:
-    return (torch.randn(shape, device=device, dtype=torch.float32) * scale).to(dtype)
+})  # fmt: skip
 
 
 def vector_add_cases(device: str, sizes: list[int] | None = None, dtype: str = "fp32") -> list[Case]:
@@ -334,35 +298,6 @@ def rms_norm_backward_cases(
     return out
 
 
-def attention_cases(
-    device: str,
-    shape: tuple[int, int, int, int] = (4, 32, 4096, 128),
-    dtypes: tuple[str, ...] = ("bf16",),
-    causal: tuple[bool, ...] = (False, True),
-) -> list[Case]:
-    mod = load("attention")
-    b, h, s, d = shape
-    out = []
-    for dtype in dtypes:
-        dt = DT[dtype]
-        for c in causal:
-            out.append(
-                Case(
-                    "attention",
-                    dtype,
-                    shape,
-                    lambda dt=dt: tuple(_r(shape, dt, device) for _ in range(3)),
-                    lambda q, k, v, c=c: mod.attention(q, k, v, c),
-                    {"sdpa_flash": lambda q, k, v, c=c: mod.sdpa_flash(q, k, v, c)},
-                    mod.bytes_moved(b, h, s, d, dt.itemsize),
-                    mod.flops(b, h, s, d, c),
-                    "compute",
-                    {"causal": c},
-                )
-            )
-    return out
-
-
 def _ce_step(loss_fn):
     def step(h, w, target):
         loss = loss_fn(h, w, target)
@@ -411,6 +346,9 @@ BUILDERS: dict[str, Callable[..., list[Case]]] = {
     "matmul_bias_gelu": matmul_bias_gelu_cases,
     "rms_norm_backward": rms_norm_backward_cases,
     "attention": attention_cases,
+    "attention_backward": attention_backward_cases,
+    "matmul_tma": matmul_tma_cases,
+    "matmul_fp8": matmul_fp8_cases,
     "fused_linear_ce": fused_linear_ce_cases,
 }
 
@@ -424,7 +362,10 @@ TINY: dict[str, dict[str, Any]] = {
     "matmul": {"shapes": ((64, 64, 64),), "dtypes": ("fp16",)},
     "matmul_bias_gelu": {"shapes": ((64, 64, 64),), "dtype": "fp16"},
     "rms_norm_backward": {"specs": (("fp32", 256),), "elements": 4096},
-    "attention": {"shape": (1, 2, 64, 64), "dtypes": ("fp16",)},
+    "attention": {"shapes": ((1, 2, 64, 64),), "dtypes": ("fp16",)},
+    "attention_backward": {"shapes": ((1, 2, 64, 64),), "dtypes": ("fp16",)},
+    "matmul_tma": {"shapes": ((64, 64, 64), (16, 64, 128)), "dtypes": ("fp16",)},
+    "matmul_fp8": {"shapes": ((64, 128, 256), (16, 128, 256))},
     "fused_linear_ce": {"shape": (64, 1000, 64), "dtype": "fp32"},
 }
 

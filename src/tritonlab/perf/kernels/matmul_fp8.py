@@ -1,0 +1,172 @@
+"""Block-scaled fp8 GEMM: ``C = (A ⊙ sa) @ (W ⊙ sw)ᵀ`` with e4m3 inputs, fp32 accumulation, bf16 output (issue 39).
+
+Layout and scales (the "1×128 by 128×128" recipe of DeepSeek-V3, which ``torch._scaled_mm`` also takes):
+
+* ``a``: M×K float8_e4m3fn, row-major; ``a_scale``: M × ⌈K/128⌉ fp32, one scale per row and 128-wide K block;
+* ``w``: N×K float8_e4m3fn, row-major (K contiguous, as weights are stored); ``w_scale``: ⌈N/128⌉ × ⌈K/128⌉ fp32,
+  one scale per 128×128 block.
+
+The real value of an element is its fp8 value times its block's scale, so a product over one 128-wide K block
+is ``sa[m] · sw[n] · Σ_k a[m,k]·w[n,k]``. The kernel runs the fp8 tensor-core product of each K block into a
+fresh fp32 tile and folds it into the fp32 accumulator with the two scales (``acc += part · sa[:, None] ·
+sw[None, :]``): the scales change from block to block, so the tensor cores cannot accumulate across blocks
+by themselves (the "promotion" step; it also keeps the fp8 products' partial sums short). Both operands are
+K-major, which is what Hopper's fp8 ``wgmma`` requires.
+
+Persistent like ``matmul_tma``: grid = number of SMs, grouped tile order, host-built TMA descriptors (zero fill
+past the edges). :func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the
+interpreter the fp8 tiles are converted to fp32 before the product (``UPCAST``): the check there covers the
+indexing, the scales and the promotion, not the fp8 tensor-core path; the GPU test covers that.
+
+Cost model: 2·M·N·K FLOPs; bytes (M·K + N·K)·1 + M·N·2 + the scales (4·(M + ⌈N/128⌉)·⌈K/128⌉).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import interpreting, num_sms
+
+SCALE_BLOCK = 128
+E4M3_MAX = 448.0
+Config = dict[str, int | bool]
+
+#: Per shape class, pending the H200 tuning run (scripts/tune_reference_kernels.py --only fp8). Compiled for
+#: sm_90 on the CPU (Triton 3.9): 128×128 with 8 warps spills at 4 stages (28 bytes), not at 3 (246 registers,
+#: 131 KB); the 16-row decode tile uses mma.sync (84 registers).
+CONFIGS: dict[str, Config] = {
+    "large": {"BM": 128, "BN": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+    "decode": {"BM": 16, "BN": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4},
+}
+INTERPRETER_CONFIG: Config = {"BM": 32, "BN": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}
+
+
+@triton.jit
+def _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_sak, stride_swn, stride_swk,
+              tile_id, num_pid_m,
+              num_pid_n, k_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+              UPCAST: tl.constexpr):  # fmt: skip
+    per_group = GROUP_M * num_pid_n
+    first_m = (tile_id // per_group) * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % per_group) % size_m
+    pid_n = (tile_id % per_group) // size_m
+    off_m = pid_m * BM
+    off_n = pid_n * BN
+    rm = off_m + tl.arange(0, BM)
+    rn = off_n + tl.arange(0, BN)
+    sa_rows = (
+        sa_ptr + tl.minimum(rm, M - 1).to(tl.int64) * stride_sam
+    )  # clamped: rows past M are never stored
+    sw_rows = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn  # BK is the scale block
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_tiles):
+        a = a_desc.load([off_m, ki * BK])
+        w = w_desc.load([off_n, ki * BK])
+        if UPCAST:  # the interpreter has no fp8 product: exact fp32 arithmetic on the same values
+            part = tl.dot(a.to(tl.float32), w.to(tl.float32).T)
+        else:
+            part = tl.dot(a, w.T)
+        sa = tl.load(sa_rows + ki * stride_sak)
+        sw = tl.load(sw_rows + ki * stride_swk)
+        acc += part * sa[:, None] * sw[None, :]
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def _fp8_kernel(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, K, stride_sam, stride_sak, stride_swn, stride_swk,
+                BM: tl.constexpr,
+                BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                UPCAST: tl.constexpr):  # fmt: skip
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
+        _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_sak, stride_swn, stride_swk,
+                  tile_id, num_pid_m,
+                  num_pid_n, k_tiles, BM, BN, BK, GROUP_M, UPCAST)  # fmt: skip
+
+
+def quantize(x: torch.Tensor, block_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x as float8_e4m3fn, fp32 scales) for 2-D ``x``: one scale per ``block_rows`` × 128 block (1 for the
+    activations' per-row blocks, 128 for the weights' square blocks), amax / 448 so that no element saturates."""
+    if x.dim() != 2:
+        raise ValueError(f"quantize takes a 2-D tensor, got shape {tuple(x.shape)}")
+    r, c = x.shape
+    rb, cb = triton.cdiv(r, block_rows), triton.cdiv(c, SCALE_BLOCK)
+    padded = torch.zeros((rb * block_rows, cb * SCALE_BLOCK), device=x.device, dtype=torch.float32)
+    padded[:r, :c] = x.float()
+    blocks = padded.view(rb, block_rows, cb, SCALE_BLOCK)
+    scale = blocks.abs().amax(dim=(1, 3)).clamp_min(1e-12) / E4M3_MAX
+    q = (blocks / scale[:, None, :, None]).view_as(padded)[:r, :c].to(torch.float8_e4m3fn)
+    return q.contiguous(), scale.contiguous()
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor, block_rows: int) -> torch.Tensor:
+    """The float64 values the fp8 data and its block scales stand for (the reference's inputs)."""
+    r, c = q.shape
+    full = scale.double().repeat_interleave(block_rows, 0).repeat_interleave(SCALE_BLOCK, 1)[:r, :c]
+    return q.double() * full
+
+
+def matmul_fp8(
+    a: torch.Tensor,
+    a_scale: torch.Tensor,
+    w: torch.Tensor,
+    w_scale: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    config: Config | None = None,
+) -> torch.Tensor:
+    """``(a ⊙ a_scale) @ (w ⊙ w_scale)ᵀ`` in bf16 for fp8 e4m3 ``a`` (M×K) and ``w`` (N×K), scales as above."""
+    if a.dim() != 2 or w.dim() != 2 or a.shape[1] != w.shape[1]:
+        raise ValueError(f"a is M×K and w is N×K: got {tuple(a.shape)} and {tuple(w.shape)}")
+    if a.dtype != torch.float8_e4m3fn or w.dtype != torch.float8_e4m3fn:
+        raise ValueError(f"a and w must be float8_e4m3fn, got {a.dtype} and {w.dtype}")
+    M, K = a.shape
+    N = w.shape[0]
+    kb = triton.cdiv(K, SCALE_BLOCK)
+    if a_scale.shape != (M, kb) or w_scale.shape != (triton.cdiv(N, SCALE_BLOCK), kb):
+        raise ValueError(
+            f"scales must be {(M, kb)} and {(triton.cdiv(N, SCALE_BLOCK), kb)}, got {tuple(a_scale.shape)} and "
+            f"{tuple(w_scale.shape)}"
+        )
+    if a_scale.dtype != torch.float32 or w_scale.dtype != torch.float32:
+        raise ValueError("scales must be float32")
+    for name, t in (("a", a), ("w", w)):
+        if t.stride(1) != 1 or t.stride(0) % 16 or t.data_ptr() % 16:
+            raise ValueError(f"{name} must have contiguous rows of a multiple of 16 bytes, 16-byte aligned")
+    if out is None:
+        out = torch.empty((M, N), device=a.device, dtype=torch.bfloat16)
+    if M == 0 or N == 0:
+        return out
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    gpu = a.is_cuda and not interpreting()
+    cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
+    BM, BN = int(cfg["BM"]), int(cfg["BN"])
+    if BN % SCALE_BLOCK and SCALE_BLOCK % BN:
+        raise ValueError(f"BN ({BN}) must divide or be a multiple of {SCALE_BLOCK} (the weight scale block)")
+    a_desc = TensorDescriptor.from_tensor(a, [BM, SCALE_BLOCK])
+    w_desc = TensorDescriptor.from_tensor(w, [BN, SCALE_BLOCK])
+    c_desc = TensorDescriptor.from_tensor(out, [BM, BN])
+    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    grid = (min(num_sms(a.device.index or 0), tiles),)
+    _fp8_kernel[grid](
+        a_desc, w_desc, c_desc, a_scale, w_scale, M, N, K, *a_scale.stride(), *w_scale.stride(), BM=BM, BN=BN,
+        BK=SCALE_BLOCK, GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], UPCAST=interpreting(),
+        num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
+    )  # fmt: skip
+    return out
+
+
+def flops(m: int, n: int, k: int) -> int:
+    return 2 * m * n * k
+
+
+def bytes_moved(m: int, n: int, k: int) -> int:
+    """fp8 operands read once, the bf16 result written once, and the scales."""
+    kb = triton.cdiv(k, SCALE_BLOCK)
+    return m * k + n * k + 2 * m * n + 4 * (m + triton.cdiv(n, SCALE_BLOCK)) * kb

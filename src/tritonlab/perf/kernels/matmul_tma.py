@@ -1,0 +1,169 @@
+"""Persistent GEMM with device-side TMA descriptors: ``C = A @ B`` for bf16/fp16, fp32 accumulation (issue 39).
+
+Cost model as ``matmul``: 2·M·N·K FLOPs, (M·K + K·N + M·N)·s bytes at least.
+
+Design (the Hopper recipe lesson 14 teaches, written as one kernel):
+
+* **persistent**: the grid is the number of SMs (or the number of tiles, if fewer); each program walks the
+  output tiles ``pid, pid + NUM_SMS, ...``, so the launch cost and the prologue are paid once per SM, and the
+  next tile's first loads can overlap this tile's last products (``FLATTEN``: one software-pipelined loop over
+  tiles × K steps);
+* **grouped tile order**: consecutive tile ids walk GROUP_M rows of tiles column by column, so the A rows and B
+  columns the SMs are reading at one moment stay in L2;
+* **tensor descriptors made in the kernel** (``tl.make_tensor_descriptor``): base, shape and strides are kernel
+  arguments, the descriptor lives in a small global scratch buffer (``triton.set_allocator``), each
+  ``desc.load`` is one TMA copy of a BM×BK or BK×BN box into the swizzled shared-memory layout ``wgmma``
+  reads, with zero fill past the matrix's edge — no masks, any M, N, K (rows 16-byte aligned);
+* **split epilogue** (``EPI_SPLIT`` = 2): the accumulator is stored as two BM×BN/2 halves, which halves the
+  shared-memory staging the TMA store needs;
+* ``WARP_SPEC``: ``tl.range(..., warp_specialize=True)`` on the tile loop (producer warps issue the TMA copies).
+
+The decode shape (M = 16) takes the same kernel with BM = 16 (``mma.sync`` instead of ``wgmma``: 64-row
+warpgroup products would waste three quarters of their work) and narrow BN so that 128 programs stream B.
+:data:`CONFIGS` is pending the H200 tuning run (``scripts/tune_reference_kernels.py --only gemm``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from ._common import interpreting, num_sms
+
+Config = dict[str, int | bool]
+
+#: Per shape class ("decode": M ≤ 64, else "large"); first guesses from the pointer/host-descriptor matmul's
+#: measured configurations (matmul.CONFIGS), pending the H200 tuning run.
+CONFIGS: dict[str, Config] = {
+    "large": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "EPI_SPLIT": 2,
+              "flatten": True, "warp_spec": False},
+    "decode": {"BM": 16, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
+               "flatten": False, "warp_spec": False},
+}  # fmt: skip
+INTERPRETER_CONFIG: Config = {
+    "BM": 32, "BN": 32, "BK": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1, "EPI_SPLIT": 2, "flatten": False,
+    "warp_spec": False,
+}  # fmt: skip
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    per_group = GROUP_M * num_pid_n
+    first_m = (tile_id // per_group) * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    return first_m + (tile_id % per_group) % size_m, (tile_id % per_group) // size_m
+
+
+@triton.jit
+def _one_tile(a_desc, b_desc, c_desc, tile_id, num_pid_m, num_pid_n, k_tiles, BM: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EPI_SPLIT: tl.constexpr,
+              UPCAST: tl.constexpr):  # fmt: skip
+    pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+    off_m = pid_m * BM
+    off_n = pid_n * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_tiles):
+        a = a_desc.load([off_m, ki * BK])
+        b = b_desc.load([ki * BK, off_n])
+        if UPCAST:  # the interpreter's low-precision dot is wrong; the GPU path never takes this branch
+            a, b = a.to(tl.float32), b.to(tl.float32)
+        acc = tl.dot(a, b, acc)
+    if EPI_SPLIT == 2:
+        left, right = acc.reshape(BM, 2, BN // 2).permute(0, 2, 1).split()
+        c_desc.store([off_m, off_n], left.to(c_desc.dtype))
+        c_desc.store([off_m, off_n + BN // 2], right.to(c_desc.dtype))
+    else:
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
+                           BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                           EPI_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPEC: tl.constexpr,
+                           UPCAST: tl.constexpr):  # fmt: skip
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(
+        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BM, BN // EPI_SPLIT]
+    )
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    if WARP_SPEC:  # the keyword only where asked for: a Triton without it still compiles the plain loop
+        for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=FLATTEN, warp_specialize=True):
+            _one_tile(a_desc, b_desc, c_desc, tile_id, num_pid_m, num_pid_n, k_tiles, BM, BN, BK, GROUP_M,
+                      EPI_SPLIT, UPCAST)  # fmt: skip
+    else:
+        for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=FLATTEN):
+            _one_tile(a_desc, b_desc, c_desc, tile_id, num_pid_m, num_pid_n, k_tiles, BM, BN, BK, GROUP_M,
+                      EPI_SPLIT, UPCAST)  # fmt: skip
+
+
+@functools.cache
+def use_torch_allocator() -> None:
+    """Give Triton a torch-backed allocator for the descriptors' global scratch (once per process)."""
+
+    def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+        return torch.empty(size, device="cuda", dtype=torch.int8)
+
+    triton.set_allocator(alloc)
+
+
+def shape_class(m: int, n: int, k: int) -> str:
+    return "decode" if m <= 64 else "large"
+
+
+def _check(a: torch.Tensor, b: torch.Tensor) -> None:
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"bad shapes for matmul: {tuple(a.shape)} @ {tuple(b.shape)}")
+    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"matmul_tma takes two fp16 or two bf16 tensors, got {a.dtype} and {b.dtype}")
+    for name, t in (("a", a), ("b", b)):
+        if t.stride(1) != 1 or (t.stride(0) * t.element_size()) % 16 or t.data_ptr() % 16:
+            raise ValueError(
+                f"{name} must have contiguous, 16-byte aligned rows for TMA (stride {tuple(t.stride())}); "
+                "call .contiguous() first"
+            )
+
+
+def matmul_tma(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, *, config: Config | None = None
+) -> torch.Tensor:
+    """``a @ b`` for 2-D fp16/bf16 tensors with 16-byte aligned, contiguous rows (any M, N, K)."""
+    _check(a, b)
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    if out.shape != (M, N) or out.stride(1) != 1 or (out.stride(0) * out.element_size()) % 16:
+        raise ValueError("out must be an M×N tensor with contiguous, 16-byte aligned rows")
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    gpu = a.is_cuda and not interpreting()
+    cfg = dict(config or (CONFIGS[shape_class(M, N, K)] if gpu else INTERPRETER_CONFIG))
+    if gpu:
+        use_torch_allocator()
+    BM, BN, BK = int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])
+    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    grid = (min(num_sms(a.device.index or 0), tiles),)
+    _persistent_tma_kernel[grid](
+        a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), BM=BM, BN=BN, BK=BK,
+        GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=int(cfg.get("EPI_SPLIT", 1)),
+        FLATTEN=bool(cfg.get("flatten", False)), WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=interpreting(),
+        num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
+    )  # fmt: skip
+    return out
+
+
+def flops(m: int, n: int, k: int) -> int:
+    return 2 * m * n * k
+
+
+def bytes_moved(m: int, n: int, k: int, elem_size: int) -> int:
+    return (m * k + k * n + m * n) * elem_size
