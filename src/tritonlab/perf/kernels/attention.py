@@ -34,13 +34,16 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
 #: Launch configurations, by head dim (kernel "ptr" or "tma", BLOCK_M, BLOCK_N, num_warps, num_stages; for
-#: "tma" also the flags ws, pipe, reverse); GPU only. Measured on the H200 as the pointer kernel's defaults.
+#: "tma" also the flags ws, pipe, reverse); GPU only. The best of 11-14 candidates per head dim and mask in H200
+#: run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md), the same for causal and full:
+#: hd 128 the TMA kernel 128×128, 8 warps, 3 stages (1.06× the pointer kernel's 128×64 there); hd 64 the TMA
+#: kernel 64×64, 4 warps, 4 stages (1.08×).
 CONFIGS: dict[int, dict[str, int | str | bool]] = {
-    64: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3},
-    128: {"kernel": "ptr", "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3},
+    64: {"kernel": "tma", "BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 4},
+    128: {"kernel": "tma", "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3},
 }
 #: Causal launches where they differ from CONFIGS (a tuning run may find that the causal mask wants another
-#: schedule, e.g. the TMA kernel's reversed order); empty until measured.
+#: schedule, e.g. the TMA kernel's reversed order); none does in H200 run 2026-12-04 (58448a1).
 CAUSAL_CONFIGS: dict[int, dict[str, int | str | bool]] = {}
 #: The interpreter's launch (small tiles: it checks the code path, not the speed).
 INTERPRETER_CONFIG: dict[str, int | str | bool] = {

@@ -38,15 +38,14 @@ from ._common import interpreting
 LOG2E = 1.4426950408889634
 
 #: Launch configurations by head dim (GPU): BLOCK_M1 × BLOCK_N1 for the dk/dv pass (queries × keys),
-#: BLOCK_M2 × BLOCK_N2 for the dq pass (``num_warps2``/``num_stages2`` for the dq pass where they differ).
-#: Pending a measurement on the H200 (scripts/tune_reference_kernels.py --only attention_bwd). Compiled for
-#: sm_90 on the CPU (Triton 3.9, 2026-12-04) every candidate of the tuning script lowers to wgmma without
-#: spilling; these take large tiles with room to spare: hd 128 dk/dv 32×128 (214 registers, 99 KB of shared
-#: memory), dq 128×64 (167, 131 KB); hd 64 dk/dv 64×128 (190, 66 KB), dq 128×64 three stages (122, 82 KB).
+#: BLOCK_M2 × BLOCK_N2 for the dq pass (``num_warps2``/``num_stages2`` for the dq pass where they differ). The best
+#: candidates of H200 run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md), the same for
+#: causal and full: hd 128 both passes in one launch with 64×64 tiles, 4 warps, 2 stages (1.26× the first
+#: guess, 32×128 / 128×64 with 8 warps); hd 64 32×64 / 64×32, 4 warps, 3 stages (1.09×).
 CONFIGS: dict[int, dict[str, int | bool]] = {
-    64: {"BLOCK_M1": 64, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2,
-         "num_stages2": 3},
-    128: {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2},
+    64: {"BLOCK_M1": 32, "BLOCK_N1": 64, "BLOCK_M2": 64, "BLOCK_N2": 32, "num_warps": 4, "num_stages": 3},
+    128: {"BLOCK_M1": 64, "BLOCK_N1": 64, "BLOCK_M2": 64, "BLOCK_N2": 64, "num_warps": 4, "num_stages": 2,
+          "fused": True},
 }  # fmt: skip
 INTERPRETER_CONFIG: dict[str, int | bool] = {
     "BLOCK_M1": 16, "BLOCK_N1": 32, "BLOCK_M2": 32, "BLOCK_N2": 16, "num_warps": 4, "num_stages": 1,

@@ -33,12 +33,13 @@ SCALE_BLOCK = 128
 E4M3_MAX = 448.0
 Config = dict[str, int | bool]
 
-#: Per shape class, pending the H200 tuning run (scripts/tune_reference_kernels.py --only fp8). Compiled for
-#: sm_90 on the CPU (Triton 3.9): 128×128 with 8 warps spills at 4 stages (28 bytes), not at 3 (246 registers,
-#: 131 KB); the 16-row decode tile uses mma.sync (84 registers).
+#: Per shape class: the best candidates of H200 run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/
+#: tune.md): "large" kept (128×128, 8 warps, 3 stages; no candidate beat it), "decode" 16×32, 4 warps, 6 stages
+#: (1.18× the first guess 16×64, 4 stages). Compiled for sm_90 on the CPU (Triton 3.9): 128×128 with 8 warps
+#: spills at 4 stages (28 bytes), not at 3 (246 registers, 131 KB); the 16-row decode tile uses mma.sync.
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
-    "decode": {"BM": 16, "BN": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 4},
+    "decode": {"BM": 16, "BN": 32, "GROUP_M": 1, "num_warps": 4, "num_stages": 6},
 }
 INTERPRETER_CONFIG: Config = {"BM": 32, "BN": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}
 

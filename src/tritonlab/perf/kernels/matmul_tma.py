@@ -20,7 +20,7 @@ Design (the Hopper recipe lesson 14 teaches, written as one kernel):
 
 The decode shape (M = 16) takes the same kernel with BM = 16 (``mma.sync`` instead of ``wgmma``: 64-row
 warpgroup products would waste three quarters of their work) and narrow BN so that 128 programs stream B.
-:data:`CONFIGS` is pending the H200 tuning run (``scripts/tune_reference_kernels.py --only gemm``).
+:data:`CONFIGS`: the best candidates of H200 run 2026-12-04 (58448a1) (``scripts/tune_reference_kernels.py``).
 """
 
 from __future__ import annotations
@@ -35,12 +35,14 @@ from ._common import interpreting, num_sms
 
 Config = dict[str, int | bool]
 
-#: Per shape class ("decode": M ≤ 64, else "large"); first guesses from the pointer/host-descriptor matmul's
-#: measured configurations (matmul.CONFIGS), pending the H200 tuning run.
+#: Per shape class ("decode": M ≤ 64, else "large"): the best candidates of H200 run 2026-12-04 (58448a1)
+#: (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md). "large": 128×256×64, 8 warps, 3 stages, split epilogue,
+#: warp-specialised tile loop (0.960× the fastest peer, the first guess without warp specialisation 0.957×:
+#: within the spread); "decode": 16×64×256 (0.803×; 16×32 0.796×).
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "EPI_SPLIT": 2,
-              "flatten": True, "warp_spec": False},
-    "decode": {"BM": 16, "BN": 32, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
+              "flatten": True, "warp_spec": True},
+    "decode": {"BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
                "flatten": False, "warp_spec": False},
 }  # fmt: skip
 INTERPRETER_CONFIG: Config = {
