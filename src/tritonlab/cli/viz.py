@@ -163,6 +163,20 @@ STAGE_NAMES = {
 }
 
 
+# kernel_inspect.FEATURES, as the report names them
+FEATURE_LABELS = {
+    "tma_loads": "TMA loads (cp.async.bulk.tensor)",
+    "tma_stores": "TMA stores (cp.async.bulk.tensor)",
+    "wgmma": "warpgroup MMA (wgmma)",
+    "mma_sync": "warp MMA (mma.sync)",
+    "cp_async": "async copies (cp.async)",
+    "setmaxnreg": "register re-allocation (setmaxnreg)",
+    "warp_specialize": "warp-specialized regions",
+    "tensormap_create": "descriptors built on the device",
+    "pointer_loads": "loads through pointers (tt.load)",
+}
+
+
 def register_inspect(app: typer.Typer) -> None:
     @app.command("inspect", help=INSPECT_HELP)
     def inspect(
@@ -249,6 +263,13 @@ def format_report(data: dict, stage: str | None = None, lines: int = 8) -> str:
                 f"layout {lay['name']}: sizePerThread={lay.get('sizePerThread')} "
                 f"threadsPerWarp={lay.get('threadsPerWarp')} warpsPerCTA={lay.get('warpsPerCTA')} "
                 f"order={lay.get('order')}"
+            )
+        feats = {n: v for n, v in k.get("features", {}).items() if v}
+        if k.get("features"):
+            out.append(
+                "instructions: "
+                + (", ".join(f"{FEATURE_LABELS.get(n, n)} ×{v}" for n, v in feats.items()) or "none of "
+                   + ", ".join(FEATURE_LABELS.values()))
             )
         occ = k.get("occupancy")
         if occ:
