@@ -268,8 +268,10 @@ def format_report(data: dict, stage: str | None = None, lines: int = 8) -> str:
         if k.get("features"):
             out.append(
                 "instructions: "
-                + (", ".join(f"{FEATURE_LABELS.get(n, n)} ×{v}" for n, v in feats.items()) or "none of "
-                   + ", ".join(FEATURE_LABELS.values()))
+                + (
+                    ", ".join(f"{FEATURE_LABELS.get(n, n)} ×{v}" for n, v in feats.items())
+                    or "none of " + ", ".join(FEATURE_LABELS.values())
+                )
             )
         occ = k.get("occupancy")
         if occ:

@@ -15,6 +15,10 @@ significant bits than fp32 (DeepSeek-V3's report; the reason to scale and add ea
 registers): a GPU check allows 2⁻¹² times the same magnitude more. A kernel that drops the scales, applies
 one scale per tile, or accumulates in bf16 is far outside these bounds.
 
+Reads outside a or b: fp8's input guard is e4m3's NaN (0x7F) on a GPU, but Triton's interpreter converts
+those bits to 480 (it does not model the `fn` variant's NaN), so there such a read shows as outputs larger
+than any right answer: the hint says so.
+
 Cost model: 2·M·N·K FLOPs; reads (M·K + N·K) bytes of fp8 + the scales, writes 2·M·N bytes.
 """
 
@@ -160,6 +164,14 @@ def _scales_hint(case: Case, actual: np.ndarray | None, bound: np.ndarray) -> st
         with np.errstate(invalid="ignore"):
             if np.all(np.abs(actual - candidate) <= 4 * bound + 2**-7 * np.abs(candidate)):
                 return hint
+    reach = np.abs(ea) @ np.abs(eb).T  # no right answer is larger than this
+    with np.errstate(invalid="ignore"):
+        if np.any(~np.isfinite(actual) | (np.abs(actual) > 1.01 * reach + bound + 1.0)):
+            return (
+                "some outputs are larger than the inputs can produce: a load read outside a or b (fp8's "
+                "guard values are NaN on a GPU, 480 on the interpreter) — mask the last group's K offsets "
+                "(`k < K`, `other=0.0`) as well as M and N"
+            )
     return ""
 
 
