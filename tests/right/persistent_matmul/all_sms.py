@@ -77,7 +77,6 @@ def persistent_matmul(a, b, num_sms):
     if M == 0 or N == 0:
         return c
     BLOCK_M, BLOCK_N, BLOCK_K = (128, 128, 64) if a.is_cuda else (64, 64, 64)
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
     grid = (num_sms,)  # every SM gets a program; those without a tile return at once
     persistent_matmul_kernel[grid](
         a,

@@ -32,7 +32,6 @@ def persistent_matmul_kernel(
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     total = tiles_m * tiles_n
-    per_group = GROUP_M * tiles_n
     # program p takes tiles p, p + P, p + 2P, ... where P is the number of programs (one per SM)
     for tile in tl.range(tl.program_id(0), total, tl.num_programs(0)):
         pid_m = tile // tiles_n  # plain row-major order (GROUP_M unused)

@@ -74,7 +74,6 @@ def tma_matmul(a, b, num_sms):
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     triton.set_allocator(_scratch)
     BLOCK_M, BLOCK_N, BLOCK_K = (128, 128, 64) if a.is_cuda else (64, 64, 64)
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
     tma_matmul_kernel[(num_sms,)](
         a,
         b,

@@ -31,7 +31,7 @@ def persistent_matmul_kernel(
     # cost model (compulsory): reads M·K + K·N, writes M·N elements; FLOPs = 2·M·N·K
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
-    total = tiles_m * tiles_n
+    total = tiles_m * tiles_n  # noqa: F841
     per_group = GROUP_M * tiles_n
     # program p takes tiles p, p + P, p + 2P, ... where P is the number of programs (one per SM)
     for tile in range(tl.program_id(0), tl.program_id(0) + 1):

@@ -44,7 +44,7 @@ def tma_matmul_kernel(
         pid_m = first_m + (tile % per_group) % rows_here
         pid_n = (tile % per_group) // rows_here
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
+        for k0 in range(0, K, BLOCK_K):  # noqa: B007
             # boxes that hang over the edge of the tensor are filled with zeros by the copy engine: no masks
             a = a_desc.load([pid_m * BLOCK_M, 0])  # the K coordinate never moves
             b = b_desc.load([0, pid_n * BLOCK_N])

@@ -26,10 +26,10 @@ def tma_matmul_kernel(
 ):
     # cost model (compulsory): reads M·K + K·N, writes M·N elements; FLOPs = 2·M·N·K
     # a descriptor: base, global shape, strides (the last must be 1) and the box one load moves
-    a_desc = tl.make_tensor_descriptor(
+    a_desc = tl.make_tensor_descriptor(  # noqa: F841
         a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K]
     )
-    b_desc = tl.make_tensor_descriptor(
+    b_desc = tl.make_tensor_descriptor(  # noqa: F841
         b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N]
     )
     c_desc = tl.make_tensor_descriptor(
