@@ -163,20 +163,6 @@ STAGE_NAMES = {
 }
 
 
-# kernel_inspect.FEATURES, as the report names them
-FEATURE_LABELS = {
-    "tma_loads": "TMA loads (cp.async.bulk.tensor)",
-    "tma_stores": "TMA stores (cp.async.bulk.tensor)",
-    "wgmma": "warpgroup MMA (wgmma)",
-    "mma_sync": "warp MMA (mma.sync)",
-    "cp_async": "async copies (cp.async)",
-    "setmaxnreg": "register re-allocation (setmaxnreg)",
-    "warp_specialize": "warp-specialized regions",
-    "tensormap_create": "descriptors built on the device",
-    "pointer_loads": "loads through pointers (tt.load)",
-}
-
-
 def register_inspect(app: typer.Typer) -> None:
     @app.command("inspect", help=INSPECT_HELP)
     def inspect(
@@ -264,6 +250,8 @@ def format_report(data: dict, stage: str | None = None, lines: int = 8) -> str:
                 f"threadsPerWarp={lay.get('threadsPerWarp')} warpsPerCTA={lay.get('warpsPerCTA')} "
                 f"order={lay.get('order')}"
             )
+        from tritonlab.service import INSPECT_FEATURES as FEATURE_LABELS
+
         feats = {n: v for n, v in k.get("features", {}).items() if v}
         if k.get("features"):
             out.append(

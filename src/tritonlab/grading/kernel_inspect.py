@@ -176,6 +176,18 @@ FEATURES: tuple[tuple[str, str, str], ...] = (
     ("pointer_loads", "ttgir", r"\btt\.load\b|\bttg\.async_copy_global_to_local\b"),
 )
 FEATURE_NAMES = tuple(name for name, _stage, _pattern in FEATURES)
+# FEATURES as reports name them
+FEATURE_LABELS = {
+    "tma_loads": "TMA loads (cp.async.bulk.tensor)",
+    "tma_stores": "TMA stores (cp.async.bulk.tensor)",
+    "wgmma": "warpgroup MMA (wgmma)",
+    "mma_sync": "warp MMA (mma.sync)",
+    "cp_async": "async copies (cp.async)",
+    "setmaxnreg": "register re-allocation (setmaxnreg)",
+    "warp_specialize": "warp-specialized regions",
+    "tensormap_create": "descriptors built on the device",
+    "pointer_loads": "loads through pointers (tt.load)",
+}
 
 
 def features(stages: dict[str, str]) -> dict[str, int]:
