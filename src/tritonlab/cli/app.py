@@ -501,7 +501,8 @@ def dev_check(
 
 
 def _register_optional() -> None:
-    """Commands that live in their own modules (quiz, bench, serve, viz, profile, notebook, classroom)."""
+    """Commands that live in their own modules (quiz, bench, serve, viz (with inspect and profile), notebook,
+    classroom)."""
     import importlib
 
     # command -> (module, its register function); `notebook` lives beside `serve` (cli/serve.py)
@@ -510,7 +511,6 @@ def _register_optional() -> None:
         "bench": ("bench", "register"),
         "serve": ("serve", "register"),
         "viz": ("viz", "register"),
-        "profile": ("profile", "register"),
         "notebook": ("serve", "register_notebook"),
         "classroom": ("classroom", "register"),
     }.values():
