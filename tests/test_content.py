@@ -44,9 +44,26 @@ def interpreter_env() -> dict[str, str]:
     return dict(os.environ, TRITON_INTERPRET="1", MPLBACKEND="Agg")
 
 
-def test_twelve_lessons() -> None:
-    assert len(COURSE.lessons) == 12
-    assert [lesson.number for lesson in COURSE.lessons] == list(range(1, 13))
+def test_lessons_are_numbered_by_their_folders_in_reading_order() -> None:
+    assert len(COURSE.lessons) >= 13
+    numbers = [lesson.number for lesson in COURSE.lessons]
+    assert numbers == sorted(set(numbers)) and numbers[0] == 1
+    assert numbers == [int(lesson.id.split("-")[0]) for lesson in COURSE.lessons]
+
+
+COUNT_WORDS = {
+    "en": ["Twelve", "Thirteen", "Fourteen", "Fifteen", "Sixteen"],
+    "pt": ["Doze", "Treze", "Catorze", "Quinze", "Dezesseis"],
+    "es": ["Doce", "Trece", "Catorce", "Quince", "Dieciséis"],
+}
+
+
+def test_the_welcome_text_counts_the_lessons() -> None:
+    """The welcome text names the number of lessons in words, in every language: adding a lesson (or merging
+    two branches that each added one) must update it."""
+    for lang, words in COUNT_WORDS.items():
+        word = words[len(COURSE.lessons) - 12]
+        assert COURSE.welcome[lang].startswith(word + " "), (lang, word, COURSE.welcome[lang][:40])
 
 
 @pytest.mark.parametrize("lesson_id", list(LESSONS))

@@ -40,8 +40,8 @@ def bank(lesson: str) -> quiz.Bank:
     return quiz.load_bank(BANKS[lesson])
 
 
-def test_twelve_banks_with_enough_questions() -> None:
-    assert len(LESSONS) == 12
+def test_every_lesson_has_a_bank_with_enough_questions() -> None:
+    assert len(LESSONS) >= 13
     missing = [str(p) for p in BANKS.values() if not p.is_file()]
     assert not missing, f"missing quiz banks: {missing}"
     counts = {lesson: len(bank(lesson).questions) for lesson in LESSONS}
