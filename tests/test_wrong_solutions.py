@@ -133,6 +133,9 @@ EXPECTED: dict[str, str] = {
     "persistent_matmul/no_tile_loop.py": "unwritten-output",
     "persistent_matmul/floor_chunks.py": "unwritten-output",
     "persistent_matmul/missing_k_mask.py": "out-of-bounds-read",
+    # ... and a check child that lies about the grid: the parent reads the launch record, the replay runs it
+    "persistent_matmul/forged_entry.py": "not-persistent",
+    "persistent_matmul/forged_record.py": "host-computed",
     # ... and the TMA path from a trusted compile for sm_90 (no GPU)
     "tma_matmul/pointer_loads.py": "no-tma",
     "tma_matmul/byte_coordinates.py": "wrong-result",
