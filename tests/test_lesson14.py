@@ -218,7 +218,7 @@ def fp8_matmul(a, b, a_scale, b_scale):
 """,
 }
 FAILS_WITH = {
-    "persistent-matmul": "wrong-dtype",
+    "persistent-matmul": "not-persistent",
     "tma-matmul": "not-persistent",
     "fp8-matmul": "wrong-result",
 }
@@ -253,3 +253,43 @@ def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, tmp_path:
     kinds = {f.kind for f in verdict.failures}
     assert not verdict.passed
     assert FAILS_WITH[exercise_id] in kinds, sorted(kinds)
+
+
+# ---- the grader's pieces lesson 14 added ------------------------------------------------------------------
+
+
+def test_fp8_inputs_travel_as_the_bits_torch_gives() -> None:
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards
+    from tritonlab.grading.contracts import FP8, decode, f64_to_e4m3_bits, quantize, to_storage
+
+    grid = np.arange(127, dtype=np.uint8).view(np.uint8)
+    exact = torch.from_numpy(grid.copy()).view(torch.float8_e4m3fn).double().numpy()
+    values = np.concatenate([np.random.default_rng(0).standard_normal(20_000) * 60, exact, -exact])
+    values = np.concatenate([values, (exact[1:] + exact[:-1]) / 2])  # ties: round to even, like torch
+    ours = f64_to_e4m3_bits(values)
+    theirs = torch.from_numpy(values).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
+    assert np.array_equal(ours, theirs)
+    q = quantize(values, FP8)
+    assert np.array_equal(decode(to_storage(q, FP8), FP8), q)
+    back = guards.from_numpy_storage(to_storage(q, FP8), FP8)
+    assert back.dtype == torch.float8_e4m3fn and np.array_equal(back.double().numpy(), q)
+
+
+def test_inspect_keeps_only_known_instruction_counts() -> None:
+    """The inspect child imported the learner's file, which could write inspect.json: counts are validated."""
+    from tritonlab.grading import kernel_inspect
+
+    forged = {
+        "kernels": [{"kernel": "k", "features": {"tma_loads": -1, "wgmma": 2, "evil": 5, "cp_async": "x"}}]
+    }
+    (kernel,) = kernel_inspect.checked(forged, "cuda:90")["kernels"]
+    assert kernel["features"] == {"wgmma": 2}
+    assert (
+        kernel_inspect.checked({"kernels": [{"kernel": "k", "features": [1]}]}, "cuda:90")["kernels"][0][
+            "features"
+        ]
+        == {}
+    )
