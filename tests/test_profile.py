@@ -185,6 +185,9 @@ def test_the_profile_route_gives_the_static_view_without_a_gpu(web) -> None:  # 
     assert data["gpu"] is False and "No GPU here" in data["report"] and "softmax_kernel:" in data["report"]
     page = web.get("/lessons/08-softmax").text
     assert 'data-action="profile"' in page and 'data-profile-for="softmax"' in page
+    hopper = web.get("/lessons/14-hopper")
+    assert hopper.status_code == 200 and 'data-profile-for="tma-matmul"' in hopper.text
+    assert "Tensor descriptors and the TMA copy engine" in hopper.text
     # the security rules of every route: Origin (CSRF), session, body limits, unknown ids
     assert web.post(url, json={}, headers={"Origin": "http://evil.example"}).status_code == 403
     assert web.post(url).status_code == 403  # no Origin header at all
