@@ -68,6 +68,8 @@ def compile_one(label, name, signature, constexprs, options, target="cuda:90"):
 scale = {"x_ptr": "*fp16", "y_ptr": "*fp16", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32", "alpha": "fp32"}
 compile_one("pointer_copy", "persistent_scale_kernel", scale, {"BLOCK_M": 128, "BLOCK_N": 128, "GROUP_M": 8}, {"num_warps": 4})
 compile_one("tma_copy", "tma_scale_kernel", scale, {"BLOCK_M": 128, "BLOCK_N": 128}, {"num_warps": 4})
+compile_one("tma_box_16x256", "tma_scale_kernel", scale, {"BLOCK_M": 16, "BLOCK_N": 256}, {"num_warps": 4})
+compile_one("tma_box_16x512", "tma_scale_kernel", scale, {"BLOCK_M": 16, "BLOCK_N": 512}, {"num_warps": 4})
 dot = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
        "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
 tiles = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
@@ -119,6 +121,12 @@ def test_tma_copies_replace_pointer_loads_and_free_registers(compiled: dict) -> 
     assert tma["tma_loads"] == 1 and tma["tma_stores"] == 1 and tma["pointer_loads"] == 0  # "one ... and one"
     assert tma["registers"] < 2 / 3 * ptr["registers"], (tma["registers"], ptr["registers"])
     assert "less than two thirds of the pointer version's registers" in TEXT
+
+
+def test_triton_splits_a_box_wider_than_256_elements(compiled: dict) -> None:
+    assert compiled["tma_box_16x256"]["tma_loads"] == 1
+    assert compiled["tma_box_16x512"]["tma_loads"] == 2
+    assert "a 16 × 512 fp16 block is moved by two TMA loads where a 16 × 256\nblock needs one" in TEXT
 
 
 def test_warp_specialization_is_what_the_lesson_says_it_is(compiled: dict) -> None:
