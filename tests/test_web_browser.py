@@ -305,6 +305,23 @@ def test_inspect_tab_shows_ptx_and_a_register_count(page: object, server: str) -
     expect(panel.locator("[data-action=inspect-again]")).to_be_enabled()
 
 
+def test_profile_tab_shows_the_static_view_without_a_gpu(page: object, server: str) -> None:
+    """The Profile panel (beside Inspect) runs `tritonlab profile` on the saved file: no GPU here, so it says
+    nothing was timed and shows the kernel's compiled resources, as text."""
+    expect = playwright_api.expect
+    page.goto(f"{server}lessons/5")
+    replace_code(page, SOLUTION)
+    page.click("[data-action=profile]")
+    report = page.locator("[data-profile-for='vector-add'] [data-role=profile-body]")
+    expect(report).to_contain_text("nothing was timed", timeout=180_000)
+    expect(report).to_contain_text("add_kernel:")
+    expect(report).to_contain_text("registers per thread")
+    assert (
+        page.locator("[data-profile-for='vector-add'] [data-role=profile-body] *").count() == 0
+    )  # text only
+    expect(page.locator("[data-action=profile-again]")).to_be_enabled()
+
+
 def test_a_failing_case_links_to_its_picture(page: object, server: str) -> None:
     expect = playwright_api.expect
     page.goto(f"{server}lessons/5")

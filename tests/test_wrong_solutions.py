@@ -127,6 +127,26 @@ EXPECTED: dict[str, str] = {
     "attention_forward/causal_loop_too_short.py": "nan-mismatch",
     "attention_forward/no_scale.py": "wrong-result",
     "attention_forward/lse_in_log2.py": "wrong-result",
+    # lesson 14: the grid is judged from the launch record the replay ran
+    "persistent_matmul/one_program_per_tile.py": "not-persistent",
+    "persistent_matmul/hardcoded_sms.py": "not-persistent",  # the cases that state num_sms=3
+    "persistent_matmul/no_tile_loop.py": "unwritten-output",
+    "persistent_matmul/floor_chunks.py": "unwritten-output",
+    "persistent_matmul/missing_k_mask.py": "out-of-bounds-read",
+    # ... and a check child that lies about the grid: the parent reads the launch record, the replay runs it
+    "persistent_matmul/forged_entry.py": "not-persistent",
+    "persistent_matmul/forged_record.py": "host-computed",
+    # ... and the TMA path from a trusted compile for sm_90 (no GPU)
+    "tma_matmul/pointer_loads.py": "no-tma",
+    "tma_matmul/byte_coordinates.py": "wrong-result",
+    "tma_matmul/no_contiguous_copy.py": "exception",  # the interpreter: "stride must be 16-byte aligned"
+    "tma_matmul/k_not_advanced.py": "wrong-result",
+    "tma_matmul/one_program_per_tile.py": "not-persistent",
+    "fp8_matmul/no_scales.py": "wrong-result",
+    "fp8_matmul/b_scale_per_column.py": "out-of-bounds-read",
+    "fp8_matmul/scale_once_at_end.py": "wrong-result",
+    "fp8_matmul/missing_k_mask.py": "wrong-result",  # the interpreter reads fp8's NaN guard as 480
+    "fp8_matmul/two_groups_per_step.py": "wrong-result",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -172,6 +192,10 @@ CAUSE_MENTIONS: dict[str, str] = {
     "attention_forward/wrong_causal_offset.py": "off by one",
     "attention_forward/no_scale.py": "sqrt",
     "attention_forward/lse_in_log2.py": "log2 units",
+    "persistent_matmul/one_program_per_tile.py": "tl.num_programs(0)",
+    "tma_matmul/pointer_loads.py": "make_tensor_descriptor",
+    "fp8_matmul/no_scales.py": "scales were never applied",
+    "fp8_matmul/missing_k_mask.py": "mask the last group",
 }
 
 

@@ -128,6 +128,8 @@ FAILURE_KINDS = (
     "host-computed",
     "too-many-launches",
     "low-occupancy",
+    "not-persistent",  # lesson 14: the launch is not one program per SM looping over tiles
+    "no-tma",  # lesson 14: compiled for sm_90, the kernel does not move its tiles with the TMA engine
     "input-modified",
     "exception",
     "timeout",

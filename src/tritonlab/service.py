@@ -16,9 +16,11 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import case_cache, contracts, grader
+from tritonlab.grading.kernel_inspect import FEATURE_LABELS as INSPECT_FEATURES
 from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
+from tritonlab.profiling import report as profile_text
 from tritonlab.runs import backend as backends
 from tritonlab.runs import caches, cgroups, hardening, pool, rundir, sandbox
 from tritonlab.runs import executor as executors
@@ -32,9 +34,11 @@ BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
 Run = sandbox.Run
 speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
+profile_report = profile_text.format_report  # `profile`'s result as text, for the interfaces
 ExecutorError = executors.ExecutorError
 disk_is_full = is_full  # ENOSPC, EDQUOT, SQLite's "database or disk is full": for the CLI's last resort
 __all__ = [
+    "INSPECT_FEATURES",
     "MAX_SOURCE_BYTES",
     "BackendError",
     "ConflictError",
@@ -47,6 +51,7 @@ __all__ = [
     "WorkspaceError",
     "disk_is_full",
     "open_store",
+    "profile_report",
     "speed_line",
 ]
 
@@ -693,6 +698,31 @@ class Service:
                 "output": result.output[-2000:],
             }
         return kernel_inspect.checked(data, target)
+
+    def profile(
+        self,
+        exercise: Exercise,
+        file: Path | None = None,
+        on_wait: Callable[[int], None] | None = None,
+        timeout: float = 300.0,
+    ) -> dict:
+        """`tritonlab profile`: on a GPU, the learner's kernel timed under Proton in a sandboxed child, with the
+        rates against this GPU's measured roofs; without one, why nothing was timed. Both with the static view
+        of `inspect` (cuda:90). The logic lives in profiling/report.py."""
+        from tritonlab.perf import peaks
+        from tritonlab.profiling import report
+
+        path = Path(file) if file else self.learner_file(exercise)
+        static = self.inspect(exercise, path, on_wait=on_wait)
+        if self.backend != "gpu":
+            return report.no_gpu(self.choice.reason, static)
+        by_gpu = peaks.load_cache()
+        job = report.job(exercise.id, exercise.function, path, by_gpu)
+        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)
+        profile = report.checked(data)
+        if data is None:
+            profile["problems"].append(no_result("the profile run", result)["problems"][0])
+        return report.with_rates(profile, by_gpu) | {"static": static}
 
     # ---- hints and progress -------------------------------------------------------------------------------
 

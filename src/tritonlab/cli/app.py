@@ -501,7 +501,8 @@ def dev_check(
 
 
 def _register_optional() -> None:
-    """Commands that live in their own modules (quiz, bench, serve, viz, notebook, classroom)."""
+    """Commands that live in their own modules (quiz, bench, serve, viz (with inspect and profile), notebook,
+    classroom)."""
     import importlib
 
     # command -> (module, its register function); `notebook` lives beside `serve` (cli/serve.py)

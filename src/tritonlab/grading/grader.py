@@ -130,7 +130,7 @@ def write_job(
 
 
 MIN_OUTPUT_BYTES = 64 << 20  # what a run may return in arrays, at least (the cases' inputs decide above)
-ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2}
+ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
 ITEMSIZE |= {"int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
 
 
@@ -394,6 +394,7 @@ def check(
                 [e.get("seconds") for e in result.get("cases", []) if isinstance(e, dict)],
             )
             policy = host_policy(exercise)
+            attach_replayed_launches(contract, cases, result, run_dir)
 
             def judge(into: Verdict, outcome: dict) -> None:
                 judge_all(into, contract, cases, outcome, run, graded, exercise.function, policy)
@@ -622,6 +623,54 @@ def replay_cases(
         sandbox.remove_run_dir(replay_dir)
 
 
+REPLAYED_LAUNCHES = contracts.REPLAYED_LAUNCHES
+
+
+def attach_replayed_launches(contract: object, cases: list[Case], result: dict, run_dir: Path) -> None:
+    """For a contract with `GRID_FROM_RECORD` (a persistent kernel's grid is judged): give each returned case
+    entry the launches of its launch record, read here by the parent, under REPLAYED_LAUNCHES. The fresh
+    replay runs exactly these launches and fails the case (host-computed) unless they reproduce the result,
+    so the grids judged are the ones that computed it, not the check child's own count. Whatever the check
+    child wrote under that name is dropped first."""
+    for e in result.get("cases", []):
+        if isinstance(e, dict):
+            e.pop(REPLAYED_LAUNCHES, None)
+    if not getattr(contract, "GRID_FROM_RECORD", False) or result.get("import_error"):
+        return
+    entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
+    for i, case in enumerate(cases):
+        entry = entries.get(case.name)
+        if entry is None or entry.get("status") != "returned":
+            continue
+        record = read_record(run_dir, i)
+        if isinstance(record, dict) and isinstance(record.get("events"), list):
+            entry[REPLAYED_LAUNCHES] = replayed_launches(record["events"])
+
+
+def replayed_launches(events: list) -> list[dict]:
+    """Kernel name, grid and integer keyword arguments of each launch in a record (hostile data: types
+    checked, sizes capped)."""
+    out = []
+    for e in events[:256]:
+        if not isinstance(e, dict) or e.get("op") != "launch":
+            continue
+        grid = e.get("grid") if isinstance(e.get("grid"), list) else []
+        kwargs = e.get("kwargs") if isinstance(e.get("kwargs"), dict) else {}
+        ints = {
+            str(k)[:64]: v["int"]
+            for k, v in list(kwargs.items())[:64]
+            if isinstance(v, dict) and type(v.get("int")) is int
+        }
+        out.append(
+            {
+                "kernel": str(e.get("kernel", "?"))[:100],
+                "grid": [g for g in grid[:3] if type(g) is int],
+                "int_kwargs": ints,
+            }
+        )
+    return out
+
+
 ROUNDING = "rounding"  # compare_replay's tolerance for outputs computed by two different executions
 
 
@@ -682,6 +731,7 @@ def compare_huge(entry: dict, summary: object) -> str:
 
 
 ITEMSIZE = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2}
+ITEMSIZE["float8_e4m3fn"] = 1
 
 
 def host_policy(exercise: Exercise) -> dict:

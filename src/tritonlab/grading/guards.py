@@ -40,6 +40,7 @@ _TORCH_DTYPES = {
     "int8": torch.int8,
     "uint8": torch.uint8,
     "bool": torch.bool,
+    "float8_e4m3fn": torch.float8_e4m3fn,
 }
 
 
@@ -538,10 +539,13 @@ def to_bits_numpy(t: torch.Tensor) -> np.ndarray:
 
 
 def from_numpy_storage(arr: np.ndarray, dtype: str) -> torch.Tensor:
-    """Inverse of the parent's encoding: float16/32/64 and ints travel as themselves, bf16 as uint16 bits."""
+    """Inverse of the parent's encoding: float16/32/64 and ints travel as themselves, bf16 as uint16 bits,
+    fp8 as uint8 bits."""
     t = torch.from_numpy(np.ascontiguousarray(arr).reshape(arr.shape))  # ascontiguousarray makes 0-d 1-d
     if dtype == "bfloat16":
         return t.view(torch.int16).view(torch.bfloat16)
+    if dtype == "float8_e4m3fn":
+        return t.view(torch.uint8).view(torch.float8_e4m3fn)
     return t
 
 

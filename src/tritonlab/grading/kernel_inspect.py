@@ -162,6 +162,42 @@ def occupancy(target: str, registers: int | None, smem: int, num_warps: int) -> 
     }
 
 
+# What the compiled code uses, counted in its text: (name, stage, regular expression). The Hopper paths of
+# lesson 14 — the TMA copy engine, warpgroup MMA, warp specialization — next to the Ampere ones they replace.
+FEATURES: tuple[tuple[str, str, str], ...] = (
+    ("tma_loads", "ptx", r"\bcp\.async\.bulk\.tensor\.\dd\.shared::\w+\.global\b"),
+    ("tma_stores", "ptx", r"\bcp\.async\.bulk\.tensor\.\dd\.global\.shared::"),
+    ("wgmma", "ptx", r"\bwgmma\.mma_async\."),
+    ("mma_sync", "ptx", r"\bmma\.sync\."),
+    ("cp_async", "ptx", r"\bcp\.async\.c[ag]\."),
+    ("setmaxnreg", "ptx", r"\bsetmaxnreg\."),
+    ("warp_specialize", "ttgir", r"\bttg\.warp_specialize\b"),
+    ("tensormap_create", "ttgir", r"\bttng\.tensormap_create\b"),
+    ("pointer_loads", "ttgir", r"\btt\.load\b|\bttg\.async_copy_global_to_local\b"),
+)
+FEATURE_NAMES = tuple(name for name, _stage, _pattern in FEATURES)
+# FEATURES as reports name them
+FEATURE_LABELS = {
+    "tma_loads": "TMA loads (cp.async.bulk.tensor)",
+    "tma_stores": "TMA stores (cp.async.bulk.tensor)",
+    "wgmma": "warpgroup MMA (wgmma)",
+    "mma_sync": "warp MMA (mma.sync)",
+    "cp_async": "async copies (cp.async)",
+    "setmaxnreg": "register re-allocation (setmaxnreg)",
+    "warp_specialize": "warp-specialized regions",
+    "tensormap_create": "descriptors built on the device",
+    "pointer_loads": "loads through pointers (tt.load)",
+}
+
+
+def features(stages: dict[str, str]) -> dict[str, int]:
+    """How often each FEATURES pattern occurs in the compiled stages (CUDA targets; 0 where a stage is absent)."""
+    return {
+        name: len(re.findall(pattern, stages.get(stage, "") or "", flags=re.M))
+        for name, stage, pattern in FEATURES
+    }
+
+
 # ---- reading a result back (parent side: the child ran learner code, so its file is hostile) -------------
 
 MAX_KERNELS = 32
@@ -199,6 +235,8 @@ def _kernel(k: Any) -> dict[str, Any]:
     }
     if isinstance(k.get("resources"), dict) and "ptxas_log" in k["resources"]:
         out["resources"]["ptxas_log"] = _text(k["resources"]["ptxas_log"], 20000)
+    feats = k.get("features") if isinstance(k.get("features"), dict) else {}
+    out["features"] = {n: feats[n] for n in FEATURE_NAMES if _int(feats.get(n)) is not None and feats[n] >= 0}
     out["num_warps"] = _int(k.get("num_warps")) or 4
     out["num_stages"] = _int(k.get("num_stages")) or 0
     layout = k.get("layout") if isinstance(k.get("layout"), dict) else {}
@@ -297,6 +335,8 @@ def describe_compiled(compiled: Any, target: str) -> dict[str, Any]:
         resources = parse_amdgcn(asm.get("amdgcn", ""))
     resources["shared_memory"] = max(smem, resources.get("static_smem", 0))
     out["resources"] = resources
+    if backend == "cuda":
+        out["features"] = features(out["stages"])
     out["num_warps"] = num_warps
     out["num_stages"] = int(getattr(meta, "num_stages", 0) or 0)
     out["layout"] = parse_layouts(asm.get("ttgir", ""))

@@ -16,6 +16,9 @@ POISON = {
     "int8": 0x5A,
     "uint8": 0x5A,
     "bool": 0x01,
+    # fp8 e4m3fn has one NaN per sign (0x7F, 0xFF), so its marks cannot all be NaN and distinct: inputs only
+    # (lesson 14) — the input guard is NaN (an out-of-bounds read poisons the sum), poison the other NaN
+    "float8_e4m3fn": 0xFF,
 }
 INPUT_GUARD = {
     "float32": 0x7FC0BAD0,
@@ -28,6 +31,7 @@ INPUT_GUARD = {
     "int8": 0x3B,
     "uint8": 0x3B,
     "bool": 0x01,
+    "float8_e4m3fn": 0x7F,
 }
 OUTPUT_GUARD = {
     "float32": 0x7FB0B0B0,
@@ -40,4 +44,5 @@ OUTPUT_GUARD = {
     "int8": 0x4B,
     "uint8": 0x4B,
     "bool": 0x01,
+    "float8_e4m3fn": 0xFE,  # -448: finite, recognised by its bits
 }

@@ -304,7 +304,7 @@ def build_kernels(source: str, filename: str) -> tuple[dict[str, Any], dict[str,
 
 _TYPES = {
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int32": "i32",
-    "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1",
+    "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1", "float8_e4m3fn": "fp8e4nv",
 }  # fmt: skip
 _LOWERED: dict[tuple, str] = {}
 
@@ -655,6 +655,18 @@ def tap_tiles(tap: Any, out: Any) -> list | None:
     return _tiles.tiles_of(tap, out)
 
 
+def device_scratch() -> None:
+    """Give kernels that build tensor descriptors on the device (`tl.make_tensor_descriptor`, lesson 14) the
+    global scratch memory Triton asks for at launch: the learner's own `triton.set_allocator` ran in the check
+    child, never here. Plain torch allocations on the current device, like the learner's."""
+    import torch
+    import triton
+
+    set_allocator = getattr(triton, "set_allocator", None)
+    if set_allocator is not None:
+        set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+
+
 def run_replay(job: dict, run_dir: Path) -> int:
     """Child entry (mode `replay`): replay each case's record; write replay.json after every case."""
     import numpy as np
@@ -664,6 +676,8 @@ def run_replay(job: dict, run_dir: Path) -> int:
 
     interp.install()
     device = "cuda" if job["backend"] == "gpu" else "cpu"
+    if device == "cuda":
+        device_scratch()
     out: dict[str, Any] = {"cases": {}}
 
     def flush() -> None:

@@ -6,6 +6,9 @@ mistake (a failing verdict, an unknown exercise, a file that does not import): i
     %viz EXERCISE [--solution] [--case NAME] [--seed N]
                                   which program touched which element, for your last checked cell
     %bench EXERCISE               on a GPU: your kernel's speed next to the reference and torch
+    %profile EXERCISE [--solution]
+                                  on a GPU: each kernel's time under Proton against the measured roofs;
+                                  without one, what the compiler tells statically (tritonlab profile)
 """
 
 from __future__ import annotations
@@ -168,9 +171,29 @@ def bench_line(line: str) -> None:
     show_html(markup)
 
 
+def profile_line(line: str) -> None:
+    """`%profile EXERCISE [--solution]`: `tritonlab profile` for your last checked cell (else your workspace
+    file), shown as escaped text. Without a GPU it is the static view; a profile that cannot run is shown."""
+    import html
+
+    from tritonlab.service import profile_report
+
+    try:
+        args = parse("%profile", line, solution=True)
+        session = get_session()
+        exercise = session.exercise(args.exercise)
+        file = exercise.solution if args.solution else session.last_file.get(exercise.id)
+        data = session.service.profile(exercise, file)
+    except Exception as exc:  # noqa: BLE001 - the environment failing is shown, not raised
+        show_failure(exc)
+        return
+    show_html(f'<pre class="tritonlab-profile">{html.escape(profile_report(data))}</pre>')
+
+
 def register(ipython: Any) -> None:
     """Register the magics on an IPython shell (called by `%load_ext tritonlab`)."""
     ipython.register_magic_function(check_cell, "cell", "check")
     ipython.register_magic_function(hint_line, "line", "hint")
     ipython.register_magic_function(viz_line, "line", "viz")
     ipython.register_magic_function(bench_line, "line", "bench")
+    ipython.register_magic_function(profile_line, "line", "profile")

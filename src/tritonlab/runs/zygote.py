@@ -43,6 +43,7 @@ ENTRIES = {
     "bench": "tritonlab.perf.bench_learner:child_main",
     "inspect": "tritonlab.grading.kernel_inspect:run_inspect",
     "compile": "tritonlab.grading.kernel_inspect:run_compile",
+    "profile": "tritonlab.profiling.child:run_profile",
     "speed_record": "tritonlab.perf.speed:record_main",
     "speed": "tritonlab.perf.speed:trusted_main",
 }

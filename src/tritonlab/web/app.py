@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tritonlab.i18n import t
 from tritonlab.service import DiskFull, Service
 from tritonlab.web import api, pages, quiz_api
+from tritonlab.web import profile as profile_api
 from tritonlab.web.jobs import Jobs
 from tritonlab.web.lang import request_lang
 from tritonlab.web.security import LOOPBACK_HOSTS, BodyTooLarge, Guard
@@ -75,6 +76,7 @@ def create_app(
         app.include_router(classroom_web.router)
         app.include_router(leaderboard_web.router)
     app.include_router(api.router)
+    app.include_router(profile_api.router)
     app.include_router(quiz_api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -21,6 +21,10 @@ from typing import TypeVar
 import numpy as np
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+# The launches the fresh replay ran, read by the parent from the launch record (grader.replayed_launches):
+# a case entry's field that the grader sets itself, after removing whatever the check child wrote there.
+REPLAYED_LAUNCHES = "replayed_launches"
+FP8 = "float8_e4m3fn"  # inputs only (lesson 14): e4m3, no infinities, one NaN pattern per sign, max 448
 
 
 class _Device:
@@ -89,7 +93,8 @@ def layout_geometry(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...
 
     contiguous: row-major; offset: row-major starting 7 elements into the storage; transposed: column-major
     (the transpose of a contiguous tensor); strided: every second element of the last dim, rows padded by one;
-    padded: rows 5 elements longer than the logical row (a slice of a wider tensor).
+    padded: rows 5 elements longer than the logical row (a slice of a wider tensor); row-padded: rows 16
+    elements longer (a slice whose rows stay 16-byte aligned when the row length is a multiple of 8).
     """
     ndim = len(shape)
     if layout in ("contiguous", "offset") or ndim == 0:
@@ -104,6 +109,9 @@ def layout_geometry(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...
             strides[i] = acc
             acc = acc * max(shape[i], 1) + 1
         offset = 1
+    elif layout == "row-padded":  # rows 16 elements longer: still unit stride and 16-byte aligned (TMA)
+        strides = contiguous_strides(shape[:-1] + (shape[-1] + 16,))
+        offset = 0
     elif layout == "padded":
         strides = contiguous_strides(shape[:-1] + (shape[-1] + 5,))
         strides[-1] = 1
@@ -130,6 +138,8 @@ def quantize(values: np.ndarray, dtype: str) -> np.ndarray:
         return v.astype(np.float16).astype(np.float64)
     if dtype == "bfloat16":
         return bf16_bits_to_f64(f64_to_bf16_bits(v))
+    if dtype == FP8:
+        return e4m3_bits_to_f64(f64_to_e4m3_bits(v))
     if dtype in ("int32", "int64", "int16", "int8", "uint8"):
         return np.rint(v).astype(np.int64).astype(np.float64)
     if dtype == "bool":
@@ -151,17 +161,49 @@ def bf16_bits_to_f64(bits: np.ndarray) -> np.ndarray:
     return u.view(np.float32).astype(np.float64)
 
 
+def e4m3_bits_to_f64(bits: np.ndarray) -> np.ndarray:
+    """fp8 e4m3 (the `fn` variant: no infinities; 0x7F and 0xFF are NaN) bits -> float64."""
+    b = np.asarray(bits).astype(np.uint8).astype(np.int64)
+    exp, man = (b >> 3) & 15, b & 7
+    magnitude = np.where(exp == 0, man / 8.0 * 2.0**-6, (1 + man / 8.0) * 2.0 ** (exp - 7))
+    out = np.where(b & 0x80, -magnitude, magnitude)
+    return np.where((b & 0x7F) == 0x7F, np.nan, out)
+
+
+_E4M3_POSITIVE = e4m3_bits_to_f64(np.arange(0x7F))  # bits 0..126: increasing, 0 to 448
+
+
+def f64_to_e4m3_bits(values: np.ndarray) -> np.ndarray:
+    """float64 -> fp8 e4m3 bits, rounding to nearest (ties to even), saturating at ±448; NaN -> 0x7F."""
+    v = np.asarray(values, dtype=np.float64)
+    mag = np.minimum(np.abs(np.nan_to_num(v)), 448.0)
+    hi = np.clip(np.searchsorted(_E4M3_POSITIVE, mag), 0, 0x7E)
+    lo = np.maximum(hi - 1, 0)
+    d_lo, d_hi = mag - _E4M3_POSITIVE[lo], _E4M3_POSITIVE[hi] - mag
+    pick = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+    bits = (pick | np.where(np.signbit(v), 0x80, 0)).astype(np.uint8)
+    return np.where(np.isnan(v), np.uint8(0x7F), bits).astype(np.uint8)
+
+
 def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
-    """How an input travels to the child: native numpy dtypes, bf16 as uint16 bits."""
+    """How an input travels to the child: native numpy dtypes, bf16 as uint16 bits, fp8 as uint8 bits."""
     v = np.asarray(values, dtype=np.float64)
     if dtype == "bfloat16":
         return f64_to_bf16_bits(v)
+    if dtype == FP8:
+        return f64_to_e4m3_bits(v)
     if dtype == "bool":
         return v != 0
     return v.astype(np.dtype(dtype))
 
 
-_BITS = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "float64": np.uint64}
+_BITS = {
+    "float32": np.uint32,
+    "float16": np.uint16,
+    "bfloat16": np.uint16,
+    "float64": np.uint64,
+    FP8: np.uint8,
+}
 
 
 def unsigned_bits(raw: np.ndarray, dtype: str) -> np.ndarray:
@@ -188,6 +230,8 @@ def _decode(raw: np.ndarray, dtype: str) -> np.ndarray:
         return bf16_bits_to_f64(raw.view(np.uint16))
     if dtype == "float64":
         return raw.view(np.float64).copy()
+    if dtype == FP8:
+        return e4m3_bits_to_f64(raw.view(np.uint8))
     return raw.astype(np.float64)
 
 
@@ -209,9 +253,10 @@ def random_values(
 # ---- tolerances derived from the output's rounding --------------------------------------------------------
 
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+UNIT_ROUNDOFF[FP8] = 2.0**-4  # 3 mantissa bits
 # About one step of a dtype's spacing near zero: a relative tolerance cannot cover a result rounded into the
 # subnormal range, where the steps are fixed (float16: 2**-24 ≈ 6e-8), so an absolute tolerance adds a few of these.
-TINY = {"float64": 1e-300, "float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37}
+TINY = {"float64": 1e-300, "float32": 1e-37, "float16": 6e-8, "bfloat16": 1e-37, FP8: 2.0**-9}
 
 
 def rounding_tol(dtype: str, ulps: float = 1.0) -> tuple[float, float]:

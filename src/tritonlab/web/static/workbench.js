@@ -174,6 +174,8 @@
       this.vizBusy = false;
       this.inspectPanel = document.querySelector("[data-inspect-for='" + this.id + "']");
       this.inspectBusy = false;
+      this.profilePanel = document.querySelector("[data-profile-for='" + this.id + "']");
+      this.profileBusy = false;
       const source = q("source");
       this.editor = window.TritonEditor.create(q("editor"), {
         doc: source.value,
@@ -194,6 +196,10 @@
       if (this.inspectPanel) {
         act("inspect", () => this.inspect());
         this.inspectPanel.querySelector("[data-action=inspect-again]").addEventListener("click", () => this.inspect());
+      }
+      if (this.profilePanel) {
+        act("profile", () => this.profile());
+        this.profilePanel.querySelector("[data-action=profile-again]").addEventListener("click", () => this.profile());
       }
       act("hint", () => this.hint());
       act("reset", () => this.confirmReset());
@@ -410,6 +416,33 @@
           text: t("js.inspect.failed", { error: r.data.error }) }));
       } else {
         body.replaceChildren(renderInspect(r.data, this.id));
+      }
+      panel.scrollIntoView({ block: "nearest" });
+    }
+
+    // Profile the saved file (POST .../profile, what `tritonlab profile` runs): on a GPU each kernel's time
+    // and achieved rate against the measured roofs; without one the static view. The report is text only.
+    async profile() {
+      if (this.profileBusy || !this.profilePanel) return;
+      if (this.conflict) { this.conflictNode.scrollIntoView({ block: "nearest" }); return; }
+      if (!(await this.save())) return;
+      const panel = this.profilePanel;
+      const body = panel.querySelector("[data-role=profile-body]");
+      const buttons = [this.section.querySelector("[data-action=profile]"), panel.querySelector("[data-action=profile-again]")];
+      this.profileBusy = true;
+      buttons.forEach((b) => { b.disabled = true; });
+      panel.hidden = false;
+      panel.setAttribute("aria-busy", "true");
+      body.textContent = t("js.profile.running");
+      const r = await api("POST", this.url("/profile"), {});
+      this.profileBusy = false;
+      buttons.forEach((b) => { b.disabled = false; });
+      panel.removeAttribute("aria-busy");
+      if (!r.ok) {
+        if (r.status === 409) this.showConflict(r.data);
+        body.textContent = t("js.profile.failed", { error: r.data.error });
+      } else {
+        body.textContent = r.data.report;
       }
       panel.scrollIntoView({ block: "nearest" });
     }

@@ -1,0 +1,303 @@
+"""Lesson 14's claims, checked: what its kernels compile to for sm_90 (no GPU: Triton's compiler and the ptxas
+it ships, through grading/kernel_inspect.py like `tritonlab inspect`), the rules the interpreter enforces on
+tensor descriptors, the fp8 error budget the text quotes, and that the lesson's code does not pass the
+exercises when pasted as the answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = ROOT / "course" / "14-hopper"
+TEXT = (LESSON / "lesson.en.md").read_text(encoding="utf-8")
+FENCE = re.compile(r"```python([^\n]*)\n(.*?)```", re.S)
+
+
+def lesson_blocks(runnable_only: bool = True) -> list[str]:
+    return [code for info, code in FENCE.findall(TEXT) if not (runnable_only and "raises=" in info)]
+
+
+def jit_defs(source: str) -> str:
+    """The @triton.jit function definitions of a source text, decorators kept, nothing else."""
+    tree = ast.parse(source)
+    keep = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]
+    return "\n\n".join(ast.unparse(n) for n in keep)
+
+
+# Compiled in a child with the interpreter off (a fresh process: the kernels must be real JITFunctions).
+COMPILE = r"""
+import json, re, sys
+import triton
+import triton.language as tl
+from tritonlab.grading import kernel_inspect as ki, triton_api
+
+import importlib.util
+spec = importlib.util.spec_from_file_location("lesson14_kernels", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)  # Triton reads each kernel's source from this file
+namespace = vars(module)
+out = {"triton": triton.__version__}
+
+def compile_one(label, name, signature, constexprs, options, target="cuda:90"):
+    fn = namespace[name]
+    names = triton_api.parameter_names(fn)
+    sig = dict(signature) | {k: "constexpr" for k in constexprs}
+    cx = {(names.index(k),): v for k, v in constexprs.items()}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n.startswith("stride")}
+    compiled = ki.compile_for(fn, sig, cx, attrs, options, target)
+    d = ki.describe_compiled(compiled, target)
+    ptx = d["stages"].get("ptx", "")
+    out[label] = {"registers": d["resources"].get("registers"), **d["features"],
+                  "wgmma_e4m3": len(re.findall(r"wgmma\.mma_async\S*e4m3", ptx))}
+
+scale = {"x_ptr": "*fp16", "y_ptr": "*fp16", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32", "alpha": "fp32"}
+compile_one("pointer_copy", "persistent_scale_kernel", scale, {"BLOCK_M": 128, "BLOCK_N": 128, "GROUP_M": 8}, {"num_warps": 4})
+compile_one("tma_copy", "tma_scale_kernel", scale, {"BLOCK_M": 128, "BLOCK_N": 128}, {"num_warps": 4})
+compile_one("tma_box_16x256", "tma_scale_kernel", scale, {"BLOCK_M": 16, "BLOCK_N": 256}, {"num_warps": 4})
+compile_one("tma_box_16x512", "tma_scale_kernel", scale, {"BLOCK_M": 16, "BLOCK_N": 512}, {"num_warps": 4})
+dot = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+       "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+tiles = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+compile_one("plain_4", "specialized_dot_kernel", dot, tiles | {"SPECIALIZE": False}, {"num_warps": 4, "num_stages": 3})
+compile_one("specialized_4", "specialized_dot_kernel", dot, tiles | {"SPECIALIZE": True}, {"num_warps": 4, "num_stages": 3})
+compile_one("specialized_8", "specialized_dot_kernel", dot, tiles | {"SPECIALIZE": True}, {"num_warps": 8, "num_stages": 3})
+fp8 = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32", "scale": "fp32",
+       "stride_am": "i32", "stride_bn": "i32", "stride_cm": "i32"}
+compile_one("fp8_tensor", "fp8_tensor_scaled_kernel", fp8, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, {"num_warps": 4})
+mm = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32",
+      "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32", "stride_cm": "i32", "stride_cn": "i32"}
+mmc = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "UPCAST": False, "PRECISION": "tf32"}
+compile_one("matmul_80", "matmul_kernel", mm, mmc, {"num_warps": 4, "num_stages": 3}, "cuda:80")
+compile_one("matmul_90", "matmul_kernel", mm, mmc, {"num_warps": 4, "num_stages": 3}, "cuda:90")
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    matmul = (ROOT / "course" / "09-matmul-fusion" / "exercises" / "matmul" / "solution.py").read_text()
+    source = "\n\n".join(
+        [
+            "import triton\nimport triton.language as tl",
+            jit_defs("\n".join(lesson_blocks())),
+            jit_defs(matmul),
+        ]
+    )
+    file = tmp_path_factory.mktemp("lesson14") / "kernels.py"
+    file.write_text(source + "\n")
+    env = dict(os.environ, TRITON_INTERPRET="0", TRITON_DEFAULT_FP_FUSION="1", PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE, str(file)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_lesson_names_the_triton_it_compiled_with(compiled: dict) -> None:
+    """The warp-specialization paragraph says what "this course's Triton (3.9)" does: another version must
+    re-check it and update the text."""
+    assert compiled["triton"].startswith("3.9"), compiled["triton"]
+    assert "this course's Triton (3.9" in TEXT
+
+
+def test_tma_copies_replace_pointer_loads_and_free_registers(compiled: dict) -> None:
+    ptr, tma = compiled["pointer_copy"], compiled["tma_copy"]
+    assert ptr["tma_loads"] == ptr["tma_stores"] == 0 and ptr["pointer_loads"] >= 1
+    assert tma["tma_loads"] == 1 and tma["tma_stores"] == 1 and tma["pointer_loads"] == 0  # "one ... and one"
+    assert tma["registers"] < 2 / 3 * ptr["registers"], (tma["registers"], ptr["registers"])
+    assert "less than two thirds of the pointer version's registers" in TEXT
+
+
+def test_triton_splits_a_box_wider_than_256_elements(compiled: dict) -> None:
+    assert compiled["tma_box_16x256"]["tma_loads"] == 1
+    assert compiled["tma_box_16x512"]["tma_loads"] == 2
+    assert "a 16 × 512 fp16 block is moved by two TMA loads where a 16 × 256\nblock needs one" in TEXT
+
+
+def test_warp_specialization_is_what_the_lesson_says_it_is(compiled: dict) -> None:
+    plain, four, eight = compiled["plain_4"], compiled["specialized_4"], compiled["specialized_8"]
+    assert plain["warp_specialize"] == 0 and plain["setmaxnreg"] == 0
+    assert plain["tma_loads"] >= 1 and plain["wgmma"] >= 1
+    assert four["warp_specialize"] >= 1 and four["setmaxnreg"] >= 1
+    assert eight["warp_specialize"] == 0 and eight["setmaxnreg"] == 0
+    assert eight["tma_loads"] >= 1 and eight["wgmma"] >= 1  # the dropped request: the pipelined form
+
+
+def test_fp8_and_the_matmul_use_the_instructions_the_lesson_names(compiled: dict) -> None:
+    assert compiled["fp8_tensor"]["wgmma_e4m3"] >= 1
+    assert compiled["matmul_80"]["mma_sync"] >= 1 and compiled["matmul_80"]["wgmma"] == 0
+    assert compiled["matmul_90"]["wgmma"] >= 1 and compiled["matmul_90"]["mma_sync"] == 0
+
+
+INTERPRETER_RULES = r"""
+import torch, triton, triton.language as tl
+
+@triton.jit
+def copy(x_ptr, y_ptr, M, N, s, BM: tl.constexpr, BN: tl.constexpr):
+    x = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[s, 1], block_shape=[BM, BN])
+    y = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[s, 1], block_shape=[BM, BN])
+    y.store([0, 0], x.load([0, 0]))
+
+for n, bn in ((70, 16), (64, 4)):
+    x = torch.randn(16, n, dtype=torch.float16)
+    try:
+        copy[(1,)](x, torch.empty_like(x), 16, n, n, BM=16, BN=bn)
+        print("accepted")
+    except Exception as exc:
+        print(str(exc).splitlines()[0])
+"""
+
+
+def test_the_interpreter_enforces_two_descriptor_rules() -> None:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run(
+        [sys.executable, "-c", INTERPRETER_RULES], capture_output=True, text=True, env=env, timeout=300
+    )
+    stride, box = done.stdout.strip().splitlines()[-2:]
+    assert "16-byte aligned" in stride, done.stdout + done.stderr
+    assert "at least 16 bytes" in box, done.stdout + done.stderr
+
+
+def test_the_fp8_error_budget_is_the_examples_output() -> None:
+    sys.path.insert(0, str(LESSON / "examples"))
+    try:
+        import fp8_error_budget as budget
+    finally:
+        sys.path.pop(0)
+    plain = budget.budget()
+    spiky = budget.budget(outlier=budget.OUTLIER)
+    pct = lambda v, d=1: f"{100 * v:.{d}f} %"  # noqa: E731
+    assert f"relative error (Frobenius norm) of {pct(plain['bf16'], 2)}" in TEXT
+    assert f"e4m3 with per-block scales: {pct(plain['fp8_per_block'])}" in TEXT
+    assert f"about {plain['fp8_per_block'] / plain['bf16']:.0f} times bf16's" in TEXT
+    assert f"one scale per tensor: {pct(plain['fp8_per_tensor'])} on this well-behaved data" in TEXT
+    assert f"{budget.OUTLIER:,.0f}".replace(",", " ") in TEXT
+    assert f"grows to {pct(spiky['fp8_per_tensor'], 0)} with one scale per tensor" in TEXT
+    assert f"per-block scales keep them at {pct(spiky['fp8_per_block'])}" in TEXT
+    assert spiky["fp8_per_block"] == pytest.approx(plain["fp8_per_block"], rel=0.05)  # the outlier's row only
+
+
+# ---- the lesson is not the answer ---------------------------------------------------------------------------
+
+ADAPTERS = {
+    # the nearest the lesson comes to each exercise, wrapped with the exercise's signature
+    "persistent-matmul": """
+def persistent_matmul(a, b, num_sms):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float32)
+    specialized_dot_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, SPECIALIZE=False)
+    return c.to(a.dtype)
+""",
+    "tma-matmul": """
+def tma_matmul(a, b, num_sms):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float32)
+    specialized_dot_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, SPECIALIZE=False)
+    return c.to(a.dtype)
+""",
+    "fp8-matmul": """
+def fp8_matmul(a, b, a_scale, b_scale):
+    M, K = a.shape
+    N = b.shape[0]
+    c = torch.empty((M, N), device=a.device, dtype=torch.bfloat16)
+    scale = (a_scale.max() * b_scale.max()).item()
+    fp8_tensor_scaled_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, scale, a.stride(0), b.stride(0), c.stride(0), BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    return c
+""",
+}
+FAILS_WITH = {
+    "persistent-matmul": "not-persistent",
+    "tma-matmul": "not-persistent",
+    "fp8-matmul": "wrong-result",
+}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(ADAPTERS))
+def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, tmp_path: Path) -> None:
+    from tritonlab.grading import contracts, grader
+    from tritonlab.models import Exercise
+    from tritonlab.runs import sandbox
+
+    code = "\n\n".join(
+        [
+            'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"',
+            *lesson_blocks(),
+            textwrap.dedent(ADAPTERS[exercise_id]),
+        ]
+    )
+    file = tmp_path / "pasted.py"
+    file.write_text(code)
+    contract = contracts.get(exercise_id)
+    folder = LESSON / "exercises" / exercise_id
+    exercise = Exercise(exercise_id, "", folder, contract.FUNCTION, {"en": exercise_id}, {}, {}, ())
+    os.environ.setdefault("TRITONLAB_HOME", str(tmp_path / "home"))
+    zygote = sandbox.Zygote("interpreter")
+    try:
+        zygote.wait_ready()
+        seed = zlib.crc32(exercise_id.encode()) % 1000 + 1
+        verdict = grader.check(exercise, file, "interpreter", zygote, seed=seed, timeout=120)
+    finally:
+        zygote.close()
+    kinds = {f.kind for f in verdict.failures}
+    assert not verdict.passed
+    assert FAILS_WITH[exercise_id] in kinds, sorted(kinds)
+
+
+# ---- the grader's pieces lesson 14 added ------------------------------------------------------------------
+
+
+def test_fp8_inputs_travel_as_the_bits_torch_gives() -> None:
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards
+    from tritonlab.grading.contracts import FP8, decode, f64_to_e4m3_bits, quantize, to_storage
+
+    grid = np.arange(127, dtype=np.uint8).view(np.uint8)
+    exact = torch.from_numpy(grid.copy()).view(torch.float8_e4m3fn).double().numpy()
+    values = np.concatenate([np.random.default_rng(0).standard_normal(20_000) * 60, exact, -exact])
+    values = np.concatenate([values, (exact[1:] + exact[:-1]) / 2])  # ties: round to even, like torch
+    ours = f64_to_e4m3_bits(values)
+    theirs = torch.from_numpy(values).to(torch.float8_e4m3fn).view(torch.uint8).numpy()
+    assert np.array_equal(ours, theirs)
+    q = quantize(values, FP8)
+    assert np.array_equal(decode(to_storage(q, FP8), FP8), q)
+    back = guards.from_numpy_storage(to_storage(q, FP8), FP8)
+    assert back.dtype == torch.float8_e4m3fn and np.array_equal(back.double().numpy(), q)
+
+
+def test_inspect_keeps_only_known_instruction_counts() -> None:
+    """The inspect child imported the learner's file, which could write inspect.json: counts are validated."""
+    from tritonlab.grading import kernel_inspect
+
+    forged = {
+        "kernels": [{"kernel": "k", "features": {"tma_loads": -1, "wgmma": 2, "evil": 5, "cp_async": "x"}}]
+    }
+    (kernel,) = kernel_inspect.checked(forged, "cuda:90")["kernels"]
+    assert kernel["features"] == {"wgmma": 2}
+    assert (
+        kernel_inspect.checked({"kernels": [{"kernel": "k", "features": [1]}]}, "cuda:90")["kernels"][0][
+            "features"
+        ]
+        == {}
+    )
