@@ -409,8 +409,10 @@ class Service:
         """Grade `text` when given (the text a request sent), else the file's text as it is now — read before
         waiting in the queue, so a later save never changes what this check grades. On a GPU a passing file
         is then timed once (`verdict.speed`, never graded); `on_verdict` gets the verdict before that timing run,
-        so an interface can show it at once and the speed line after. `huge`: the cases past 2³¹ elements
-        (a GPU only)."""
+        so an interface can show it at once and the speed line after. With `record`, the attempt is saved
+        before `on_verdict` sees it (nothing is shown that is not saved: a timing run that fails, or a server
+        killed while it waits, loses no attempt) and the speed is added to that saved attempt afterwards.
+        `huge`: the cases past 2³¹ elements (a GPU only)."""
         if huge and self.backend != "gpu":
             raise ValueError(
                 f"huge cases (≥ 2³¹ elements) run on a GPU only, not on the {self.backend} backend"
@@ -467,17 +469,22 @@ class Service:
         verdict.node = getattr(handles[0], "node", "") if handles else ""
         verdict.node = verdict.node or executors.this_node()
         verdict.timings = {"queue_wait_s": queued, "cases_ahead": bool(ahead)} | verdict.timings
+        verdict.speed_reason = self._no_speed(verdict, speed)
+        verdict.timings["total_s"] = time.monotonic() - began
+        attempt = None
+        if record:  # saved first, then shown
+            attempt = self.store.record_attempt(verdict.to_json())
+            self.store.set_state("last_exercise", exercise.id)
         if on_verdict:
             on_verdict(verdict)
         self.prepare_cases(exercise)  # the next seed's cases are made while this one is timed
-        mark = time.monotonic()
-        self._add_speed(verdict, exercise, target, source, speed, on_wait)
-        if verdict.speed is not None:
+        if not verdict.speed_reason:
+            mark = time.monotonic()
+            self._add_speed(verdict, exercise, target, source, on_wait)
             verdict.timings["speed_s"] = time.monotonic() - mark
-        verdict.timings["total_s"] = time.monotonic() - began
-        if record:
-            self.store.record_attempt(verdict.to_json())
-            self.store.set_state("last_exercise", exercise.id)
+            verdict.timings["total_s"] = time.monotonic() - began
+            if attempt is not None:
+                self.store.add_speed(attempt, verdict.to_json())
         return verdict
 
     def _make_cases_soon(self, exercise: Exercise, seed: int) -> threading.Thread:
@@ -507,27 +514,20 @@ class Service:
             self._next_seed[exercise.id] = seed
         self._make_cases_soon(exercise, seed)
 
+    def _no_speed(self, verdict: Verdict, wanted: bool) -> str:
+        """Why this check is not timed; "" when it is (a passing GPU check that asked for it)."""
+        if self.backend != "gpu":
+            return bench_learner.NO_SPEED_INTERPRETER
+        if not verdict.passed:
+            return "timed only after the check passes"
+        return "" if wanted else "not asked for"
+
     def _add_speed(
-        self,
-        verdict: Verdict,
-        exercise: Exercise,
-        target: Path,
-        source: str,
-        wanted: bool,
-        on_wait: Callable | None,
+        self, verdict: Verdict, exercise: Exercise, target: Path, source: str, on_wait: Callable | None
     ) -> None:
         """Time a passing GPU check (the text it graded) on its exercise's representative size and put the
         result on the verdict: one sandboxed run records the learner's launches, a trusted one replays and
         times them (perf/speed.py) — never the learner's own process."""
-        if self.backend != "gpu":
-            verdict.speed_reason = bench_learner.NO_SPEED_INTERPRETER
-            return
-        if not verdict.passed:
-            verdict.speed_reason = "timed only after the check passes"
-            return
-        if not wanted:
-            verdict.speed_reason = "not asked for"
-            return
         from tritonlab.perf import peaks
 
         job = bench_learner.speed_job(exercise, target.resolve(), peaks.load_cache())

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -355,6 +356,7 @@ class Bench:
 
     def __init__(self, root: Path, backend: str = "interpreter") -> None:
         self.root = root
+        self.token = secrets.token_hex(3)  # names and keys of this bench's own (IPC) objects: `__TOKEN__`
         self.canary_dir = root / "canary"
         self.canary_dir.mkdir(parents=True)
         self.canary = self.canary_dir / "secret.txt"
@@ -388,6 +390,7 @@ class Bench:
             "__RUNS__": sandbox.config.runs_dir(),
             "__PORT__": self.listener.getsockname()[1],
             "__SERVER_PID__": os.getpid(),
+            "__TOKEN__": self.token,
             "__HOME__": Path.home(),
             "__SOLUTION__": self.exercise.solution,
             "__COURSE_SOLUTION__": next(iter(sorted(sandbox.config.course_dir().rglob("solution.py"))), ""),
@@ -477,3 +480,29 @@ class Bench:
         after = self.snapshot()
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         return Record(case, outcome, seconds, recovery, recovered, changed, leftover, problem)
+
+
+MODES = ("basic", "auto")  # TRITONLAB_SANDBOX values every attack runs under (docs/testing.md)
+
+
+def bench_in_mode(mode: str, root: Path) -> Iterator[Bench]:
+    """A Bench whose service runs with TRITONLAB_SANDBOX=`mode` (basic: what a machine without bubblewrap gets;
+    auto: hardened where the probe passes) and a home under `root`; the environment is restored after."""
+    keys = ("TRITONLAB_HOME", "TRITONLAB_BACKEND", "TRITONLAB_WORKSPACE", "TRITONLAB_SANDBOX")
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ["TRITONLAB_HOME"] = str(root / "home")
+    os.environ["TRITONLAB_BACKEND"] = "interpreter"
+    os.environ["TRITONLAB_SANDBOX"] = mode
+    os.environ.pop("TRITONLAB_WORKSPACE", None)
+    try:
+        bench = Bench(root)
+        try:
+            yield bench
+        finally:
+            bench.close()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, Bench, Case  # noqa: E402
+from cases import CASES, MODES, Bench, Case, bench_in_mode  # noqa: E402
 
 
 def bwrap_present() -> bool:
@@ -21,25 +21,11 @@ def bwrap_present() -> bool:
 
 # Every case runs under both layers: basic (TRITONLAB_SANDBOX=basic, what a machine without bubblewrap gets)
 # and auto (hardened when the machine allows it), so CI proves containment with and without bubblewrap.
-@pytest.fixture(scope="module", params=["basic", "auto"])
+@pytest.fixture(scope="module", params=MODES)
 def bench(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
     if request.param == "auto" and not bwrap_present():
         pytest.skip("TRITONLAB_SANDBOX=auto: bubblewrap (bwrap) is not installed; `make system-deps`")
-    root = tmp_path_factory.mktemp(f"adversarial-{request.param}")
-    keys = ("TRITONLAB_HOME", "TRITONLAB_BACKEND", "TRITONLAB_WORKSPACE", "TRITONLAB_SANDBOX")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ["TRITONLAB_HOME"] = str(root / "home")
-    os.environ["TRITONLAB_BACKEND"] = "interpreter"
-    os.environ["TRITONLAB_SANDBOX"] = request.param
-    os.environ.pop("TRITONLAB_WORKSPACE", None)
-    b = Bench(root)
-    yield b
-    b.close()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    yield from bench_in_mode(request.param, tmp_path_factory.mktemp(f"adversarial-{request.param}"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.file.removesuffix(".py") for c in CASES])

@@ -15,7 +15,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE, MS_SLAVE = 32, 4096, 16384, 1 << 18, 1 << 19
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_DUMPABLE = 38, 24, 4
 CAP_VERSION_3 = 0x20080522
 LAST_CAP = 63
@@ -104,10 +104,58 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
-def private_ipc() -> bool:
-    """Layer 1: give the run its own SysV IPC namespace (shared memory, semaphores, message queues), gone with
-    it. Needs CAP_SYS_ADMIN (a server started by root); otherwise False and the run shares the host's."""
-    return _libc().unshare(CLONE_NEWIPC) == 0
+def private_ipc(run_dir: str | None = None) -> tuple[bool, bool]:
+    """Layer 1 (no bubblewrap): give the run its own IPC namespace (SysV shared memory, semaphores and message
+    queues, POSIX message queues) and, given its directory, its own /dev/shm (POSIX shared memory, named
+    semaphores): the directory's `tmp/` bound there, as the hardened layer does. Both go with the run.
+
+    As root, unshare(2) needs nothing more. Otherwise the run enters a user namespace of its own, mapped to the
+    same user (where the kernel allows unprivileged ones), and drops the capabilities it holds in it once
+    done. Returns (private IPC, private /dev/shm); (False, False) leaves the run sharing the host's, e.g. in a
+    multithreaded process (a GPU warm child after CUDA started threads: Linux refuses it a user or mount
+    namespace; as root it still gets the IPC namespace)."""
+    libc = _libc()
+    own_user = False
+    ipc = libc.unshare(CLONE_NEWIPC) == 0
+    if not ipc and os.geteuid() != 0:
+        own_user = ipc = _own_user_namespace(CLONE_NEWIPC)
+    shm = bool(run_dir) and ipc and _private_shm(libc, str(run_dir))
+    if own_user:
+        drop_capabilities()
+    return ipc, shm
+
+
+def _own_user_namespace(flags: int) -> bool:
+    """Enter a new user namespace (with `flags`' namespaces) in which this user is mapped to itself."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a non-dumpable process cannot write its own /proc/self/*_map
+    try:
+        if libc.unshare(CLONE_NEWUSER | flags) != 0:
+            return False
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+        return True
+    except OSError:
+        return False
+    finally:
+        not_dumpable()
+
+
+def _private_shm(libc: ctypes.CDLL, run_dir: str) -> bool:
+    """A mount namespace of the run's own (nothing it mounts reaches the host) with `run_dir/tmp` on /dev/shm."""
+    scratch = os.path.join(run_dir, "tmp")
+    if not os.path.isdir("/dev/shm") or libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
+        return False
+    os.makedirs(scratch, exist_ok=True)
+    return libc.mount(scratch.encode(), b"/dev/shm", None, MS_BIND, None) == 0
 
 
 def deny_files(paths: list[str]) -> None:

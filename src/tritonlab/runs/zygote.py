@@ -170,7 +170,7 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     else:
-        jail.private_ipc()  # the hardened run gets it with its user namespace (isolate_run)
+        jail.private_ipc(run_dir)  # IPC and /dev/shm; the hardened run gets both from isolate_run
         if limits.get("cache"):  # layer 1: the run's compile cache (runs/caches.py) by name only
             os.environ["TRITON_CACHE_DIR"] = str(limits["cache"])
     os.chdir(run_dir)

@@ -402,6 +402,17 @@ class LearnerStore:
             )
             return int(result.inserted_primary_key[0])
 
+    def add_speed(self, attempt: int, verdict: dict) -> None:
+        """This learner's saved attempt once its speed was measured (timed after it was saved and shown:
+        Service.check): its verdict JSON and the leaderboard's speed columns."""
+        a = s.attempts
+        with self._begin() as db:
+            db.execute(
+                a.update()
+                .where(a.c.id == int(attempt), a.c.user_id == self.user_id)
+                .values(verdict=json.dumps(verdict), **speed_fields(verdict))
+            )
+
     def record_hint(self, exercise: str, hint_index: int) -> None:
         with self._begin() as db:
             h = s.hints

@@ -2,8 +2,9 @@
 
 What is ranked: per exercise, each opted-in learner's best (lowest) measured time of a *passing* check on the
 GPU backend — the `speed` report the check path puts on the verdict (perf/bench_learner.speed_summary),
-taken from the verdict when `LearnerStore.record_attempt` stores it. Learners appear only under a name they
-chose (`users.leaderboard_name`); a teacher can switch the whole board off (setting `leaderboard`).
+taken from the verdict when `LearnerStore.add_speed` puts it on the attempt saved before the timing run.
+Learners appear only under a name they chose (`users.leaderboard_name`); a teacher can switch the whole board
+off (setting `leaderboard`).
 
 The time is measured inside the learner's own sandboxed process, so a determined learner could forge it; a
 report claiming more than `MAX_PCT_OF_ROOF` of this GPU's measured roof is not ranked (docs/classroom.md).

@@ -182,6 +182,12 @@ class Store:
             )
             return int(cur.lastrowid)
 
+    def add_speed(self, attempt: int, verdict: dict) -> None:
+        """The verdict of a saved attempt once its speed was measured (a passing GPU check is timed after its
+        attempt was saved and shown: Service.check); only the verdict JSON changes."""
+        with self._connect() as db:
+            db.execute("UPDATE attempts SET verdict = ? WHERE id = ?", (json.dumps(verdict), int(attempt)))
+
     def record_hint(self, exercise: str, hint_index: int) -> None:
         with self._connect() as db:
             db.execute(
