@@ -122,11 +122,16 @@ EXPECTED: dict[str, str] = {
     "autograd_wrap/host_numpy.py": "host-computed",  # dy is a grader input: forward+backward are replayed
     "autograd_wrap/torch_rstd.py": "host-computed",  # a kernel reads a tensor torch computed on the host
     # lesson 12
-    "attention_forward/missing_tail_mask.py": "wrong-result",
-    "attention_forward/wrong_causal_offset.py": "nan-mismatch",
-    "attention_forward/causal_loop_too_short.py": "nan-mismatch",
-    "attention_forward/no_scale.py": "wrong-result",
+    # lesson 12: the lesson builds non-causal attention with equal head counts; these are the exercise's target
+    "attention_forward/causal_excludes_diagonal.py": "nan-mismatch",
+    "attention_forward/loop_stops_at_block_start.py": "nan-mismatch",
+    "attention_forward/no_causal_mask.py": "wrong-result",
+    "attention_forward/kv_head_is_query_head.py": "out-of-bounds-read",
+    "attention_forward/kv_head_modulo.py": "wrong-result",
     "attention_forward/lse_in_log2.py": "wrong-result",
+    "attention_forward/lse_not_returned.py": "wrong-result",
+    "attention_forward/missing_load_mask.py": "out-of-bounds-read",
+    "attention_forward/no_head_validation.py": "missing-validation",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -168,10 +173,13 @@ CAUSE_MENTIONS: dict[str, str] = {
     "rmsnorm_backward/state_kept_between_calls.py": "state kept between calls",
     "autograd_wrap/no_function.py": ".apply",
     "autograd_wrap/no_weight_grad.py": "one gradient per input",
-    "attention_forward/missing_tail_mask.py": "-inf",
-    "attention_forward/wrong_causal_offset.py": "off by one",
-    "attention_forward/no_scale.py": "sqrt",
+    "attention_forward/causal_excludes_diagonal.py": "off by one",
+    "attention_forward/loop_stops_at_block_start.py": "holds the diagonal",
+    "attention_forward/no_causal_mask.py": "causal mask is missing",
+    "attention_forward/kv_head_modulo.py": "h // g",
     "attention_forward/lse_in_log2.py": "log2 units",
+    "attention_forward/lse_not_returned.py": "return o, lse",
+    "attention_forward/no_head_validation.py": "multiple of H_kv",
 }
 
 
