@@ -28,6 +28,7 @@ EXERCISES = [
     "matmul-bias",
     "autotune",
     "debug-rmsnorm",
+    "debug-persistent",
     "rmsnorm-backward",
     "autograd-wrap",
     "attention-forward",

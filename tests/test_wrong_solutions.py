@@ -109,6 +109,12 @@ EXPECTED: dict[str, str] = {
     "debug_rmsnorm/missing_mask.py": "out-of-bounds-write",
     "debug_rmsnorm/ignored_strides.py": "wrong-result",
     "debug_rmsnorm/host_contiguous_x.py": "host-copy",
+    # lesson 10, outcome 10.3: the persistent matmul with each planted bug left in, or "fixed" the wrong way
+    "debug_persistent/acc_not_reset.py": "wrong-result",
+    "debug_persistent/step_is_sm_count.py": "unwritten-output",
+    "debug_persistent/tile_row_from_tiles_m.py": "unwritten-output",
+    "debug_persistent/one_program_per_tile.py": "wrong-result",
+    "debug_persistent/no_k_mask.py": "out-of-bounds-read",
     # lesson 11
     "rmsnorm_backward/dw_not_reduced.py": "wrong-result",
     "rmsnorm_backward/missing_second_term.py": "wrong-result",
@@ -161,6 +167,10 @@ CAUSE_MENTIONS: dict[str, str] = {
     "debug_rmsnorm/eps_outside.py": "outside the square root",
     "debug_rmsnorm/no_eps.py": "eps has no effect",
     "debug_rmsnorm/ignored_strides.py": "adjacent",
+    "debug_persistent/acc_not_reset.py": "inside the loop",
+    "debug_persistent/step_is_sm_count.py": "tl.num_programs(0)",
+    "debug_persistent/tile_row_from_tiles_m.py": "t // tiles_n",
+    "debug_persistent/one_program_per_tile.py": "fixed number of programs",
     "copy_2d/host_contiguous.py": "the copy is the work",
     "debug_rmsnorm/host_contiguous_x.py": "strides",
     "vector_add/host_numpy.py": "inside your Triton kernel",
