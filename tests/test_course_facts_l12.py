@@ -293,6 +293,30 @@ def test_the_lesson_12_h200_figures_come_from_one_recorded_run() -> None:
             assert value in text, (lang, key, value)
 
 
+@pytest.mark.gpu
+def test_the_benchmark_example_writes_the_record_the_lesson_quotes(tmp_path: Path) -> None:
+    """On a GPU: examples/bench_attention.py times the lesson's kernel, SDPA as called and every backend that
+    runs, names the default's pick and the fastest, and its record fills every placeholder of the lesson.
+    (The lesson's own figures come from the run recorded in docs/gpu-runs, made with the same command.)"""
+    record_path = tmp_path / "lesson-12-sdpa-backends.json"
+    out = subprocess.run(
+        [sys.executable, "examples/bench_attention.py", "--json", str(record_path)],
+        cwd=LESSON,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    record = json.loads(record_path.read_text())
+    backends = set(bench_example()["BACKENDS"])
+    assert backends == set(record["ms"]) - {"lesson", "default"} | set(record["unavailable"])
+    assert record["default_backend"] in backends and record["fastest_backend"] in record["ms"]
+    assert record["max_abs_diff_vs_default"] < 2e-2 and record["default_kernels"]
+    fill(
+        lesson_text("en"), record, "docs/gpu-runs/2026-12-31-h200-0123abc/x.json", "en"
+    )  # every field present
+
+
 def fill_lessons(record_path: str) -> None:
     """Write the recorded run's figures into the three lessons (the placeholders' only writer)."""
     record = json.loads((ROOT / record_path).read_text())
