@@ -28,6 +28,7 @@ EXERCISES = [
     "matmul-bias",
     "autotune",
     "debug-rmsnorm",
+    "debug-persistent",
     "rmsnorm-backward",
     "autograd-wrap",
     "attention-forward",
@@ -197,27 +198,64 @@ def test_rmsnorm_diagnoses_block_divisor_and_eps() -> None:
     assert "eps has no effect" in rms.check(case, result_with(rms.reference(x, w, 0.0)))[0].cause
 
 
-def test_attention_hints_on_a_large_case_come_from_one_head_and_name_the_mistake() -> None:
-    """A large GPU case (past DIAGNOSE_ELEMENTS) is diagnosed on its first (batch, head): on the H200 the full
-    float64 alternatives of three such cases took a minute for a wrong starter. The hint must still be found."""
+def test_attention_hints_on_a_large_case_come_from_its_first_rows_and_name_the_mistake() -> None:
+    """A large GPU case is diagnosed on the first DIAGNOSE_ROWS queries of its first batch element: on the H200
+    the full float64 alternatives of three such cases took a minute for a wrong starter. The hint must still be
+    found, for each mistake the diagnosis names (here: no scale, no causal mask, K/V head h % H_kv)."""
     from tritonlab.grading.contracts import attention_forward as af
 
     rng = np.random.default_rng(11)
-    case = af._case(rng, "large: ", (2, 3, 300, 64), "float16", True)
+    case = af._case(rng, "large: ", (2, 8, 2, 300, 64), "float16")
     q, k, v = (t.values for t in case.args)
-    assert q.size > af.DIAGNOSE_ELEMENTS
-    unscaled = af.reference(q, k, v, True, 1.0)
-    result = result_with(unscaled["o"], "float16")
+    assert q.shape[2] > af.DIAGNOSE_ROWS
+    scale = af.scale_of(case)
+    mistakes = {
+        "sqrt": af.reference(q, k, v, 1.0),
+        "causal mask is missing": af.reference(q, k, v, scale, causal=False),
+        "h // g": af.reference(q, k, v, scale, kv_map="interleaved"),
+    }
+    for words, wrong in mistakes.items():
+        result = result_with(wrong["o"], "float16")
+        result["returned"] = "tuple"
+        lse = result_with(wrong["lse"], "float32")
+        result["outputs"].append(lse["outputs"][0])
+        result["arrays"].append(lse["arrays"][0])
+        failures = af.check(case, result)
+        assert failures and any(words in f.cause for f in failures), (
+            words,
+            [(f.kind, f.cause) for f in failures],
+        )
+    assert "expected" in case.memo and "tolerances" in case.memo  # the reference is made once per case
+    right = case.memo["expected"]
+    result = result_with(right["o"], "float16")
     result["returned"] = "tuple"
-    lse = result_with(unscaled["lse"], "float32")
+    lse = result_with(right["lse"], "float32")
     result["outputs"].append(lse["outputs"][0])
     result["arrays"].append(lse["arrays"][0])
-    failures = af.check(case, result)
-    assert failures and any("sqrt" in f.cause for f in failures), [(f.kind, f.cause) for f in failures]
-    assert "expected" in case.memo and "tolerances" in case.memo  # the reference is made once per case
-    head, ref, tol = af.one_head([q, k, v], case.memo["expected"], case.memo["tolerances"])
-    assert head[0].shape == (1, 1, 300, 64) and ref["o"].shape == (1, 1, 300, 64)
-    assert tol["o"][1].shape[:2] == (1, 1) and tol["lse"][1].shape == (1, 1, 300)
+    assert af.check(case, result) == []
+    q_cut, _, ref, tol = af.first_rows(q, q, case.memo["expected"], case.memo["tolerances"])
+    assert q_cut.shape == (1, 8, af.DIAGNOSE_ROWS, 64) and ref["o"].shape == (1, 8, af.DIAGNOSE_ROWS, 64)
+    assert tol["o"][1].shape == (1, 8, af.DIAGNOSE_ROWS, 64) and tol["lse"][1].shape == (
+        1,
+        8,
+        af.DIAGNOSE_ROWS,
+    )
+
+
+def test_attention_reference_groups_consecutive_query_heads() -> None:
+    """The contract's mapping (query head h reads K/V head h // g) against a loop over the heads, and the
+    causal mask (row i sees keys j <= i), in float64."""
+    from tritonlab.grading.contracts import attention_forward as af
+
+    rng = np.random.default_rng(2)
+    q, k, v = rng.normal(size=(1, 8, 5, 4)), rng.normal(size=(1, 2, 5, 4)), rng.normal(size=(1, 2, 5, 4))
+    got = af.reference(q, k, v, 0.5)
+    for h in range(8):
+        s = q[0, h] @ k[0, h // 4].T * 0.5
+        s[np.triu_indices(5, 1)] = -np.inf
+        p = np.exp(s - s.max(-1, keepdims=True))
+        assert np.allclose(got["o"][0, h], (p / p.sum(-1, keepdims=True)) @ v[0, h // 4])
+        assert np.allclose(got["lse"][0, h], np.log(np.exp(s).sum(-1)))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])

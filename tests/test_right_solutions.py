@@ -54,6 +54,7 @@ def test_every_exercise_has_two_right_styles() -> None:
         "matmul_bias",
         "autotune",
         "debug_rmsnorm",
+        "debug_persistent",
         "rmsnorm_backward",
         "autograd_wrap",
         "attention_forward",

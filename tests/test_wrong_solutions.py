@@ -109,6 +109,12 @@ EXPECTED: dict[str, str] = {
     "debug_rmsnorm/missing_mask.py": "out-of-bounds-write",
     "debug_rmsnorm/ignored_strides.py": "wrong-result",
     "debug_rmsnorm/host_contiguous_x.py": "host-copy",
+    # lesson 10, outcome 10.3: the persistent matmul with each planted bug left in, or "fixed" the wrong way
+    "debug_persistent/acc_not_reset.py": "wrong-result",
+    "debug_persistent/step_is_sm_count.py": "unwritten-output",
+    "debug_persistent/tile_row_from_tiles_m.py": "unwritten-output",
+    "debug_persistent/one_program_per_tile.py": "wrong-result",
+    "debug_persistent/no_k_mask.py": "out-of-bounds-read",
     # lesson 11
     "rmsnorm_backward/dw_not_reduced.py": "wrong-result",
     "rmsnorm_backward/missing_second_term.py": "wrong-result",
@@ -122,11 +128,16 @@ EXPECTED: dict[str, str] = {
     "autograd_wrap/host_numpy.py": "host-computed",  # dy is a grader input: forward+backward are replayed
     "autograd_wrap/torch_rstd.py": "host-computed",  # a kernel reads a tensor torch computed on the host
     # lesson 12
-    "attention_forward/missing_tail_mask.py": "wrong-result",
-    "attention_forward/wrong_causal_offset.py": "nan-mismatch",
-    "attention_forward/causal_loop_too_short.py": "nan-mismatch",
-    "attention_forward/no_scale.py": "wrong-result",
+    # lesson 12: the lesson builds non-causal attention with equal head counts; these are the exercise's target
+    "attention_forward/causal_excludes_diagonal.py": "nan-mismatch",
+    "attention_forward/loop_stops_at_block_start.py": "nan-mismatch",
+    "attention_forward/no_causal_mask.py": "wrong-result",
+    "attention_forward/kv_head_is_query_head.py": "out-of-bounds-read",
+    "attention_forward/kv_head_modulo.py": "wrong-result",
     "attention_forward/lse_in_log2.py": "wrong-result",
+    "attention_forward/lse_not_returned.py": "wrong-result",
+    "attention_forward/missing_load_mask.py": "out-of-bounds-read",
+    "attention_forward/no_head_validation.py": "missing-validation",
     # lesson 14: the grid is judged from the launch record the replay ran
     "persistent_matmul/one_program_per_tile.py": "not-persistent",
     "persistent_matmul/hardcoded_sms.py": "not-persistent",  # the cases that state num_sms=3
@@ -176,6 +187,10 @@ CAUSE_MENTIONS: dict[str, str] = {
     "debug_rmsnorm/eps_outside.py": "outside the square root",
     "debug_rmsnorm/no_eps.py": "eps has no effect",
     "debug_rmsnorm/ignored_strides.py": "adjacent",
+    "debug_persistent/acc_not_reset.py": "inside the loop",
+    "debug_persistent/step_is_sm_count.py": "tl.num_programs(0)",
+    "debug_persistent/tile_row_from_tiles_m.py": "t // tiles_n",
+    "debug_persistent/one_program_per_tile.py": "fixed number of programs",
     "copy_2d/host_contiguous.py": "the copy is the work",
     "debug_rmsnorm/host_contiguous_x.py": "strides",
     "vector_add/host_numpy.py": "inside your Triton kernel",
@@ -188,10 +203,13 @@ CAUSE_MENTIONS: dict[str, str] = {
     "rmsnorm_backward/state_kept_between_calls.py": "state kept between calls",
     "autograd_wrap/no_function.py": ".apply",
     "autograd_wrap/no_weight_grad.py": "one gradient per input",
-    "attention_forward/missing_tail_mask.py": "-inf",
-    "attention_forward/wrong_causal_offset.py": "off by one",
-    "attention_forward/no_scale.py": "sqrt",
+    "attention_forward/causal_excludes_diagonal.py": "off by one",
+    "attention_forward/loop_stops_at_block_start.py": "holds the diagonal",
+    "attention_forward/no_causal_mask.py": "causal mask is missing",
+    "attention_forward/kv_head_modulo.py": "h // g",
     "attention_forward/lse_in_log2.py": "log2 units",
+    "attention_forward/lse_not_returned.py": "return o, lse",
+    "attention_forward/no_head_validation.py": "multiple of H_kv",
     "persistent_matmul/one_program_per_tile.py": "tl.num_programs(0)",
     "tma_matmul/pointer_loads.py": "make_tensor_descriptor",
     "fp8_matmul/no_scales.py": "scales were never applied",

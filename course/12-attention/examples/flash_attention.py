@@ -1,4 +1,7 @@
-"""FlashAttention forward on odd lengths, causal and not, checked against float64; the memory traffic counted.
+"""FlashAttention forward (non-causal) on odd lengths, checked against float64; the memory traffic counted.
+
+The error is judged the way the lesson does it: against the exact output rounded to fp16 (no fp16 output can be
+closer than that), and, with an fp32 output, against the budget that rounding `p` to fp16 allows.
 
 Run: TRITON_INTERPRET=1 python examples/flash_attention.py
 """
@@ -40,7 +43,6 @@ def attn_fwd_kernel(
     sod,
     slb,
     slh,
-    CAUSAL: tl.constexpr,
     HEAD_D: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -60,18 +62,12 @@ def attn_fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)  # running max, base-2 units
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)  # running sum of exponentials
     acc = tl.zeros([BLOCK_M, HEAD_D], dtype=tl.float32)  # running, unnormalised output
-    hi = S
-    if CAUSAL:
-        hi = tl.minimum((start_m + 1) * BLOCK_M, S)  # later keys are hidden from every query here
-    for start_n in range(0, hi, BLOCK_N):
+    for start_n in range(0, S, BLOCK_N):
         cols = start_n + offs_n
         n_ok = cols < S
         k = tl.load(k_base + cols[:, None] * sks + offs_d[None, :] * skd, mask=n_ok[:, None], other=0.0)
         s = tl.dot(q, tl.trans(k)) * qk_scale
-        keep = n_ok[None, :]  # the tail: keys past S do not exist
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= cols[None, :])
-        s = tl.where(keep, s, float("-inf"))
+        s = tl.where(n_ok[None, :], s, float("-inf"))  # the tail: keys past S do not exist
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
@@ -90,12 +86,12 @@ def attn_fwd_kernel(
     tl.store(lse_ptr + b * slb + h * slh + offs_m, lse, mask=m_ok)
 
 
-def attention_forward(q, k, v, causal=False, sm_scale=None):
+def attention_forward(q, k, v, sm_scale=None, out_dtype=None):
     B, H, S, D = q.shape
     assert k.shape == q.shape and v.shape == q.shape and D in (16, 32, 64, 128)
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
+    o = torch.empty((B, H, S, D), device=q.device, dtype=out_dtype or q.dtype)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
     BLOCK_M, BLOCK_N = (128, 64) if q.is_cuda else (32, 32)
     grid = (triton.cdiv(S, BLOCK_M), B * H)
@@ -114,7 +110,6 @@ def attention_forward(q, k, v, causal=False, sm_scale=None):
         *o.stride(),
         lse.stride(0),
         lse.stride(1),
-        CAUSAL=causal,
         HEAD_D=D,
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
@@ -123,35 +118,53 @@ def attention_forward(q, k, v, causal=False, sm_scale=None):
     return o, lse
 
 
-def reference(q, k, v, causal, scale=None):
+def reference(q, k, v, scale=None):
+    """float64 attention: the output, the log-sum-exp and the probabilities."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q.double() @ k.double().transpose(-1, -2)) * scale
-    if causal:
-        S = q.shape[2]
-        s = s.masked_fill(torch.ones(S, S, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-    return torch.softmax(s, -1) @ v.double(), torch.logsumexp(s, -1)
+    p = torch.softmax(s, -1)
+    return p @ v.double(), torch.logsumexp(s, -1), p
 
 
-for S, D, causal in ((77, 64, False), (77, 64, True), (45, 128, True)):
-    q, k, v = (torch.randn(1, 2, S, D, device=DEVICE, dtype=torch.float16) for _ in range(3))
-    o, lse = attention_forward(q, k, v, causal)
-    o_ref, lse_ref = reference(q, k, v, causal)
+def error_report(q, k, v):
+    """The numbers the lesson reads: the size of the outputs, the error against float64, the floor that fp16
+    rounding of the exact output sets, and the share of the p-rounding budget an fp32 output uses."""
+    o, lse = attention_forward(q, k, v)
+    o32, _ = attention_forward(q, k, v, out_dtype=torch.float32)
+    o_ref, lse_ref, p = reference(q, k, v)
+    budget = 2**-11 * (p @ v.double().abs())
+    return {
+        "median": o_ref.abs().median().item(),
+        "largest": o_ref.abs().max().item(),
+        "error": (o.double() - o_ref).abs().max().item(),
+        "rounding": (o_ref.to(o.dtype).double() - o_ref).abs().max().item(),
+        "budget_used": ((o32.double() - o_ref).abs() / budget).max().item(),
+        "lse_error": (lse.double() - lse_ref).abs().max().item(),
+    }
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    for S, D in ((77, 64), (45, 128), (130, 64)):
+        q, k, v = (torch.randn(1, 2, S, D, device=DEVICE, dtype=torch.float16) for _ in range(3))
+        r = error_report(q, k, v)
+        print(
+            f"S={S} D={D}: |o| median {r['median']:.2f}, largest {r['largest']:.2f}; "
+            f"max |o - ref| {r['error']:.1e}, fp16 rounding of ref {r['rounding']:.1e}; "
+            f"fp32 output uses {r['budget_used']:.2f} of the p budget; max |lse - ref| {r['lse_error']:.1e}"
+        )
+        assert r["rounding"] <= r["error"] < 2 * r["rounding"] and r["budget_used"] < 1
+        assert r["lse_error"] < 1e-4
+
+    x = torch.randn(2, 50, 3, 64, device=DEVICE, dtype=torch.float16)  # (B, S, H, D) as a projection makes it
+    q = k = v = x.permute(0, 2, 1, 3)  # a (B, H, S, D) view: no copy
+    o, lse = attention_forward(q, k, v)
+    print("permuted view, max |o - ref|:", f"{(o.double() - reference(q, k, v)[0]).abs().max().item():.1e}")
+
+    B, H, S, D, ELEM = 4, 32, 4096, 128, 2
+    compulsory = 4 * B * H * S * D * ELEM
+    scores = 4 * B * H * S * S * ELEM  # scores and probabilities, each written once and read once
     print(
-        f"S={S} D={D} causal={causal}: max |o - ref| {(o.double() - o_ref).abs().max().item():.1e}, "
-        f"max |lse - ref| {(lse.double() - lse_ref).abs().max().item():.1e}"
+        f"at B={B} H={H} S={S} D={D} bf16: fused {compulsory / 1e9:.2f} GB, "
+        f"unfused {(compulsory + scores) / 1e9:.1f} GB ({(compulsory + scores) / compulsory:.0f}x)"
     )
-    assert (o.double() - o_ref).abs().max() < 5e-3 and (lse.double() - lse_ref).abs().max() < 1e-4
-
-x = torch.randn(2, 50, 3, 64, device=DEVICE, dtype=torch.float16)  # (B, S, H, D) as a projection makes it
-q = k = v = x.permute(0, 2, 1, 3)  # a (B, H, S, D) view: no copy
-o, lse = attention_forward(q, k, v, causal=True)
-print("permuted view, max |o - ref|:", f"{(o.double() - reference(q, k, v, True)[0]).abs().max().item():.1e}")
-
-
-B, H, S, D, ELEM = 4, 32, 4096, 128, 2
-compulsory = 4 * B * H * S * D * ELEM
-scores = 4 * B * H * S * S * ELEM  # scores and probabilities, each written once and read once
-print(
-    f"at B={B} H={H} S={S} D={D} bf16: fused {compulsory / 1e9:.2f} GB, unfused {(compulsory + scores) / 1e9:.1f} GB "
-    f"({(compulsory + scores) / compulsory:.0f}x)"
-)

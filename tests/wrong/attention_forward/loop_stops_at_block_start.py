@@ -1,4 +1,4 @@
-"""Wrong: forgets the 1/sqrt(d) scale (only log2(e) is applied)."""
+"""Wrong: the causal loop stops at the start of the query block, before the diagonal block."""
 
 import math
 
@@ -10,13 +10,14 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def attn_fwd_kernel(
+def gqa_fwd_kernel(
     q_ptr,
     k_ptr,
     v_ptr,
     o_ptr,
     lse_ptr,
-    H,
+    H_Q,
+    H_KV,
     S,
     qk_scale,
     sqb,
@@ -37,38 +38,33 @@ def attn_fwd_kernel(
     sod,
     slb,
     slh,
-    CAUSAL: tl.constexpr,
     HEAD_D: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
     start_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
+    b = (bh // H_Q).to(tl.int64)
+    h = (bh % H_Q).to(tl.int64)
+    kv_h = h // (H_Q // H_KV)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_D)
     q_base = q_ptr + b * sqb + h * sqh
-    k_base = k_ptr + b * skb + h * skh
-    v_base = v_ptr + b * svb + h * svh
+    k_base = k_ptr + b * skb + kv_h * skh
+    v_base = v_ptr + b * svb + kv_h * svh
     m_ok = offs_m < S
     q = tl.load(q_base + offs_m[:, None] * sqs + offs_d[None, :] * sqd, mask=m_ok[:, None], other=0.0)
-    # running max (in log2 units), running denominator and unnormalised output, all fp32
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_D], dtype=tl.float32)
-    hi = S
-    if CAUSAL:
-        hi = tl.minimum((start_m + 1) * BLOCK_M, S)  # keys after the block's last query are all masked
+    hi = tl.minimum(start_m * BLOCK_M, S)
     for start_n in range(0, hi, BLOCK_N):
         cols = start_n + offs_n
         n_ok = cols < S
         k = tl.load(k_base + cols[:, None] * sks + offs_d[None, :] * skd, mask=n_ok[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k)) * qk_scale  # fp32 scores, already multiplied by log2(e)/sqrt(d)
-        keep = n_ok[None, :]
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= cols[None, :])
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        keep = n_ok[None, :] & (cols[None, :] <= offs_m[:, None])
         s = tl.where(keep, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
@@ -84,41 +80,41 @@ def attn_fwd_kernel(
         o.to(o_ptr.dtype.element_ty),
         mask=m_ok[:, None],
     )
-    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # back to natural log
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
     tl.store(lse_ptr + b * slb + h * slh + offs_m, lse, mask=m_ok)
 
 
-def attention_forward(q, k, v, causal=False, sm_scale=None):
-    B, H, S, D = q.shape
-    assert k.shape == q.shape and v.shape == q.shape and D in (16, 32, 64, 128)
+def attention_forward(q, k, v, sm_scale=None):
+    B, H_q, S, D = q.shape
+    H_kv = k.shape[1]
+    if H_q % H_kv != 0:
+        raise ValueError(f"H_q = {H_q} is not a multiple of H_kv = {H_kv}")
+    assert k.shape == (B, H_kv, S, D) and v.shape == k.shape and D in (16, 32, 64, 128)
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
-    lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    if o.numel() == 0:
-        return o, lse
+    o = torch.empty((B, H_q, S, D), device=q.device, dtype=q.dtype)
+    lse = torch.empty((B, H_q, S), device=q.device, dtype=torch.float32)
     BLOCK_M, BLOCK_N = (128, 64) if q.is_cuda else (32, 32)
-    grid = (triton.cdiv(S, BLOCK_M), B * H)
-    attn_fwd_kernel[grid](
+    grid = (triton.cdiv(S, BLOCK_M), B * H_q)
+    gqa_fwd_kernel[grid](
         q,
         k,
         v,
         o,
         lse,
-        H,
+        H_q,
+        H_kv,
         S,
-        1.4426950408889634,
+        sm_scale * 1.4426950408889634,
         *q.stride(),
         *k.stride(),
         *v.stride(),
         *o.stride(),
         lse.stride(0),
         lse.stride(1),
-        CAUSAL=causal,
         HEAD_D=D,
         BLOCK_M=BLOCK_M,
         BLOCK_N=BLOCK_N,
         num_warps=8 if q.is_cuda and D == 128 else 4,
-        num_stages=2 if q.is_cuda else 1,
     )
     return o, lse
