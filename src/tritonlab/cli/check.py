@@ -1,9 +1,9 @@
 """Your code in the sandbox, from the terminal: `tritonlab run` (a program, its output streamed), `check`
 (the grader's verdict; exit 0 passed, 1 not) and `watch` (re-check on every save).
 
-A one-shot `check` goes through this user's background check daemon (cli/daemon.py) unless it is turned off
-or the check runs on a cluster: then this process imports neither torch, triton nor NumPy. Registered by
-tritonlab.cli.app.
+A one-shot `check` goes through this user's background check daemon (cli/daemon.py), so this process imports
+neither torch, triton nor NumPy; it checks in its own process when the daemon is off (TRITONLAB_DAEMON=0) or
+does not answer, with `--huge`, and on a cluster (`--executor ray`). Registered by tritonlab.cli.app.
 """
 
 from __future__ import annotations
