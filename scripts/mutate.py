@@ -300,7 +300,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "viz-cap-removed",
-        "web/api.py",
+        "web/viz_api.py",
         "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
         "    if not slots.acquire(blocking=False):",
         "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
@@ -310,7 +310,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "last-event-id-ignored",
-        "web/api.py",
+        "web/runs_api.py",
         "start = int(last) + 1 if last.isdigit() else 0",
         "start = 0",
         k(G, "last_event_id"),

@@ -219,9 +219,9 @@ def test_at_most_max_active_runs_are_in_flight() -> None:
 
 def test_at_most_four_pictures_are_drawn_at_once(app, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     from tritonlab.viz import run as viz_run
-    from tritonlab.web import api
+    from tritonlab.web import viz_api
 
-    assert api.VIZ_MAX_ACTIVE == 4
+    assert viz_api.VIZ_MAX_ACTIVE == 4
     release, inside = threading.Event(), threading.Semaphore(0)
 
     def slow_draw(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202

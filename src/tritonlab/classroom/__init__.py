@@ -2,6 +2,11 @@
 classroom database, the teacher's matrix and exports. Interfaces (cli, web) call this package; it sits beside
 the service and never imports an interface.
 
+Modules:
+- `auth.py`: the Authenticator seam, argon2id passwords, generated passwords, the log-in back-off.
+- `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
+  service bound to one learner's store and code).
+
 May import: `tritonlab.config`, `tritonlab.models`, `tritonlab.store`, `tritonlab.runs` (the run folder's
 location), `tritonlab.service`.
 """

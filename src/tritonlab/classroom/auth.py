@@ -26,7 +26,8 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from tritonlab import config
-from tritonlab.store.classroom import ClassroomDB, User
+from tritonlab.store.accounts import User
+from tritonlab.store.classroom import ClassroomDB
 
 FREE_TRIES = 5
 MAX_DELAY_S = 900.0

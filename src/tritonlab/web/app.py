@@ -15,8 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritonlab.i18n import t
 from tritonlab.service import DiskFull, Service
-from tritonlab.web import api, pages, quiz_api
-from tritonlab.web import profile as profile_api
+from tritonlab.web import code_api, pages, profile_api, quiz_api, runs_api, viz_api
 from tritonlab.web.jobs import Jobs
 from tritonlab.web.lang import request_lang
 from tritonlab.web.security import LOOPBACK_HOSTS, BodyTooLarge, Guard
@@ -57,7 +56,7 @@ def create_app(
     public_url: str | None = None,
 ) -> FastAPI:
     """The web app over `service`. `allowed_hosts=None` accepts any Host header (wildcard binds only).
-    With `classroom` (a `tritonlab.classroom.room.Classroom`), accounts replace the token (web/classroom.py)."""
+    With `classroom` (a `tritonlab.classroom.room.Classroom`), accounts replace the token (web/classroom/)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -71,12 +70,11 @@ def create_app(
     app.state.static_version = static_version()
     if classroom is not None:
         from tritonlab.web import classroom as classroom_web
-        from tritonlab.web import leaderboard as leaderboard_web
 
-        app.include_router(classroom_web.router)
-        app.include_router(leaderboard_web.router)
-    app.include_router(api.router)
-    app.include_router(profile_api.router)
+        for router in classroom_web.routers:
+            app.include_router(router)
+    for router in (code_api.router, runs_api.router, viz_api.router, profile_api.router):
+        app.include_router(router)
     app.include_router(quiz_api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -16,7 +16,8 @@ from fastapi.responses import JSONResponse
 from tritonlab.i18n import t
 from tritonlab.service import profile_report
 from tritonlab.web import lang as weblang
-from tritonlab.web.api import VIZ_MAX_ACTIVE, RunBody, _viz_slots, find_exercise, save_before_run, service_of
+from tritonlab.web.api import RunBody, find_exercise, save_before_run, service_of
+from tritonlab.web.viz_api import VIZ_MAX_ACTIVE, _viz_slots
 
 router = APIRouter(prefix="/api")
 
