@@ -67,6 +67,8 @@ def default_run_pids() -> int:
 
 
 def child_environment(backend: str) -> dict[str, str]:
+    """The zygote's environment, and so every run's: allowlisted variables only (none whose name suggests a
+    secret), a home of its own, the learner's compile cache, tritonlab importable from this checkout."""
     env = {}
     for key, value in os.environ.items():
         allowed = key in ENV_ALLOW or key.startswith(ENV_ALLOW_PREFIXES)
@@ -102,6 +104,9 @@ def child_environment(backend: str) -> dict[str, str]:
 
 @dataclass
 class Limits:
+    """One run's limits: `for_child()` those the child sets on itself; the wall clock and output cap are held
+    by the parent (collect.Run), `memory_bytes` and `pids` by the run's cgroup (cgroups/)."""
+
     wall_seconds: float = 60.0
     cpu_seconds: int = 120
     output_bytes: int = DEFAULT_OUTPUT_CAP

@@ -38,10 +38,13 @@ LOST = (
 
 
 def label(report: dict) -> str:
+    """How messages name a worker: its host, address and Ray node, from its self-check."""
     return f"{report.get('hostname', '?')} ({report.get('ip', '?')}, ray node {str(report.get('node_id', ''))[:8]})"
 
 
 class WorkerRef:
+    """A worker actor as the driver knows it: its handle, its self-check, the runs it was given."""
+
     def __init__(self, handle: object, report: dict) -> None:
         self.handle = handle
         self.report = report
