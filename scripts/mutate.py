@@ -5,7 +5,7 @@ that the tests notice.
 Each mutation replaces one exact piece of source text (it must occur exactly once, so a refactoring that moves
 the code makes this script fail loudly instead of testing nothing). The mutated tree is a copy of `src/` in a
 temporary folder, put first on PYTHONPATH; the checkout is never modified, and the sandbox's children import
-the same copy (runs/sandbox.py passes the parent's package folder on). For each mutation the relevant fast
+the same copy (runs/limits.py passes the parent's package folder on). For each mutation the relevant fast
 tests run; a failing run means the mutant was killed, a green run means it survived.
 
     python scripts/mutate.py                 # every mutation (about 10 minutes on 2 cores)
@@ -105,7 +105,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "wall-clock-kill-removed",
-        "runs/sandbox.py",
+        "runs/collect.py",
         "if time.monotonic() > deadline and not timed_out:",
         "if False:",
         ("--timeout=25", *k(G, "wall_clock")),
@@ -219,10 +219,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         ci=True,
         what="oversized code is saved",
     ),
-    # ---- runs/sandbox.py and runs/zygote.py: limits and kills ----
+    # ---- runs/collect.py and runs/zygote.py: limits and kills ----
     Mutation(
         "output-cap-removed",
-        "runs/sandbox.py",
+        "runs/collect.py",
         "if len(data) > room:",
         "if False:",
         k("tests/test_sandbox.py", "huge_output"),

@@ -13,6 +13,7 @@ import pytest
 from tritonlab.grading import contracts, grader
 from tritonlab.models import FAILURE_KINDS, Exercise, Verdict
 from tritonlab.runs import sandbox
+from tritonlab.runs.collect import RunResult
 
 COPY_KERNEL = """
 import os
@@ -147,8 +148,8 @@ def test_the_harness_exit_status_is_not_blamed_on_an_out_of_bounds_store(tmp_pat
     took the runs folder's bind away, every correct check crashed with it and was told to mask its stores."""
     from tritonlab.runs import pool
 
-    def died(exit_code: int) -> sandbox.RunResult:
-        return sandbox.RunResult(tmp_path, exit_code, None, False, False, False, "", 0.1)
+    def died(exit_code: int) -> RunResult:
+        return RunResult(tmp_path, exit_code, None, False, False, False, "", 0.1)
 
     harness = grader.process_failure("c", died(pool.HARNESS_EXIT))
     assert harness.kind == "crash" and "exit status 70" in harness.message

@@ -22,6 +22,7 @@ from tritonlab.grading import contracts, grader, huge
 from tritonlab.grading.contracts import Case
 from tritonlab.models import Exercise
 from tritonlab.runs import sandbox
+from tritonlab.runs.limits import gpu_memory_cap
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = ROOT / "course/02-environment/exercises/vector-copy/solution.py"
@@ -164,7 +165,7 @@ def test_a_huge_case_raises_the_runs_gpu_memory_cap_to_what_it_holds() -> None:
         cases = contracts.get(exercise_id).huge_cases(rng)
         n = cases[0].extra["huge"]["n"]
         limits = grader.run_limits("gpu", 60.0, cases)
-        assert limits.gpu_memory_bytes >= 2 * tensors * n * itemsize > sandbox.gpu_memory_cap(), exercise_id
+        assert limits.gpu_memory_bytes >= 2 * tensors * n * itemsize > gpu_memory_cap(), exercise_id
     ordinary = contracts.get("vector-add").cases(rng, "gpu")
-    assert grader.run_limits("gpu", 60.0, ordinary).gpu_memory_bytes == sandbox.gpu_memory_cap()
+    assert grader.run_limits("gpu", 60.0, ordinary).gpu_memory_bytes == gpu_memory_cap()
     assert grader.run_limits("interpreter", 60.0, cases).gpu_memory_bytes is None

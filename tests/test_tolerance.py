@@ -21,7 +21,7 @@ from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading import contracts, grader
 from tritonlab.grading.contracts import Case, Tensor
-from tritonlab.runs import sandbox
+from tritonlab.runs import runfolder, sandbox
 
 SEED = 9
 # one unit of rounding, from the formats themselves: float32/float16 from numpy, bfloat16 has 8 significant bits
@@ -62,7 +62,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 try:
                     result = grader.read_result(run_dir, grader.output_budget(cases))
                 finally:
-                    sandbox.remove_run_dir(run_dir)
+                    runfolder.remove_run_dir(run_dir)
                 found[exercise_id] = (cases, {e["name"]: e for e in result["cases"]})
         finally:
             zygote.close()

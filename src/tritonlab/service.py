@@ -22,8 +22,11 @@ from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.profiling import report as profile_text
 from tritonlab.runs import backend as backends
-from tritonlab.runs import caches, cgroups, hardening, pool, rundir, sandbox
+from tritonlab.runs import caches, hardening, pool, rundir, runfolder, sandbox
 from tritonlab.runs import executor as executors
+from tritonlab.runs.cgroups import proof
+from tritonlab.runs.collect import Run, RunResult
+from tritonlab.runs.limits import default_limits
 from tritonlab.store.disk import DiskFull, is_full
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -32,7 +35,6 @@ from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace
 # enforce, and the types they hand out. Interfaces import these from here, never from runs/ or store/.
 BackendError = backends.BackendError
 SandboxUnavailable = hardening.Unavailable
-Run = sandbox.Run
 speed_line = bench_learner.speed_line  # the one-line speed report of a verdict, for the interfaces
 profile_report = profile_text.format_report  # `profile`'s result as text, for the interfaces
 ExecutorError = executors.ExecutorError
@@ -129,7 +131,7 @@ class FairGate:
             self._cond.notify_all()
 
 
-def no_result(run: str, result: sandbox.RunResult) -> dict:
+def no_result(run: str, result: RunResult) -> dict:
     """The report of a sandboxed run that wrote none: how it ended."""
     why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
     return {"problems": [f"{run} ended without a result ({why})"]}
@@ -164,7 +166,7 @@ class Service:
         # The hardened sandbox shows runs this workspace read-only. A classroom keeps every learner's code in
         # its database instead and turns this off (`private_workspaces`), so runs see no shared workspace.
         self.sandbox_reads_workspace = True
-        self.swept_runs = sandbox.sweep_stale_runs()  # run folders of a server that died (kill -9)
+        self.swept_runs = runfolder.sweep_stale_runs()  # run folders of a server that died (kill -9)
         # Seeds drawn ahead, with their cases made in the background (case_cache.py): on a GPU the next check
         # of an exercise finds its (large) cases ready.
         self._next_seed: dict[str, int] = {}
@@ -200,17 +202,17 @@ class Service:
     def backend(self) -> str:
         return self.choice.backend
 
-    def remote(self):  # noqa: ANN201 - the executor's pool (ray_executor.RayPool), imported only when chosen
+    def remote(self):  # noqa: ANN201 - the executor's pool (ray_executor.driver.RayPool), imported only when chosen
         """The remote executor's worker pool, joined on first use (executor != local)."""
         with self._remote_lock:
             if self._remote is None:
                 try:  # imported only when chosen: the CLI's start-up never imports ray
-                    from tritonlab.runs import ray_executor
+                    from tritonlab.runs.ray_executor import driver as ray_driver
                 except ImportError as exc:
                     raise executors.ExecutorError(
                         f"--executor ray needs Ray on this machine ({exc}): `pip install 'tritonlab[ray]'`"
                     ) from None
-                self._remote = ray_executor.RayPool(self.requested_backend, self._remote_options)
+                self._remote = ray_driver.RayPool(self.requested_backend, self._remote_options)
             return self._remote
 
     def zygote(self) -> sandbox.Zygote:
@@ -291,7 +293,7 @@ class Service:
     def run_limits(self) -> dict:
         """Per-run cgroups: whether runs get them, and which limits a probe saw stop something."""
         zygote = self._zygotes.get(self.backend)
-        report = cgroups.report(bool(zygote.hardened) if zygote is not None else bool(self.hardened))
+        report = proof.report(bool(zygote.hardened) if zygote is not None else bool(self.hardened))
         if zygote is not None and not zygote.run_cgroups:  # the worker started without them
             report = report | {
                 "per_run_cgroups": False,
@@ -398,7 +400,7 @@ class Service:
         seed: int | None = None,
         on_output: Callable[[str], None] | None = None,
         record: bool = True,
-        on_start: Callable[[sandbox.Run], None] | None = None,
+        on_start: Callable[[Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 120.0,
         text: str | None = None,
@@ -429,7 +431,7 @@ class Service:
         gate = self.gate()
         handles: list = []
 
-        def started(run: sandbox.Run) -> None:
+        def started(run: Run) -> None:
             handles.append(run)
             if on_start:
                 on_start(run)
@@ -598,12 +600,12 @@ class Service:
         self,
         file: Path,
         on_output: Callable[[str], None] | None = None,
-        on_start: Callable[[sandbox.Run], None] | None = None,
+        on_start: Callable[[Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 60.0,
         argv: list[str] | None = None,
         text: str | None = None,
-    ) -> tuple[sandbox.RunResult, dict | None]:
+    ) -> tuple[RunResult, dict | None]:
         """Run a learner program as __main__ in a sandboxed child. Returns the result and its error, if any.
         Runs `text` when given (the text a request sent), else the file's text as read now."""
         path = Path(file).resolve()
@@ -627,13 +629,13 @@ class Service:
         job: dict,
         result_file: str,
         on_output: Callable[[str], None] | None = None,
-        on_start: Callable[[sandbox.Run], None] | None = None,
+        on_start: Callable[[Run], None] | None = None,
         on_wait: Callable[[int], None] | None = None,
         timeout: float = 60.0,
         source: str | None = None,
         cache: str | None = None,
         files: dict[str, str] | None = None,
-    ) -> tuple[sandbox.RunResult, dict | None]:
+    ) -> tuple[RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
         With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
@@ -651,7 +653,7 @@ class Service:
                 copy = grader.snapshot(run_dir, original, source or "")
                 job = job | {"file": str(copy), "search_dir": str(original.parent)}
             (run_dir / "job.json").write_text(json.dumps(job))
-            run = zygote.start(run_dir, sandbox.default_limits(self.backend, timeout))
+            run = zygote.start(run_dir, default_limits(self.backend, timeout))
             if on_start:
                 on_start(run)
             result = run.wait(on_output)
@@ -665,7 +667,7 @@ class Service:
             return result, data
         finally:
             gate.release()
-            sandbox.remove_run_dir(run_dir)
+            runfolder.remove_run_dir(run_dir)
 
     def inspect(
         self,

@@ -22,7 +22,9 @@ from tritonlab.grading import case_cache, contracts, huge
 from tritonlab.grading import where as lines
 from tritonlab.grading.contracts import DEVICE, Case, Tensor
 from tritonlab.models import CaseResult, Exercise, Failure, Verdict
-from tritonlab.runs import caches, pool, rundir, sandbox
+from tritonlab.runs import caches, pool, rundir, runfolder, sandbox
+from tritonlab.runs.collect import Run, RunResult
+from tritonlab.runs.limits import Limits, default_limits
 
 SIGNAL_NAMES = {
     signals.SIGSEGV: "SIGSEGV",
@@ -237,7 +239,7 @@ def where_to_look(failure: Failure, file: Path, function: str) -> Failure:
     return Failure(failure.case, failure.kind, failure.message, failure.cause, where)
 
 
-def process_failure(case_name: str, run: sandbox.RunResult) -> Failure:
+def process_failure(case_name: str, run: RunResult) -> Failure:
     if run.timed_out:
         return Failure(
             case_name,
@@ -330,7 +332,7 @@ def check(
     seed: int | None = None,
     timeout: float = 120.0,
     on_output: Callable[[str], None] | None = None,
-    on_start: Callable[[sandbox.Run], None] | None = None,
+    on_start: Callable[[Run], None] | None = None,
     keep_run_dir: bool = False,
     source: str | None = None,
     huge_cases: bool = False,
@@ -430,14 +432,14 @@ def check(
         if compiling is not None:
             compiling.stop()  # a check that raised or was stopped: never leave the compile running
         if not keep_run_dir:
-            sandbox.remove_run_dir(run_dir)
+            runfolder.remove_run_dir(run_dir)
     verdict.duration_s = time.monotonic() - started
     return verdict
 
 
-def run_limits(backend: str, timeout: float, cases: list[Case]) -> sandbox.Limits:
+def run_limits(backend: str, timeout: float, cases: list[Case]) -> Limits:
     """A check's run limits: the defaults, with a GPU memory cap raised to what its huge cases need."""
-    limits = sandbox.default_limits(backend, timeout)
+    limits = default_limits(backend, timeout)
     need = huge.gpu_bytes_needed(cases)
     if limits.gpu_memory_bytes is not None and need > limits.gpu_memory_bytes:
         limits.gpu_memory_bytes = need
@@ -620,7 +622,7 @@ def replay_cases(
                     # the map the replay child saw replaces the one from the process that ran learner code
                     entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
     finally:
-        sandbox.remove_run_dir(replay_dir)
+        runfolder.remove_run_dir(replay_dir)
 
 
 REPLAYED_LAUNCHES = contracts.REPLAYED_LAUNCHES
@@ -895,8 +897,8 @@ class TrustedCompile:
         self.items, self.failures = contract.compile_items(source)  # the very text this check grades
         self.started = time.monotonic()
         self.seconds = 0.0
-        self.handle: sandbox.Run | None = None
-        self.run: sandbox.RunResult | None = None
+        self.handle: Run | None = None
+        self.run: RunResult | None = None
         self.run_dir: Path | None = None
         self._waiter: threading.Thread | None = None
         if not self.items:
@@ -906,9 +908,9 @@ class TrustedCompile:
             (self.run_dir / "job.json").write_text(
                 json.dumps({"mode": "compile", "file": str(file), "items": self.items})
             )
-            self.handle = zygote.start(self.run_dir, sandbox.default_limits(backend, max(timeout, 180.0)))
+            self.handle = zygote.start(self.run_dir, default_limits(backend, max(timeout, 180.0)))
         except BaseException:
-            sandbox.remove_run_dir(self.run_dir)
+            runfolder.remove_run_dir(self.run_dir)
             self.run_dir = None
             raise
         # drained while the check runs: a child whose output nobody reads could block on a full pipe
@@ -947,7 +949,7 @@ class TrustedCompile:
 
     def _clean(self) -> None:
         if self.run_dir is not None:
-            sandbox.remove_run_dir(self.run_dir)
+            runfolder.remove_run_dir(self.run_dir)
             self.run_dir = None
 
 
@@ -956,7 +958,7 @@ def judge_all(
     contract: object,
     cases: list[Case],
     result: dict,
-    run: sandbox.RunResult,
+    run: RunResult,
     file: Path,
     function: str,
     policy: dict | None = None,

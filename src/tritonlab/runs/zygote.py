@@ -9,7 +9,7 @@ Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"
 isolated ahead into the directory of a coming run, pool.BoundPool); the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
 {"id", "signal"} when it ends. With `limits["hold"]` the child waits, before anything else, for one byte on
 a pipe that the zygote writes only on "go": the parent first places the child in the run's cgroup
-(cgroups.py; the zygote, an unprivileged user inside bubblewrap, cannot). A released-by-EOF child exits.
+(cgroups/; the zygote, an unprivileged user inside bubblewrap, cannot). A released-by-EOF child exits.
 EOF on stdin (the parent died) kills every child and ends the zygote.
 """
 

@@ -18,7 +18,8 @@ import numpy as np
 from tritonlab.grading import contracts, grader
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.models import Exercise
-from tritonlab.runs import rundir, sandbox
+from tritonlab.runs import rundir, runfolder, sandbox
+from tritonlab.runs.limits import default_limits
 from tritonlab.viz import logview as lv
 from tritonlab.viz.child import VIZ_RESULT
 
@@ -98,7 +99,7 @@ def record(
     max_lanes: int = 2_000_000,
 ) -> dict:
     """Run `file` on `cases` in a sandboxed interpreter child with the access recorder; return viz.json."""
-    run_dir = sandbox.new_run_dir()
+    run_dir = runfolder.new_run_dir()
     try:
         contract = contracts.get(exercise.id)
         grader.write_job(
@@ -112,7 +113,7 @@ def record(
         job = json.loads((run_dir / "job.json").read_text())
         job.update(mode="viz", max_lanes=max_lanes)
         (run_dir / "job.json").write_text(json.dumps(job))
-        run = zygote.start(run_dir, sandbox.default_limits("interpreter", timeout)).wait()
+        run = zygote.start(run_dir, default_limits("interpreter", timeout)).wait()
         numels = [_size(c) for c in cases]
         try:
             found = rundir.read_json(run_dir / VIZ_RESULT, MAX_VIZ_BYTES)
@@ -133,7 +134,7 @@ def record(
             result["process_failure"] = {"kind": "crash", "message": result["malformed"], "cause": ""}
         return result
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
 
 
 def best_case(result: dict, exercise_id: str) -> dict | None:
