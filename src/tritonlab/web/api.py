@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t, translate_verdict
-from tritonlab.models import Exercise, Verdict
+from tritonlab.models import Exercise, HintLocked, Verdict
 from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError, speed_line
 from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import MAX_ACTIVE, Busy, Job, Jobs
@@ -145,6 +145,14 @@ def hint(exercise_id: str, request: Request) -> dict:
     total = len(exercise.hint_list(lang))
     if found is None:
         return {"number": None, "total": total, "text": None, "done": True}
+    if isinstance(found, HintLocked):  # the hint is not sent until it opens
+        return {
+            "number": None,
+            "total": total,
+            "text": None,
+            "done": False,
+            "locked": {"number": found.number, "needed": found.needed, "failed": found.failed},
+        }
     number, total, text = found
     return {
         "number": number,
