@@ -108,7 +108,7 @@ def triton_op_demo(backend="inductor"):
         y = torch.empty_like(x)
         stats = torch.empty((2, M), device=x.device, dtype=torch.float32)   # mean and rstd
         wrap_triton(ln_fwd_kernel)[(M,)](x, w, b, y, stats[0], stats[1], N, x.stride(0), y.stride(0), eps,
-                                         BLOCK_N=triton.next_power_of_2(N), ACC=tl.float32)
+                                         BLOCK_N=triton.next_power_of_2(N), FP64=False)
         return y
 
     x, w, b = inputs()

@@ -13,13 +13,10 @@ import triton.language as tl
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def acc_dtype(t):
-    return tl.float64 if t.dtype == torch.float64 else tl.float32
-
-
 @triton.jit
 def ln_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, stride_xm, stride_ym, eps,
-                  BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+                  BLOCK_N: tl.constexpr, FP64: tl.constexpr):
+    ACC = tl.float64 if FP64 else tl.float32         # the dtype of the arithmetic
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
@@ -36,7 +33,8 @@ def ln_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, stride_xm, 
 
 @triton.jit
 def ln_bwd_kernel(x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr, M, N,
-                  rows_per_program, stride_xm, stride_dym, stride_dxm, BLOCK_N: tl.constexpr, ACC: tl.constexpr):
+                  rows_per_program, stride_xm, stride_dym, stride_dxm, BLOCK_N: tl.constexpr, FP64: tl.constexpr):
+    ACC = tl.float64 if FP64 else tl.float32
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
@@ -64,7 +62,8 @@ def ln_bwd_kernel(x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr,
 
 @triton.jit
 def sum_rows_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
-                    ACC: tl.constexpr):
+                    FP64: tl.constexpr):
+    ACC = tl.float64 if FP64 else tl.float32
     which = tl.program_id(1)                         # 0: dγ, 1: dβ
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < N
@@ -84,7 +83,7 @@ def layer_norm_fwd(x2d, w, b, eps=1e-5):
     mean = torch.empty(M, device=x2d.device, dtype=acc)
     rstd = torch.empty(M, device=x2d.device, dtype=acc)
     ln_fwd_kernel[(M,)](x2d, w, b, y, mean, rstd, N, x2d.stride(0), y.stride(0), eps,
-                        BLOCK_N=triton.next_power_of_2(N), ACC=acc_dtype(x2d))
+                        BLOCK_N=triton.next_power_of_2(N), FP64=x2d.dtype == torch.float64)
     return y, mean, rstd
 
 
@@ -101,11 +100,12 @@ def layer_norm_bwd(x2d, w, dy2d, mean, rstd, programs=None):
     partial = torch.empty((2, P, N), device=x2d.device, dtype=rstd.dtype)   # dγ and dβ shares
     BLOCK_N = triton.next_power_of_2(N)
     ln_bwd_kernel[(P,)](x2d, w, dy2d, mean, rstd, dx, partial[0], partial[1], M, N, rows_per_program,
-                        x2d.stride(0), dy2d.stride(0), dx.stride(0), BLOCK_N=BLOCK_N, ACC=acc_dtype(x2d))
+                        x2d.stride(0), dy2d.stride(0), dx.stride(0), BLOCK_N=BLOCK_N,
+                        FP64=x2d.dtype == torch.float64)
     dwdb = torch.empty((2, N), device=x2d.device, dtype=w.dtype)
     BLOCK_C = min(128, BLOCK_N)
     sum_rows_kernel[(triton.cdiv(N, BLOCK_C), 2)](partial, dwdb, P, N, BLOCK_P=16, BLOCK_C=BLOCK_C,
-                                                  ACC=acc_dtype(x2d))
+                                                  FP64=x2d.dtype == torch.float64)
     return dx, dwdb[0], dwdb[1]
 
 
