@@ -19,10 +19,9 @@ import logging
 import torch
 import torch._dynamo
 import triton
-import triton.language as tl
 from layernorm_training import DEVICE, layer_norm_fwd, ln_fwd_kernel, triton_layer_norm
-from triton.runtime.jit import JITFunction
 from torch.utils._triton import has_triton
+from triton.runtime.jit import JITFunction
 
 torch._logging.set_logs(dynamo=logging.ERROR)   # the breaks are counted below; no warning for each
 
@@ -90,7 +89,7 @@ def traced_kernels(backend="inductor"):
     compiled(*ours).sum().backward()
     block_function(*ref).sum().backward()
     found["largest gradient difference, compiled vs eager"] = max(
-        (a.grad - e.grad).abs().max().item() for a, e in zip(ours, ref))
+        (a.grad - e.grad).abs().max().item() for a, e in zip(ours, ref, strict=True))
     return found
 
 
@@ -121,13 +120,13 @@ def triton_op_demo(backend="inductor"):
 if __name__ == "__main__":
     torch.manual_seed(0)
     x, w, b = inputs()
-    print("torch.compiler.disable: %d graphs, %d graph break" % counts(block_disabled, x, w, b))
-    print(".item() on the host:    %d graphs, %d graph break" % counts(block_item, x))
-    print("custom_op around it:    %d graph, %d graph breaks" % counts(block_custom_op, x))
+    print("torch.compiler.disable: {} graphs, {} graph break".format(*counts(block_disabled, x, w, b)))
+    print(".item() on the host:    {} graphs, {} graph break".format(*counts(block_item, x)))
+    print("custom_op around it:    {} graph, {} graph breaks".format(*counts(block_custom_op, x)))
     if dynamo_sees_triton():
         for name, value in traced_kernels().items():
             print(f"{name}: {value}")
-        print("triton_op: %d graph, %d graph breaks" % triton_op_demo())
+        print("triton_op: {} graph, {} graph breaks".format(*triton_op_demo()))
     else:
         print("Dynamo sees Triton kernels only on a GPU, compiled (not with TRITON_INTERPRET=1): "
               "the launcher, the Function and triton_op are shown there")

@@ -10,8 +10,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
-                      BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_fwd_kernel(
+    a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c, BLOCK: tl.constexpr, FP64: tl.constexpr
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -23,8 +24,21 @@ def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
 
 
 @triton.jit
-def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, stride_a, stride_b,
-                      stride_da, stride_db, BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_bwd_kernel(
+    dc_ptr,
+    a_ptr,
+    b_ptr,
+    da_ptr,
+    db_ptr,
+    n_cols,
+    stride_dc,
+    stride_a,
+    stride_b,
+    stride_da,
+    stride_db,
+    BLOCK: tl.constexpr,
+    FP64: tl.constexpr,
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -32,7 +46,7 @@ def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, s
     dc = tl.load(dc_ptr + row * stride_dc + cols, mask=mask, other=0.0).to(acc)
     a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
     b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
-    sig = 1.0 / (1.0 + tl.exp(-a))                      # recomputed: cheaper than saving it
+    sig = 1.0 / (1.0 + tl.exp(-a))  # recomputed: cheaper than saving it
     tl.store(db_ptr + row * stride_db + cols, (dc * a * sig).to(db_ptr.dtype.element_ty), mask=mask)
     da = dc * b * sig * (1.0 + a * (1.0 - sig))
     tl.store(da_ptr + row * stride_da + cols, da.to(da_ptr.dtype.element_ty), mask=mask)
@@ -42,8 +56,9 @@ def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, s
 def swiglu_fwd(a2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
     m, n = a2.shape
     c = torch.empty((m, n), dtype=a2.dtype, device=a2.device)
-    swiglu_fwd_kernel[(m, triton.cdiv(n, 128))](a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0),
-                                                BLOCK=128, FP64=a2.dtype == torch.float64)
+    swiglu_fwd_kernel[(m, triton.cdiv(n, 128))](
+        a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0), BLOCK=128, FP64=a2.dtype == torch.float64
+    )
     return c
 
 
@@ -57,9 +72,21 @@ def swiglu_bwd(dc2: torch.Tensor, a2: torch.Tensor, b2: torch.Tensor) -> tuple[t
     m, n = a2.shape
     da = torch.empty((m, n), dtype=a2.dtype, device=a2.device)
     db = torch.empty((m, n), dtype=a2.dtype, device=a2.device)
-    swiglu_bwd_kernel[(m, triton.cdiv(n, 128))](dc2, a2, b2, da, db, n, dc2.stride(0), a2.stride(0),
-                                                b2.stride(0), da.stride(0), db.stride(0),
-                                                BLOCK=128, FP64=a2.dtype == torch.float64)
+    swiglu_bwd_kernel[(m, triton.cdiv(n, 128))](
+        dc2,
+        a2,
+        b2,
+        da,
+        db,
+        n,
+        dc2.stride(0),
+        a2.stride(0),
+        b2.stride(0),
+        da.stride(0),
+        db.stride(0),
+        BLOCK=128,
+        FP64=a2.dtype == torch.float64,
+    )
     return da, db
 
 

@@ -9,8 +9,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
-                      BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_fwd_kernel(
+    a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c, BLOCK: tl.constexpr, FP64: tl.constexpr
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -22,8 +23,21 @@ def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
 
 
 @triton.jit
-def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, stride_a, stride_b,
-                      stride_da, stride_db, BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_bwd_kernel(
+    dc_ptr,
+    a_ptr,
+    b_ptr,
+    da_ptr,
+    db_ptr,
+    n_cols,
+    stride_dc,
+    stride_a,
+    stride_b,
+    stride_da,
+    stride_db,
+    BLOCK: tl.constexpr,
+    FP64: tl.constexpr,
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -31,7 +45,7 @@ def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, s
     dc = tl.load(dc_ptr + row * stride_dc + cols, mask=mask, other=0.0).to(acc)
     a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
     b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
-    sig = 1.0 / (1.0 + tl.exp(-a))                      # recomputed: cheaper than saving it
+    sig = 1.0 / (1.0 + tl.exp(-a))  # recomputed: cheaper than saving it
     tl.store(db_ptr + row * stride_db + cols, (dc * a * sig).to(db_ptr.dtype.element_ty), mask=mask)
     da = dc * b * sig * (1.0 + a * (1.0 - sig))
     tl.store(da_ptr + row * stride_da + cols, da.to(da_ptr.dtype.element_ty), mask=mask)
@@ -52,7 +66,8 @@ class SwiGLU(torch.autograd.Function):
         c = torch.empty((a2.shape[0], n), dtype=a.dtype, device=a.device)
         block = triton.next_power_of_2(n)
         swiglu_fwd_kernel[lambda meta: (a2.shape[0], triton.cdiv(n, meta["BLOCK"]))](
-            a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0), BLOCK=block, FP64=a.dtype == torch.float64)
+            a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0), BLOCK=block, FP64=a.dtype == torch.float64
+        )
         return c.view(a.shape), a2, b2
 
     @staticmethod
@@ -71,8 +86,20 @@ class SwiGLU(torch.autograd.Function):
         db = torch.empty((m, n), dtype=b2.dtype, device=b2.device)
         block = triton.next_power_of_2(n)
         swiglu_bwd_kernel[(m, triton.cdiv(n, block))](
-            dc2, a2, b2, da, db, n, dc2.stride(0), a2.stride(0), b2.stride(0), da.stride(0), db.stride(0),
-            BLOCK=block, FP64=a2.dtype == torch.float64)
+            dc2,
+            a2,
+            b2,
+            da,
+            db,
+            n,
+            dc2.stride(0),
+            a2.stride(0),
+            b2.stride(0),
+            da.stride(0),
+            db.stride(0),
+            BLOCK=block,
+            FP64=a2.dtype == torch.float64,
+        )
         return da.view(ctx.shape), db.view(ctx.shape)
 
 

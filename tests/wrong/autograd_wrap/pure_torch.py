@@ -8,8 +8,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
-                      BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_fwd_kernel(
+    a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c, BLOCK: tl.constexpr, FP64: tl.constexpr
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -21,8 +22,21 @@ def swiglu_fwd_kernel(a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c,
 
 
 @triton.jit
-def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, stride_a, stride_b,
-                      stride_da, stride_db, BLOCK: tl.constexpr, FP64: tl.constexpr):
+def swiglu_bwd_kernel(
+    dc_ptr,
+    a_ptr,
+    b_ptr,
+    da_ptr,
+    db_ptr,
+    n_cols,
+    stride_dc,
+    stride_a,
+    stride_b,
+    stride_da,
+    stride_db,
+    BLOCK: tl.constexpr,
+    FP64: tl.constexpr,
+):
     acc = tl.float64 if FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -30,7 +44,7 @@ def swiglu_bwd_kernel(dc_ptr, a_ptr, b_ptr, da_ptr, db_ptr, n_cols, stride_dc, s
     dc = tl.load(dc_ptr + row * stride_dc + cols, mask=mask, other=0.0).to(acc)
     a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
     b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
-    sig = 1.0 / (1.0 + tl.exp(-a))                      # recomputed: cheaper than saving it
+    sig = 1.0 / (1.0 + tl.exp(-a))  # recomputed: cheaper than saving it
     tl.store(db_ptr + row * stride_db + cols, (dc * a * sig).to(db_ptr.dtype.element_ty), mask=mask)
     da = dc * b * sig * (1.0 + a * (1.0 - sig))
     tl.store(da_ptr + row * stride_da + cols, da.to(da_ptr.dtype.element_ty), mask=mask)

@@ -9,9 +9,24 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def rms_norm_bwd_kernel(x_ptr, w_ptr, dy_ptr, dx_ptr, partial_ptr, M, N, rows_per_program,
-                        stride_xm, stride_xn, stride_dym, stride_dyn, stride_dxm, stride_w, eps,
-                        BLOCK_N: tl.constexpr):
+def rms_norm_bwd_kernel(
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    partial_ptr,
+    M,
+    N,
+    rows_per_program,
+    stride_xm,
+    stride_xn,
+    stride_dym,
+    stride_dyn,
+    stride_dxm,
+    stride_w,
+    eps,
+    BLOCK_N: tl.constexpr,
+):
     # each program owns a contiguous band of rows: it writes their dx and one row of partial dw sums
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -59,11 +74,25 @@ def rms_norm_backward(x, weight, dy, eps=1e-6):
     programs = triton.cdiv(M, rows_per_program)
     partial = torch.empty((programs, N), device=x.device, dtype=torch.float32)
     BLOCK_N = triton.next_power_of_2(N)
-    rms_norm_bwd_kernel[(programs,)](x, weight, dy, dx, partial, M, N, rows_per_program,
-                                     x.stride(0), x.stride(1), dy.stride(0), dy.stride(1), dx.stride(0),
-                                     weight.stride(0), eps, BLOCK_N=BLOCK_N,
-                                     num_warps=4 if BLOCK_N <= 2048 else 8)
+    rms_norm_bwd_kernel[(programs,)](
+        x,
+        weight,
+        dy,
+        dx,
+        partial,
+        M,
+        N,
+        rows_per_program,
+        x.stride(0),
+        x.stride(1),
+        dy.stride(0),
+        dy.stride(1),
+        dx.stride(0),
+        weight.stride(0),
+        eps,
+        BLOCK_N=BLOCK_N,
+        num_warps=4 if BLOCK_N <= 2048 else 8,
+    )
     BLOCK_C = min(128, BLOCK_N)
     dw_reduce_kernel[(triton.cdiv(N, BLOCK_C),)](partial, dw, programs, N, BLOCK_P=32, BLOCK_C=BLOCK_C)
     return dx, dw
-
