@@ -422,3 +422,24 @@ def test_the_lesson_holds_neither_exercise(lang: str) -> None:
     assert "sigmoid" not in code and "silu" not in code.lower()
     assert "rstd * rstd * rstd" not in code and "rstd**3" not in code  # RMSNorm's dx, in code or in words:
     assert not re.search(r"x · rstd³ · mean\(g · x\)|mean\(g · x\)", lesson_text(lang))
+
+
+def test_the_gpu_measurement_script_runs_dry_on_the_interpreter() -> None:
+    """scripts/measure_l11_facts.py is what the lead runs on the H200 for the facts that need a GPU; --dry-run
+    takes every code path but Dynamo's (which the probe above covers) on the interpreter, so it cannot rot."""
+    script = ROOT / "scripts" / "measure_l11_facts.py"
+    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
+    dry = subprocess.run(
+        [sys.executable, str(script), "--out", "unused", "--dry-run"], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert dry.returncode == 0 and "dry run: every section ran" in dry.stdout, (
+        dry.stdout[-2000:] + dry.stderr[-2000:]
+    )
+    for name in ("whole function", "atomic variant", "main kernel alone", "stream same bytes, same grid"):
+        assert f'"{name}": {{"do_bench"' in dry.stdout
+    env.pop("TRITON_INTERPRET")
+    refused = subprocess.run(
+        [sys.executable, str(script), "--out", "unused"], env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "needs an NVIDIA GPU" in refused.stderr
