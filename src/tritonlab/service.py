@@ -18,7 +18,7 @@ from tritonlab.content.course import load_course
 from tritonlab.grading import case_cache, contracts, grader
 from tritonlab.grading.kernel_inspect import FEATURE_LABELS as INSPECT_FEATURES
 from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
-from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
+from tritonlab.models import Course, Exercise, Failure, HintLocked, Lesson, Verdict, pick
 from tritonlab.perf import bench_learner
 from tritonlab.profiling import report as profile_text
 from tritonlab.runs import backend as backends
@@ -728,14 +728,10 @@ class Service:
 
     # ---- hints and progress -------------------------------------------------------------------------------
 
-    def next_hint(self, exercise: Exercise) -> tuple[int, int, str] | None:
-        """(number, total, text) of the next hint not yet shown, else None when all were shown."""
-        hints = exercise.hint_list(self.lang)
-        shown = self.store.hints_shown(exercise.id)
-        if shown >= len(hints):
-            return None
-        self.store.record_hint(exercise.id, shown)
-        return shown + 1, len(hints), hints[shown]
+    def next_hint(self, exercise: Exercise) -> tuple[int, int, str] | HintLocked | None:
+        """(number, total, text) of the next hint not yet shown, HintLocked while it waits for more failed
+        checks, else None when all were shown."""
+        return take_hint(self.store, exercise, self.lang)
 
     def hints_so_far(self, exercise: Exercise) -> list[str]:
         return list(exercise.hint_list(self.lang)[: self.store.hints_shown(exercise.id)])
@@ -782,3 +778,21 @@ class Service:
             "last_exercise": self.store.get_state("last_exercise"),
             "lessons": lessons,
         }
+
+
+def take_hint(store: Store, exercise: Exercise, lang: str) -> tuple[int, int, str] | HintLocked | None:
+    """The next hint of `exercise` in `lang`, recorded as shown; the one place hints are handed out (CLI, watch,
+    web page, notebook). A hint with `hint_after_failures` opens once the learner's failed checks of the
+    exercise reach that number, or once it is passed; until then a HintLocked says how far there is to go."""
+    hints = exercise.hint_list(lang)
+    shown = store.hints_shown(exercise.id)
+    if shown >= len(hints):
+        return None
+    needed = exercise.hint_gate(shown)
+    if needed:
+        attempts = store.attempts(exercise.id)
+        failed = sum(1 for a in attempts if not a["passed"])
+        if failed < needed and not any(a["passed"] for a in attempts):
+            return HintLocked(shown + 1, len(hints), needed, failed)
+    store.record_hint(exercise.id, shown)
+    return shown + 1, len(hints), hints[shown]
