@@ -367,20 +367,11 @@ def test_lesson_9_quotes_the_grouped_order_timings_of_its_run(lang: str) -> None
 
 
 LESSONS_11_12_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-02-h200-a2e4389" / "lessons-11-12.json"
-# TEMPORARY (issue 32): lessons 11 and 12 are being rewritten elsewhere and still cite the runs by their old paths
-# (docs/gpu-runs/README.md maps them). Once they cite the new ones, drop OLD_CITES and `cites` takes the new path.
-OLD_CITES = {
-    "docs/gpu-runs/2026-12-02-h200-a2e4389/lessons-11-12.json": "docs/gpu-runs/2026-12-02-round4/lessons-11-12-a2e4389.json",
-    "docs/gpu-runs/2026-12-03-h200-ba0b332/rms-norm-backward-variants.json": (
-        "docs/gpu-runs/2026-12-03-round7/call-Y-rms-norm-backward-variants.json"
-    ),
-}
 
 
 def cites(text: str, path: Path) -> bool:
-    """The lesson names the recorded file by its path in the repository (or, for now, by its old path)."""
-    rel = str(path.relative_to(ROOT))
-    return rel in text or OLD_CITES.get(rel, "\0") in text
+    """The lesson names the recorded file by its path in the repository."""
+    return str(path.relative_to(ROOT)) in text
 
 
 @pytest.mark.parametrize("lang", ["en", "pt", "es"])
