@@ -31,6 +31,9 @@ EXERCISES = [
     "rmsnorm-backward",
     "autograd-wrap",
     "attention-forward",
+    "attention-backward",
+    "dropout",
+    "cumsum",
 ]
 
 
