@@ -130,7 +130,7 @@ def attention_backward(q, k, v, o, lse, do, sm_scale=None):
     if S == 0 or B * H == 0:
         return dq, dk, dv
     delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    BLOCK_M, BLOCK_N = (64, 64) if q.is_cuda else (32, 32)
+    BLOCK_M, BLOCK_N = 64, 64
     warps = 8 if q.is_cuda and D == 128 else 4
     bwd_delta_kernel[(triton.cdiv(S, BLOCK_M), B * H)](o, do, delta, H, S, *o.stride(), *do.stride(),
                                                       HEAD_D=D, BLOCK_M=BLOCK_M)

@@ -1,4 +1,5 @@
-"""Right: exponentials in base 2 (log2(e) folded into the scale and lse), BLOCK_M = 16 < BLOCK_N = 32."""
+"""Right: exponentials in base 2 (log2(e) folded into the scale and lse), BLOCK_M = 64 > BLOCK_N = 32 (the
+dK/dV loop starts at the query block holding the key block's first key, rounded down)."""
 
 import math
 
@@ -223,7 +224,7 @@ def attention_backward(q, k, v, o, lse, do, sm_scale=None):
     if S == 0 or B * H == 0:
         return dq, dk, dv
     delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    BLOCK_M, BLOCK_N = 16, 32
+    BLOCK_M, BLOCK_N = 64, 32
     warps = 8 if q.is_cuda and D == 128 else 4
     bwd_delta_kernel[(triton.cdiv(S, BLOCK_M), B * H)](
         o, do, delta, H, S, *o.stride(), *do.stride(), HEAD_D=D, BLOCK_M=BLOCK_M
