@@ -49,7 +49,7 @@ def dropout_add(x, residual, p, seed, offset=0):
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
     if y.numel() == 0:
         return y
-    BLOCK = 1024
+    BLOCK = 4096
     dropout_add_kernel[(triton.cdiv(M * N, BLOCK),)](x, residual, y, M * N, N, *x.stride(), *residual.stride(),
                                                      p, seed, offset, BLOCK=BLOCK)
     return y
@@ -61,7 +61,7 @@ def dropout_add_backward(grad, p, seed, offset=0):
     dx = torch.empty((M, N), device=grad.device, dtype=grad.dtype)
     if dx.numel() == 0:
         return dx
-    BLOCK = 1024
+    BLOCK = 4096
     dropout_backward_kernel[(triton.cdiv(M * N, BLOCK),)](grad, dx, M * N, N, *grad.stride(), p, seed, offset,
                                                           BLOCK=BLOCK)
     return dx

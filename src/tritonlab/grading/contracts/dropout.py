@@ -72,11 +72,10 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     out = [
         _case(rng, "one element: ", (1, 1), "float32", 0.3),
         _case(rng, "", (40, 100), "float32", 0.3),
-        _case(rng, "", (25, 120), "float16", 0.1),
         _case(rng, "high p: ", (20, 129), "float32", 0.8),
         _case(rng, "p = 0 keeps everything: ", (9, 50), "float32", 0.0),
         _case(rng, "transposed: ", (100, 24), "float32", 0.5, layout="transposed"),
-        _case(rng, "row stride ≠ N: ", (30, 67), "float16", 0.25, layout="padded"),
+        _case(rng, "row stride ≠ N: ", (30, 67), "float16", 0.1, layout="padded"),
         _case(rng, "", (30, 111), "bfloat16", 0.2),
         _case(rng, "p = 1 is refused: ", (4, 8), "float32", 1.0, expect_error="ValueError"),
     ]
