@@ -6,8 +6,6 @@ the way the dK/dV kernel walks them (rows = keys, the tile transposed); the two 
 Then a float64 check (torch autograd) of the backward formulas with dropout: Δ = rowsum(dO ⊙ O) still holds.
 """
 
-import math
-
 import torch
 import triton
 import triton.language as tl

@@ -110,7 +110,6 @@ def bwd_dkdv_kernel(
         q = tl.load(q_base + offs_m[:, None] * sqs + offs_d[None, :] * sqd, mask=m_ok[:, None], other=0.0)
         do = tl.load(do_base + offs_m[:, None] * sgs + offs_d[None, :] * sgd, mask=m_ok[:, None], other=0.0)
         lse = tl.load(lse_ptr + b * slb + h * slh + offs_m * sls, mask=m_ok, other=0.0)
-        delta = tl.load(delta_ptr + bh.to(tl.int64) * S + offs_m, mask=m_ok, other=0.0)
         s_t = tl.dot(k, tl.trans(q)) * sm_scale  # (BLOCK_N, BLOCK_M): scores, transposed
         keep = m_ok[None, :] & (offs_n[:, None] <= offs_m[None, :])
         p_t = tl.where(keep, tl.exp(s_t - lse[None, :]), 0.0)
@@ -184,7 +183,6 @@ def bwd_dq_kernel(
         other=0.0,
     )
     lse = tl.load(lse_ptr + b * slb + h * slh + offs_m * sls, mask=m_ok, other=0.0)
-    delta = tl.load(delta_ptr + bh.to(tl.int64) * S + offs_m, mask=m_ok, other=0.0)
     dq = tl.zeros([BLOCK_M, HEAD_D], dtype=tl.float32)
     k_base = k_ptr + b * skb + h * skh
     v_base = v_ptr + b * svb + h * svh

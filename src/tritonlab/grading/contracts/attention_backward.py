@@ -114,7 +114,9 @@ def scale_of(case: Case) -> float:
     return float(case.kwargs.get("sm_scale", 1.0 / math.sqrt(case.args[0].values.shape[3])))
 
 
-def gradients(q: np.ndarray, k: np.ndarray, v: np.ndarray, do: np.ndarray, scale: float) -> dict[str, np.ndarray]:
+def gradients(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, do: np.ndarray, scale: float
+) -> dict[str, np.ndarray]:
     """float64 gradients of causal attention (and p and s, which the tolerances need)."""
     s = causal_scores(q, k, scale)
     e = np.exp(s - np.max(s, axis=-1, keepdims=True))

@@ -32,7 +32,9 @@ def _case(name: str, values: np.ndarray, dtype: str, layout: str = "contiguous")
     dims = "×".join(str(d) for d in values.shape)
     extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
     where = "" if layout == "contiguous" else f", {layout}"
-    return Case(f"{name}{dims} {dtype}{where}", (Tensor(quantize(values, dtype), dtype, layout),), extra=extra)
+    return Case(
+        f"{name}{dims} {dtype}{where}", (Tensor(quantize(values, dtype), dtype, layout),), extra=extra
+    )
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:

@@ -203,7 +203,12 @@ def judge_masks(case: Case, m: dict[str, tuple]) -> list[Failure]:
             else "the keep rate is not what p asks for: one uniform number per element, kept when it is ≥ p"
         )
         failures.append(
-            Failure(name, "wrong-result", f"{rate:.4f} of the elements were kept, expected {keep:g} ± noise", cause)
+            Failure(
+                name,
+                "wrong-result",
+                f"{rate:.4f} of the elements were kept, expected {keep:g} ± noise",
+                cause,
+            )
         )
     if n >= MIN_STATS and 0 < p < 1:
         agree = p * p + keep * keep
