@@ -32,6 +32,9 @@ EXERCISES = [
     "rmsnorm-backward",
     "autograd-wrap",
     "attention-forward",
+    "attention-backward",
+    "dropout",
+    "cumsum",
 ]
 
 

@@ -164,6 +164,25 @@ EXPECTED: dict[str, str] = {
     "fp8_matmul/scale_once_at_end.py": "wrong-result",
     "fp8_matmul/missing_k_mask.py": "wrong-result",  # the interpreter reads fp8's NaN guard as 480
     "fp8_matmul/two_groups_per_step.py": "wrong-result",
+    # lesson 13
+    "attention_backward/non_causal.py": "wrong-result",  # the lesson's kernels: every query sees every key
+    "attention_backward/dkdv_without_causal_mask.py": "wrong-result",
+    "attention_backward/dq_loop_stops_before_diagonal.py": "wrong-result",
+    "attention_backward/no_delta.py": "wrong-result",
+    "attention_backward/no_scale_on_dq.py": "wrong-result",
+    "attention_backward/torch_dq.py": "torch-fallback",
+    "dropout/same_mask_every_block.py": "wrong-result",
+    "dropout/keeps_with_probability_p.py": "wrong-result",
+    "dropout/no_rescale.py": "wrong-result",
+    "dropout/backward_ignores_offset.py": "wrong-result",
+    "dropout/mask_kept_from_forward.py": "exception",  # the backward runs first: the dict has no mask yet
+    "dropout/two_kernels.py": "too-many-launches",
+    "cumsum/no_carry.py": "wrong-result",
+    "cumsum/exclusive_scan.py": "wrong-result",
+    "cumsum/fp16_accumulation.py": "wrong-result",
+    "cumsum/carry_counted_twice.py": "wrong-result",
+    "cumsum/ignores_column_stride.py": "wrong-result",
+    "cumsum/torch_cumsum.py": "torch-fallback",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -222,6 +241,21 @@ CAUSE_MENTIONS: dict[str, str] = {
     "tma_matmul/pointer_loads.py": "make_tensor_descriptor",
     "fp8_matmul/no_scales.py": "scales were never applied",
     "fp8_matmul/missing_k_mask.py": "mask the last group",
+    "attention_backward/non_causal.py": "NON-causal",
+    "attention_backward/dkdv_without_causal_mask.py": "NON-causal",
+    "attention_backward/dq_loop_stops_before_diagonal.py": "diagonal block",
+    "attention_backward/no_delta.py": "−Δ",
+    "attention_backward/no_scale_on_dq.py": "sm_scale",
+    "dropout/same_mask_every_block.py": "global index",
+    "dropout/keeps_with_probability_p.py": "at least p",
+    "dropout/no_rescale.py": "divided by 1 − p",
+    "dropout/backward_ignores_offset.py": "the same seed",
+    "dropout/mask_kept_from_forward.py": "rebuild the mask",
+    "cumsum/no_carry.py": "carry",
+    "cumsum/exclusive_scan.py": "EXCLUSIVE",
+    "cumsum/fp16_accumulation.py": "fp32",
+    "cumsum/carry_counted_twice.py": "block boundary",
+    "cumsum/ignores_column_stride.py": "stride",
 }
 
 
