@@ -24,6 +24,7 @@ from tritonlab.profiling import report as profile_text
 from tritonlab.runs import backend as backends
 from tritonlab.runs import caches, cgroups, hardening, pool, rundir, sandbox
 from tritonlab.runs import executor as executors
+from tritonlab.store.code_backups import BackupRefused
 from tritonlab.store.disk import DiskFull, is_full
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -41,6 +42,7 @@ __all__ = [
     "INSPECT_FEATURES",
     "MAX_SOURCE_BYTES",
     "BackendError",
+    "BackupRefused",
     "ConflictError",
     "DiskFull",
     "ExecutorError",

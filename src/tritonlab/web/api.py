@@ -19,7 +19,14 @@ from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t, translate_verdict
 from tritonlab.models import Exercise, Verdict
-from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError, speed_line
+from tritonlab.service import (
+    MAX_SOURCE_BYTES,
+    BackupRefused,
+    ConflictError,
+    Service,
+    WorkspaceError,
+    speed_line,
+)
 from tritonlab.web import lang as weblang
 from tritonlab.web.jobs import MAX_ACTIVE, Busy, Job, Jobs
 from tritonlab.web.markdown import highlight_code, render_inline
@@ -88,7 +95,7 @@ def conflict_response(exc: ConflictError, lang: str = "en") -> JSONResponse:
 def save(service: Service, exercise: Exercise, text: str, base: str | None, force: bool = False) -> str:
     try:
         return service.save_code(exercise, text, base, force=force)
-    except ConflictError:
+    except (ConflictError, BackupRefused):  # BackupRefused: web/app.py answers its status
         raise
     except WorkspaceError as exc:
         status = 413 if "larger than" in str(exc) else 400
