@@ -130,10 +130,11 @@ class Proxy:
                 self.proc.wait()
 
 
-def start_nginx(folder: Path, upstream: int) -> Proxy:
+def start_nginx(folder: Path, upstream: int, https: int | None = None) -> Proxy:
     binary = nginx_binary()
+    folder.mkdir(parents=True, exist_ok=True)
     cert, key = make_certificate(folder)
-    https, http = free_port(), free_port()
+    https, http = https or free_port(), free_port()
     conf = nginx_main(folder, nginx_site(cert, key, upstream, https, http))
     log = folder / "nginx.log"
     with log.open("w") as out:
