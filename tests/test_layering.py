@@ -161,7 +161,8 @@ def test_top_level_stays_small() -> None:
             f"{package.name}/__init__.py needs a docstring: what it owns and may import"
         )
         if package.name not in ("contracts", "kernels"):
-            assert len(list(package.glob("*.py"))) <= 13, package.name
+            # 14: web/proxy.py and cli/classroom_backup.py (issue 36); main sizes packages by concern instead
+            assert len(list(package.glob("*.py"))) <= 14, package.name
 
 
 def test_cycle_finder_finds_a_cycle() -> None:
