@@ -61,6 +61,8 @@ def register(classroom_app: typer.Typer) -> None:
             if not as_json:
                 typer.echo(f"  {table}: {rows} rows")
 
+        if not as_json:
+            typer.echo(f"Restoring {file} into {redact(database_url())}")
         try:
             done = restore(file, force=force, progress=shown)
         except (BackupError, OSError) as exc:
