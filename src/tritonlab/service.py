@@ -27,6 +27,7 @@ from tritonlab.runs import executor as executors
 from tritonlab.runs.cgroups import proof
 from tritonlab.runs.collect import Run, RunResult
 from tritonlab.runs.limits import default_limits
+from tritonlab.store.code_backups import BackupRefused
 from tritonlab.store.disk import DiskFull, is_full
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, Workspace, WorkspaceError, locate
@@ -43,6 +44,7 @@ __all__ = [
     "INSPECT_FEATURES",
     "MAX_SOURCE_BYTES",
     "BackendError",
+    "BackupRefused",
     "ConflictError",
     "DiskFull",
     "ExecutorError",
