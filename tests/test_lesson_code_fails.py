@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
 from tritonlab.models import Exercise, Verdict
 from tritonlab.runs import sandbox
 
@@ -51,7 +52,7 @@ def check(exercise_id: str, source: str, folder: Path, zygote: sandbox.Zygote) -
     path.write_text(source, encoding="utf-8")
     exercise = Exercise(exercise_id, "", folder, contract.FUNCTION, {"en": exercise_id}, {}, {}, ())
     seed = zlib.crc32(exercise_id.encode()) % 100_000 + 1
-    return grader.check(exercise, path, "interpreter", zygote, seed=seed, timeout=180)
+    return pipeline.check(exercise, path, "interpreter", zygote, seed=seed, timeout=180)
 
 
 def summary(verdict: Verdict) -> str:

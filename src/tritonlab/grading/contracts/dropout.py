@@ -16,7 +16,7 @@ values (every element one of its two allowed values), the same mask in the forwa
 rate (within 6 standard deviations of 1 − p), no repetition (the agreement of the mask with itself shifted by
 1, by N and by every power of two is within 6 standard deviations of p² + (1 − p)²: a mask repeated per block
 or per row fails), another seed gives another mask (disagreement near 2p(1 − p)), and offset + shift gives the
-same mask shifted by `shift` elements. The four outputs are replayed from the inputs alone (grading/replay.py).
+same mask shifted by `shift` elements. The four outputs are replayed from the inputs alone (grading/replay/).
 
 Interpreter sizes: Philox costs about as much as the rest of the kernel per element on the interpreter,
 and each case runs four calls, so the cases hold 2000–4000 elements: enough for the statistics at 6 deviations.
