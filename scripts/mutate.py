@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 G = "tests/test_guarantees.py"
 CW = "tests/test_classroom_web.py"
 CS = "tests/test_classroom_store.py"
+GD = "tests/test_classroom_guard.py"
+CI = "tests/test_classroom_inputs.py"
 # security: tokens, cookies, sessions, CSRF, Origin/Host, redirects, body caps; durability: what was acknowledged
 # is stored (commits, flushes, migrations); sandbox: runs and the server around them (queue, limits, kills,
 # start and stop); grader: verdicts; classroom: one learner's data, runs and rights are theirs alone.
@@ -59,7 +61,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "token-bypass",
         "web/security.py",
-        'by_header = bearer.startswith("Bearer ") and hmac.compare_digest(bearer[7:].strip(), self.token)',
+        'by_header = bearer.startswith("Bearer ") and same_secret(bearer[7:].strip(), self.token)',
         'by_header = bearer.startswith("Bearer ")',
         k(G, "wrong_token"),
         ci=True,
@@ -69,7 +71,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cookie-bypass",
         "web/security.py",
-        "by_cookie = hmac.compare_digest(self._cookie(headers), self.cookie_value)",
+        "by_cookie = same_secret(self._cookie(headers), self.cookie_value)",
         "by_cookie = bool(self._cookie(headers))",
         k(G, "wrong_token"),
         ci=True,
@@ -140,7 +142,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "query-token-any",
         "web/security.py",
-        'if hmac.compare_digest(query["token"], self.token):',
+        'if same_secret(query["token"], self.token):',
         "if True:",
         k(G, "wrong_token"),
         ci=True,
@@ -418,7 +420,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "session-signature-unchecked",
         "web/classroom/guard.py",
-        "return session_id if hmac.compare_digest(mac, good) else None",
+        "return session_id if same_secret(mac, good) else None",
         "return session_id",
         k(CW, "signed_httponly and sqlite"),
         ci=True,
@@ -431,7 +433,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return hashlib.sha256(session_id.encode()).hexdigest()",
         "return session_id",
         k(CS, "store_only_hashes and sqlite"),
-        ci=True,
         what="the sessions table holds the cookies' session ids themselves (a copy of the database logs in)",
         area="security",
     ),
@@ -458,7 +459,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/classroom/guard.py",
         'return self.secure or scope.get("scheme") == "https"',
         'return scope.get("scheme") == "https"',
-        k(CW, "secure_cookies and sqlite"),
+        k(GD, "secure and sqlite"),
         what="behind a TLS proxy that forwards plain http, the session cookie loses Secure",
         area="security",
     ),
@@ -467,7 +468,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/classroom/login.py",
         "    if old:\n        await run_in_threadpool(classroom.db.end_session, old)",
         "    if False:\n        await run_in_threadpool(classroom.db.end_session, old)",
-        ("tests/test_sessions_revoked.py", "-k", "sqlite"),
+        k("tests/test_sessions_revoked.py", "logs_in_again and sqlite"),
         what="logging in again keeps the browser's previous session alive (a planted session survives)",
         area="security",
     ),
@@ -477,7 +478,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         'cookie = f"{self.cookie}={self.cookie_value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000"',
         'cookie = f"{self.cookie}={self.cookie_value}; Path=/; SameSite=Strict; Max-Age=2592000"',
         k("tests/test_web_api.py", "strict_cookie"),
-        ci=True,
         what="the single-user session cookie can be read by the page's scripts",
         area="security",
     ),
@@ -487,7 +487,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "classroom/auth.py",
         "            ok = stored is not None\n",
         "            ok = True\n",
-        k(CS, "back_off or adopted"),
+        k(CS, "never_opens and sqlite"),
         what="an account without a password (the adopted `local`) opens with the dummy hash's password",
         area="security",
     ),
@@ -510,12 +510,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="security",
     ),
     Mutation(
-        "login-username-unbounded",
-        "web/classroom/login.py",
-        "    username: str = Field(max_length=64)",
-        "    username: str = Field(max_length=65536)",
-        ("tests/test_classroom_web.py",),
-        what="a log-in with a username longer than its column reaches the database",
+        "login-name-unchecked",
+        "classroom/auth.py",
+        "        if not USERNAME.match(name):",
+        "        if False:",
+        k(CI, "every_text_field and postgresql"),
+        what="a log-in name no account can have (a NUL, past its column) reaches the database",
         area="security",
     ),
     # -- security: Host, Origin, CSRF, redirects, bodies
@@ -524,14 +524,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/classroom/guard.py",
         "if self.allowed is not None and host_name(host) not in self.allowed:",
         "if False:",
-        ("tests/test_classroom_web.py", "-k", "sqlite"),
+        k(GD, "host and sqlite"),
         what="DNS rebinding: the classroom answers any Host header",
         area="security",
     ),
     Mutation(
         "csrf-any-value",
         "web/classroom/guard.py",
-        "if not (sent and hmac.compare_digest(sent, csrf)):",
+        "if not (sent and same_secret(sent, csrf)):",
         "if not sent:",
         k(CW, "state_changes_need and sqlite"),
         ci=True,
@@ -541,19 +541,38 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "public-name-over-http",
         "web/classroom/guard.py",
-        "            if host_name(host) == (self.public.hostname or \"\").lower():\n                return False\n",
+        '            if host_name(host) == (self.public.hostname or "").lower():\n                return False\n',
         "            pass\n",
         k("tests/test_csrf_origin.py", "tls_proxy"),
         what="behind the proxy, http:// of the public name counts as the class's own origin",
         area="security",
     ),
     Mutation(
-        "lang-redirect-backslash",
-        "web/pages.py",
-        'if not target.startswith("/") or target.startswith("//") or "\\\\" in target:',
-        'if not target.startswith("/") or target.startswith("//"):',
-        ("tests/test_web_api.py", "-k", "language_switch"),
-        what="the language switch redirects to /\\evil.example (a browser reads it as //evil.example)",
+        "redirect-backslash",
+        "web/security.py",
+        'if "\\\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):',
+        "if any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):",
+        k(GD, "next_only and sqlite"),
+        ci=True,
+        what="next=/\\evil.example is followed (a browser reads it as //evil.example)",
+        area="security",
+    ),
+    Mutation(
+        "redirect-tab-newline",
+        "web/security.py",
+        'if "\\\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):',
+        'if "\\\\" in target:',
+        k(GD, "next_only and single_user"),
+        what="next=/<tab>/evil.example is followed (a browser drops the tab: //evil.example)",
+        area="security",
+    ),
+    Mutation(
+        "login-next-unchecked",
+        "web/classroom/login.py",
+        'target = local_path(request.query_params.get("next"))',
+        'target = request.query_params.get("next", "/")',
+        k(GD, "next_only and sqlite"),
+        what="the log-in page hands any next= to its script",
         area="security",
     ),
     Mutation(
@@ -566,11 +585,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="security",
     ),
     Mutation(
+        "classroom-body-unchecked",
+        "web/classroom/guard.py",
+        "        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)\n"
+        "        if checked is None:\n            return\n",
+        "        checked = receive\n",
+        k(GD, "oversized and sqlite"),
+        what="the classroom reads a chunked body past the cap and deep JSON (a bare 400, not 413/422)",
+        area="security",
+    ),
+    Mutation(
+        "secret-compare-ascii-only",
+        "web/security.py",
+        "return hmac.compare_digest(sent, ours)",
+        "return hmac.compare_digest(given, expected)",
+        k(CI, "beyond_ascii"),
+        ci=True,
+        what="a token, join code or CSRF value with a non-ASCII character is a 500",
+        area="security",
+    ),
+    Mutation(
         "teacher-sees-learner-markup",
         "web/classroom/teacher.py",
         'code_html=Markup("<pre>") + Markup(highlight_code(text, "python")) + Markup("</pre>"),',
         'code_html=Markup("<pre>" + text + "</pre>"),',
-        ("tests/test_classroom_web.py", "-k", "sqlite"),
+        k(CI, "every_page and sqlite"),
         what="a learner's code is put into the teacher's page as HTML (stored XSS against the teacher)",
         area="security",
     ),
@@ -590,7 +629,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return job if self._owners.get(job_id) == user.id else None",
         "return job",
         k(CW, "fifo_across and sqlite"),
-        ci=True,
         what="a learner can stop or watch another learner's run",
         area="classroom",
     ),
@@ -617,7 +655,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "web/classroom/ownership.py",
         "if len(recent) >= self.per_minute:",
         "if len(recent) > self.per_minute:",
-        k(CW, "fifo_across and sqlite"),
+        k(CW, "exactly_its_number and sqlite"),
         what="a learner may start one run more a minute than the limit",
         area="classroom",
     ),
@@ -672,7 +710,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/leaderboard.py",
         "            u.c.disabled == sa.false(),\n",
         "",
-        k(CS, "leaderboard_ranks"),
+        k(CS, "leaderboard_ranks and sqlite"),
         what="a disabled learner still appears on the leaderboard",
         area="classroom",
     ),
@@ -681,7 +719,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/leaderboard.py",
         '            u.c.role == "learner",\n',
         "",
-        k(CS, "leaderboard_ranks"),
+        k(CS, "leaderboard_ranks and sqlite"),
         what="teachers' own checks are ranked among the learners'",
         area="classroom",
     ),
@@ -701,7 +739,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/database.py",
         'conn.exec_driver_sql("BEGIN IMMEDIATE")',
         'conn.exec_driver_sql("BEGIN")',
-        ("tests/test_classroom_store.py", "-k", "sqlite"),
+        k(CS, "at_once and sqlite"),
         what="a read-then-write transaction fails half-way when another writer committed first",
         area="durability",
     ),
@@ -710,7 +748,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/database.py",
         'cur.execute("PRAGMA busy_timeout=30000")',
         'cur.execute("PRAGMA busy_timeout=0")',
-        ("tests/test_classroom_store.py", "-k", "sqlite"),
+        k(CS, "at_once and sqlite"),
         what="a write that meets another writer's lock fails at once instead of waiting",
         area="durability",
     ),
@@ -719,7 +757,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/accounts.py",
         "                db.execute(s.settings.insert().values(key=key, value=value))\n",
         "                pass\n",
-        ("tests/test_classroom_web.py", "-k", "sqlite"),
+        k("tests/test_sessions_revoked.py", "restart and sqlite"),
         what="the cookie secret is made anew at every start: a restart logs the whole class out",
         area="durability",
     ),
@@ -728,7 +766,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "store/migrations/versions/0001_classroom.py",
         '    if rows["answers"]:\n',
         "    if False:\n",
-        k(CS, "adopted_not_lost"),
+        k(CS, "every_row and sqlite"),
         what="moving to a classroom loses the single-user file's quiz answers",
         area="durability",
     ),
@@ -749,6 +787,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         k(CS, "isolated_and_code and sqlite"),
         ci=True,
         what="a save from a stale editor silently replaces a newer save",
+        area="durability",
+    ),
+    Mutation(
+        "nul-code-reaches-the-database",
+        "store/learner_code.py",
+        "        storable(text)\n        version = version_of(text)",
+        "        version = version_of(text)",
+        k(CI, "every_text_field and postgresql"),
+        what="code with a NUL character is sent to PostgreSQL (a 500)",
+        area="durability",
+    ),
+    Mutation(
+        "display-name-unchecked",
+        "store/accounts.py",
+        '    if any(unicodedata.category(c) in ("Cc", "Cs") for c in text):',
+        "    if False:",
+        k(CI, "every_text_field and postgresql"),
+        what="a display name with a NUL or a newline is stored (PostgreSQL: a 500)",
         area="durability",
     ),
     Mutation(
@@ -822,7 +878,9 @@ def run_one(mutation: Mutation, src_copy: Path, timeout: float) -> tuple[str, fl
         outcome = "survived" if proc.returncode == 0 else "killed"
         if proc.returncode == 5:
             raise SystemExit(f"{mutation.name}: its test selection {mutation.tests} collected no tests")
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        lines = (proc.stdout + proc.stderr).strip().splitlines()
+        failed = [ln for ln in lines if ln.startswith("E ")][:4]  # the assertion that killed it
+        tail = failed + lines[-3:]
     except subprocess.TimeoutExpired:
         outcome, tail = "timeout", [f"no result within {timeout:.0f} s (counted as killed)"]
     finally:
@@ -839,6 +897,9 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--min-score", type=float, default=0.0, help="fail below this kill rate (0..1)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds per mutant")
+    parser.add_argument(
+        "--show", action="store_true", help="print how each mutant was killed too (its test's failure)"
+    )
     args = parser.parse_args()
     check_list()
 
@@ -872,7 +933,7 @@ def main() -> int:
             outcome, seconds, tail = run_one(m, src_copy, args.timeout)
             results.append((m, outcome))
             print(f"{outcome:8} {seconds:6.1f}s  {m.name}: {m.what}", flush=True)
-            if outcome == "survived":
+            if outcome == "survived" or args.show:
                 print("         " + tail.replace("\n", "\n         "), flush=True)
 
     killed = sum(1 for _, o in results if o != "survived")
