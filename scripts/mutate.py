@@ -670,6 +670,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="classroom",
     ),
     Mutation(
+        "roster-import-half-done",
+        "classroom/room.py",
+        '            check_name(cells[1], f"row {number}: the display name")\n',
+        "",
+        k(CS, "roster and sqlite"),
+        what="a roster whose later row has a bad display name makes the accounts before it",
+        area="classroom",
+    ),
+    Mutation(
         "speed-on-any-learners-attempt",
         "store/learner_progress.py",
         ".where(a.c.id == int(attempt), a.c.user_id == self.user_id)",

@@ -148,6 +148,9 @@ def test_init_add_roster_and_formula_safe_export(room: Classroom) -> None:
     with pytest.raises(AccountError, match="row 2"):  # checked before anything is made
         room.import_csv("username,display_name\nbob,Bob\nbob,Bob again\n")
     assert room.db.user_by_name("bob") is None
+    with pytest.raises(AccountError, match="row 2: the display name"):  # a display name the class cannot show
+        room.import_csv("username,display_name\ncleo,Cleo\ndan,Dan\x00Null\n")
+    assert room.db.user_by_name("cleo") is None
     rows = room.import_csv('username,display_name,role\nbob,=HYPERLINK("http://x")\ncarol,@SUM(A1),teacher\n')
     assert [r["role"] for r in rows] == ["learner", "teacher"]
     table = list(csv.reader(io.StringIO(room.progress_csv(load_course(COURSE)))))

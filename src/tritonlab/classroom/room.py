@@ -140,6 +140,7 @@ class Classroom:
                 raise AccountError(f"row {number}: the username {name!r} is taken")
             if cells[3] and len(cells[3]) < MIN_PASSWORD:
                 raise AccountError(f"row {number}: a password needs at least {MIN_PASSWORD} characters")
+            check_name(cells[1], f"row {number}: the display name")
             seen.add(name)
             planned.append((name, cells[1], role, cells[3] or None))
         made = []
