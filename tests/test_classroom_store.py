@@ -579,6 +579,8 @@ CLASSROOM_DATABASE_TESTS = (
     "test_per_learner_tables.py",
     "test_classroom_guard.py",
     "test_classroom_inputs.py",
+    "test_classroom_backup.py",
+    "test_code_backup_bounds.py",
 )
 
 
