@@ -61,12 +61,12 @@ test:
 	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"
 	@$(PHASE) content $(BIN)/tritonlab dev check
 	@$(PHASE) wheel scripts/wheel_smoke.sh
-	@$(PHASE) mutate $(BIN)/python scripts/mutate.py --ci --min-score 0.85
+	@$(PHASE) mutate $(BIN)/python scripts/mutate.py --ci --min-score 0.90
 	@echo "=== make test: where the time went ==="; cat .phase-times
 
 # Break the product on purpose, one mutation at a time, and check that the tests notice (docs/testing.md).
 mutate: install
-	$(BIN)/python scripts/mutate.py --min-score 0.85
+	$(BIN)/python scripts/mutate.py --min-score 0.95
 
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu

@@ -361,6 +361,33 @@ def test_one_run_per_learner_fifo_across_learners_and_a_rate_limit(env: dict) ->
         jobs.per_minute = saved
 
 
+def test_the_run_limit_lets_exactly_its_number_through_a_minute(env: dict) -> None:
+    """The per-minute limit is exact: with it set to 3, a learner who never ran starts three runs (each ended
+    before the next, so the one-in-flight rule never answers) and the fourth is refused with 429 and Retry-After."""
+    user, password = env["room"].add("rita")
+    env["accounts"]["rita"] = password
+    rita = As(env, "rita")
+    code = rita.get("/api/exercises/vector-copy/code").json()
+    saved = rita.put(
+        "/api/exercises/vector-copy/code", json={"text": "print(1)\n", "base_version": code["version"]}
+    )
+    assert saved.status_code == 200, saved.text
+    jobs = env["app"].state.jobs
+    limit, jobs.per_minute = jobs.per_minute, 3
+    try:
+        for n in range(3):
+            started = rita.post("/api/exercises/vector-copy/run")
+            assert started.status_code == 200, (n, started.text)
+            assert [name for name, _ in events(rita, started.json())][-1] == "end"
+        refused = rita.post("/api/exercises/vector-copy/run")
+        assert refused.status_code == 429 and "3 runs in the last minute" in refused.json()["error"], (
+            refused.text
+        )
+        assert int(refused.headers["retry-after"]) >= 1
+    finally:
+        jobs.per_minute = limit
+
+
 def test_teacher_manages_the_roster(env: dict) -> None:
     teacher, ben = As(env, "teacher"), As(env, "ben")
     made = teacher.post("/api/classroom/users", json={"username": "jo", "display_name": "Jo"}).json()

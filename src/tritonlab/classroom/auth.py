@@ -26,7 +26,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from tritonlab import config
-from tritonlab.store.accounts import User
+from tritonlab.store.accounts import USERNAME, User
 from tritonlab.store.classroom import ClassroomDB
 
 FREE_TRIES = 5
@@ -97,6 +97,8 @@ class PasswordAuthenticator:
 
     def authenticate(self, username: str, password: str, address: str) -> User:
         name = username.strip().lower()
+        if not USERNAME.match(name):  # no account has this name; the database is never asked (a NUL or a
+            raise LoginRefused("wrong username or password")  # name past its column is an error there)
         failures, last_at = self.db.failures(name, address)
         wait = last_at + delay_for(failures) - time.time()
         if wait > 0:

@@ -11,7 +11,6 @@ import csv
 import hashlib
 import hmac
 import io
-import re
 import time
 from pathlib import Path
 
@@ -21,11 +20,10 @@ from tritonlab.models import Course, Exercise
 from tritonlab.runs import caches
 from tritonlab.service import Service
 from tritonlab.store import leaderboard
-from tritonlab.store.accounts import ROLES, AccountError, User
+from tritonlab.store.accounts import ROLES, USERNAME, AccountError, User, check_name
 from tritonlab.store.classroom import ClassroomDB
 from tritonlab.store.database import database_url, redact
 
-USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
 MIN_PASSWORD = 8
 STUCK_ATTEMPTS = 3  # failed checks on one exercise, never passed: the learner is listed as stuck
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -100,7 +98,7 @@ class Classroom:
     def init(self, name: str, teacher: str = "teacher") -> dict:
         if not name.strip():
             raise AccountError("the class needs a name (--name)")
-        klass = self.db.create_class(name.strip())
+        klass = self.db.create_class(check_name(name, "the class's name"))
         user, password = self.add(teacher, "Teacher", "teacher")
         return {
             "class": {"name": klass["name"], "join_open": klass["join_open"]},
@@ -120,7 +118,8 @@ class Classroom:
         password = password or new_password()
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
-        user = self.db.add_user(name, display_name.strip() or name, role, hash_password(password))
+        shown = check_name(display_name, "a display name") or name
+        user = self.db.add_user(name, shown, role, hash_password(password))
         return user, password
 
     def import_csv(self, text: str) -> list[dict]:
@@ -141,6 +140,7 @@ class Classroom:
                 raise AccountError(f"row {number}: the username {name!r} is taken")
             if cells[3] and len(cells[3]) < MIN_PASSWORD:
                 raise AccountError(f"row {number}: a password needs at least {MIN_PASSWORD} characters")
+            check_name(cells[1], f"row {number}: the display name")
             seen.add(name)
             planned.append((name, cells[1], role, cells[3] or None))
         made = []
@@ -185,7 +185,9 @@ class Classroom:
     def join(self, code: str, username: str, display_name: str, password: str) -> User:
         """Self-registration through the join link, while the teacher keeps it open."""
         klass = self.db.the_class()
-        if klass is None or not hmac.compare_digest(klass["join_code"], code):
+        if klass is None or not hmac.compare_digest(
+            klass["join_code"].encode(), code.encode("utf-8", "surrogatepass")
+        ):
             raise LookupError("no class has this join link")
         if not klass["join_open"]:
             raise PermissionError("this class is closed to new learners; ask your teacher for an account")

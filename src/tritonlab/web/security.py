@@ -74,6 +74,26 @@ def host_name(host_header: str) -> str | None:
     return match["name"]
 
 
+def same_secret(given: str, expected: str) -> bool:
+    """Whether a secret a request sent equals ours, in constant time. `hmac.compare_digest` raises TypeError on
+    text with a non-ASCII character (a request holding one was a 500); as UTF-8 bytes any text compares."""
+    sent, ours = given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(sent, ours)
+
+
+def local_path(target: str | None, default: str = "/") -> str:
+    """Where a redirect a visitor asked for (`next=`) may go: a path on this server, else `default`.
+
+    A browser reads more than `//host` as another site: a backslash is a slash to it (`/\\host` is `//host`),
+    and it drops tabs and newlines anywhere in a URL (`/<TAB>/host` is `//host`); so any backslash or control
+    character refuses the target, as does anything not starting with a single `/`."""
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return default
+    if "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
+        return default
+    return target
+
+
 def csp(nonce: str) -> str:
     return (
         "default-src 'self'; script-src 'self'; "
@@ -121,15 +141,15 @@ class Guard:
 
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET" and "token" in query and not is_api:
-            if hmac.compare_digest(query["token"], self.token):
+            if same_secret(query["token"], self.token):
                 await self._exchange(scope, send, query)
             else:
                 await self._deny(send, 401, "wrong_token", is_api, nonce, lang)
             return
 
         bearer = headers.get("authorization", "")
-        by_header = bearer.startswith("Bearer ") and hmac.compare_digest(bearer[7:].strip(), self.token)
-        by_cookie = hmac.compare_digest(self._cookie(headers), self.cookie_value)
+        by_header = bearer.startswith("Bearer ") and same_secret(bearer[7:].strip(), self.token)
+        by_cookie = same_secret(self._cookie(headers), self.cookie_value)
         if not (by_header or by_cookie):
             await self._deny(send, 401, "token_needed", is_api, nonce, lang)
             return
@@ -142,31 +162,53 @@ class Guard:
             await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
             return
 
-        length = headers.get("content-length")
-        too_large = {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
+        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
             return
-
-        if method in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0"):
-            # Read the body here, so that one sent without Content-Length (chunked) and past the cap gets
-            # the same 413 as one that announced its size, and JSON nested too deep a clear refusal
-            # (FastAPI would answer a bare 400 "There was an error parsing the body" to both).
-            body = await self._read_body(receive)
-            if body is None:
-                await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
-                return
-            ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
-                body, MAX_JSON_DEPTH
-            ):
-                await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
-                return
-            receive = self._replay(body, receive)
-
-        await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
+        await self.app(scope, self._capped(checked), self._with_headers(send, nonce))
 
     # ---- pieces ----------------------------------------------------------------------------------------
+
+    def _too_large(self) -> dict[str, int]:
+        return {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
+
+    async def _announced_too_large(self, headers: dict[str, str], send: Send, nonce: str, lang: str) -> bool:
+        """Refuse (413) a body whose Content-Length is past the cap, before anything else is done for it."""
+        length = headers.get("content-length")
+        if length and length.isdigit() and int(length) > self.max_body:
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self._too_large())
+            return True
+        return False
+
+    async def _checked_body(
+        self,
+        method: str,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        nonce: str,
+        lang: str,
+        is_api: bool,
+    ) -> Receive | None:
+        """The request's body, read here and handed on (a `receive` that replays it), or None once the request
+        was refused: over the cap (413, also when sent chunked, without Content-Length) or JSON nested too
+        deep (422). FastAPI itself would answer both with a bare 400 "There was an error parsing the body"."""
+        if await self._announced_too_large(headers, send, nonce, lang):
+            return None
+        length = headers.get("content-length")
+        if not (method in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0")):
+            return receive
+        body = await self._read_body(receive)
+        if body is None:
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self._too_large())
+            return None
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
+            body, MAX_JSON_DEPTH
+        ):
+            await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
+            return None
+        return self._replay(body, receive)
 
     def _cookie(self, headers: dict[str, str], name: str | None = None) -> str:
         jar: SimpleCookie = SimpleCookie()

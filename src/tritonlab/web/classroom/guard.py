@@ -29,6 +29,7 @@ from tritonlab.web.security import (
     host_name,
     new_token,
     origin_parts,
+    same_secret,
 )
 
 SESSION_LIFETIME_S = 7 * 24 * 3600.0
@@ -74,7 +75,7 @@ class ClassroomGuard(Guard):
         if not session_id:
             return None
         good = hmac.new(self.secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]
-        return session_id if hmac.compare_digest(mac, good) else None
+        return session_id if same_secret(mac, good) else None
 
     def is_secure(self, scope: Scope) -> bool:
         return self.secure or scope.get("scheme") == "https"
@@ -135,9 +136,7 @@ class ClassroomGuard(Guard):
         if self.allowed is not None and host_name(host) not in self.allowed:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
-        length = headers.get("content-length")
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, kib=self.max_body // 1024)
+        if await self._announced_too_large(headers, send, nonce, lang):
             return
 
         raw = self._cookie(headers, self.session_cookie)
@@ -160,7 +159,7 @@ class ClassroomGuard(Guard):
                 return
             if user is not None and path not in CSRF_EXEMPT:
                 sent = headers.get("x-csrf-token", "")
-                if not (sent and hmac.compare_digest(sent, csrf)):
+                if not (sent and same_secret(sent, csrf)):
                     await _json(
                         send,
                         403,
@@ -172,6 +171,10 @@ class ClassroomGuard(Guard):
             await _json(send, 403, {"error": "only a teacher may open this", "reason": "teacher only"}, nonce)
             return
 
+        # the body past the cap (also sent chunked) is a 413 and JSON nested too deep a 422, as for one learner
+        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
         state["user"] = user
         state["session_id"] = session_id
         state["csrf"] = csrf
@@ -179,7 +182,7 @@ class ClassroomGuard(Guard):
             state["service"] = learner
         token = current_user.set(user)
         try:
-            await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
+            await self.app(scope, self._capped(checked), self._with_headers(send, nonce))
         finally:
             current_user.reset(token)
 

@@ -6,7 +6,6 @@ and join pages. A log-in or join sets the session cookies the guard (web/classro
 from __future__ import annotations
 
 import asyncio
-import hmac
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -17,6 +16,7 @@ from tritonlab.classroom.auth import HASHING, LoginRefused
 from tritonlab.classroom.room import AccountError, Classroom, User
 from tritonlab.web import lang as weblang
 from tritonlab.web.classroom.guard import SESSION_LIFETIME_S, ClassroomGuard
+from tritonlab.web.security import local_path, same_secret
 
 router = APIRouter()
 
@@ -137,9 +137,7 @@ def page(request: Request, name: str, **context: object) -> HTMLResponse:
 
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request) -> Response:
-    target = request.query_params.get("next", "/")
-    if not target.startswith("/") or target.startswith("//"):
-        target = "/"
+    target = local_path(request.query_params.get("next"))  # shown as data-next; classroom.js goes there
     klass = classroom_of(request).the_class() or {}
     title = weblang.tr(request, "classroom_ui.login.title")
     return page(request, "classroom_login.html", title=title, next=target, class_name=klass.get("name", ""))
@@ -148,7 +146,7 @@ def login_page(request: Request) -> Response:
 @router.get("/join/{code}", response_class=HTMLResponse)
 def join_page(code: str, request: Request) -> Response:
     klass = classroom_of(request).the_class()
-    if klass is None or not hmac.compare_digest(klass["join_code"], code):
+    if klass is None or not same_secret(klass["join_code"], code):
         raise HTTPException(404, "no class has this join link")
     return page(
         request,

@@ -43,8 +43,11 @@
     try { data = await res.json(); } catch (e) { data = {}; }
     return { ok: res.ok, status: res.status, data: data };
   }
+  // The same rule as the server's (web/security.py local_path): a path here, never //host, and no backslash
+  // or control character (a browser reads /\host and /<tab>/host as //host).
   function safeNext(target) {
-    return target && target.startsWith("/") && !target.startsWith("//") ? target : "/";
+    const local = target && target.startsWith("/") && !target.startsWith("//");
+    return local && !/[\\\u0000-\u001f\u007f]/.test(target) ? target : "/";
   }
 
   function userBar() {
