@@ -8,7 +8,7 @@ GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
 CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
 STAMP := $(VENV)/.installed-$(GPU)
 
-.PHONY: install run test mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
+.PHONY: install run test test-deps mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
 
 $(STAMP): pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,21 @@ system-deps:
 		echo "could not install $(SYSTEM_PACKAGES): the tests that need them will be skipped"; \
 	fi
 
+# The real OpenID provider the OIDC tests start (npm oidc-provider, pinned by tests/oidc/package-lock.json), when
+# node and npm are here; without them those tests skip and say why. Reinstalled only when the lock file changes.
+OIDC_DIR := tests/oidc
+test-deps:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		if [ ! -f $(OIDC_DIR)/node_modules/.package-lock.json ] || \
+			[ $(OIDC_DIR)/package-lock.json -nt $(OIDC_DIR)/node_modules/.package-lock.json ]; then \
+			echo "installing the test OpenID provider (npm ci in $(OIDC_DIR))"; \
+			(cd $(OIDC_DIR) && npm ci --no-audit --no-fund --loglevel=error) || \
+			echo "npm ci failed in $(OIDC_DIR): the OIDC tests will be skipped"; \
+		fi; \
+	else \
+		echo "node and npm not found: the OIDC tests will be skipped (install Node.js 20+ with npm)"; \
+	fi
+
 lint: install
 	$(BIN)/ruff check src tests scripts benchmarks course
 	$(BIN)/ruff format --check src tests scripts benchmarks
@@ -54,6 +69,7 @@ test:
 	@rm -f .phase-times
 	@$(PHASE) install $(MAKE) --no-print-directory install
 	@$(PHASE) system-deps $(MAKE) --no-print-directory system-deps
+	@$(PHASE) test-deps $(MAKE) --no-print-directory test-deps
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not browser"
 	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"

@@ -161,7 +161,9 @@ def test_top_level_stays_small() -> None:
             f"{package.name}/__init__.py needs a docstring: what it owns and may import"
         )
         if package.name not in ("contracts", "kernels"):
-            assert len(list(package.glob("*.py"))) <= 13, package.name
+            # web: 14 since its OIDC routes (web/oidc.py) came as a module of their own, as issue 36 asked
+            limit = 14 if package.name == "web" else 13
+            assert len(list(package.glob("*.py"))) <= limit, package.name
 
 
 def test_cycle_finder_finds_a_cycle() -> None:

@@ -72,6 +72,7 @@ def create_app(
     if classroom is not None:
         from tritonlab.web import classroom as classroom_web
         from tritonlab.web import leaderboard as leaderboard_web
+        from tritonlab.web import oidc as oidc_web
 
         app.include_router(classroom_web.router)
         app.include_router(leaderboard_web.router)
@@ -117,6 +118,7 @@ def create_app(
 
     if classroom is not None:
         classroom_web.install(app, classroom, service, allowed_hosts, public_url)  # type: ignore[arg-type]
+        oidc_web.install(app, classroom)  # /auth/: log-in through the class's OpenID provider, and logout
     else:
         app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts, lang=service.lang)
     return app
