@@ -279,14 +279,22 @@ def test_forged_callback_parameters_are_refused(klass: SSOClass, forge) -> None:
     refused(klass, response, 401, "Log-in refused", before)
 
 
-def test_a_flood_of_unfinished_log_ins_is_capped(klass: SSOClass, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flood_of_unfinished_log_ins_pushes_out_the_oldest_not_everyone(
+    klass: SSOClass, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the cap, a new log-in still starts; the oldest unfinished one makes room and its answer is refused."""
     with klass.room.db.engine.begin() as conn:
-        waiting = conn.execute(sa.text("SELECT count(*) FROM sso_pending")).scalar()
-    monkeypatch.setattr(identities, "MAX_PENDING", waiting + 1)
-    browser = klass.browser()
-    browser.start()
-    r = browser.app.get("/auth/start", follow_redirects=False)  # type: ignore[attr-defined]
-    assert r.status_code == 429 and "too many log-ins" in r.text and r.headers["retry-after"] == "60"
+        conn.execute(sa.text("DELETE FROM sso_pending"))
+    monkeypatch.setattr(identities, "MAX_PENDING", 2)
+    oldest, middle, newest = klass.browser(), klass.browser(), klass.browser()
+    first = oldest.authorize(oldest.start(), "anna")
+    second = middle.authorize(middle.start(), "anna")
+    third = newest.authorize(newest.start(), "anna")  # the cap: the oldest makes room
+    with klass.room.db.engine.begin() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM sso_pending")).scalar() == 2
+    before = klass.rows()
+    refused(klass, oldest.callback(first), 401, "unknown, already used or expired", before)
+    assert middle.callback(second).status_code == 303 and newest.callback(third).status_code == 303
 
 
 # ---- who is let in --------------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ FIELDS = {  # TOML key -> what it holds (the `--oidc-KEY` option and TRITONLAB_O
 
 class SSOError(Exception):
     """A log-in through the provider refused or impossible; `status` is the HTTP answer (401: not proven,
-    403: proven but not allowed in, 429: too many at once, 502: the provider could not be used)."""
+    403: proven but not allowed in, 502: the provider could not be used)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

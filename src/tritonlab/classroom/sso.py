@@ -50,10 +50,7 @@ class SSOLogin:
         """(the provider URL to send the browser to, the token that binds this log-in to that browser)."""
         url, state, nonce, verifier = self.client.begin()
         browser = secrets.token_urlsafe(32)
-        try:
-            identities.save_pending(self.room.db, state, browser, nonce, verifier, next_path, PENDING_TTL_S)
-        except OverflowError as exc:
-            raise SSOError(429, str(exc)) from None
+        identities.save_pending(self.room.db, state, browser, nonce, verifier, next_path, PENDING_TTL_S)
         return url, browser
 
     def finish(self, state: str, browser: str | None, code: str, error: str, issuer: str) -> tuple[User, str]:

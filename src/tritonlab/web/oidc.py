@@ -54,8 +54,7 @@ def _safe_next(target: str | None) -> str:
 
 def _refuse(exc: SSOError) -> HTTPException:
     log.warning("provider log-in refused (%s): %s", exc.status, exc)
-    headers = {"Retry-After": "60"} if exc.status == 429 else None
-    return HTTPException(exc.status, f"Log-in refused: {exc}", headers=headers)
+    return HTTPException(exc.status, f"Log-in refused: {exc}")
 
 
 @router.get("/auth/start")
