@@ -10,11 +10,14 @@ and the wire between the provider and the class server (the provider script's on
 from __future__ import annotations
 
 import base64
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 from oidc_provider import (
     BASE,
     CLIENT_SECRET,
@@ -332,3 +335,35 @@ def test_a_provider_whose_discovery_names_another_issuer_is_refused(
     with sso_class(tmp_path, f"sqlite:///{tmp_path / 'c.db'}", oidc_provider.issuer + "/") as klass:
         r = klass.browser().app.get("/auth/start", follow_redirects=False)  # type: ignore[attr-defined]
         assert r.status_code == 502 and "set --oidc-issuer to exactly what the provider says" in r.text
+
+
+def test_a_provider_that_cannot_be_reached_is_a_clear_page_tried_once_per_ten_seconds(tmp_path: Path) -> None:
+    """A provider that hangs up: a 502 page saying so, passwords still offered, and the failure kept, so that
+    a class arriving at once does not hold a request thread each on the dead provider."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    tries: list[int] = []
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            tries.append(1)
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    down = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with sso_class(tmp_path, f"sqlite:///{tmp_path / 'c.db'}", down) as klass:
+            browser = klass.browser()
+            for _ in range(3):
+                r = browser.app.get("/auth/start", follow_redirects=False)  # type: ignore[attr-defined]
+                assert r.status_code == 502 and "could not be read: ConnectionError" in r.text, r.text[:500]
+            assert len(tries) == 1, f"the dead provider was asked {len(tries)} times"
+            login = TestClient(klass.app, base_url=BASE).get("/login")
+            assert login.status_code == 200 and 'id="login-form"' in login.text  # passwords still work
+    finally:
+        listener.close()

@@ -25,6 +25,7 @@ MAX_ID_TOKEN = 16 * 1024
 MAX_TOKEN_AGE_S = 600  # an ID token issued longer ago than this (plus leeway) is refused
 HTTP_TIMEOUT_S = 10.0
 METADATA_TTL_S = 3600.0
+FAILURE_TTL_S = 10.0  # a discovery read that failed is not tried again sooner
 KEYS_REFRESH_MIN_S = 30.0  # a token naming an unknown key re-reads the keys at most this often
 ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 
@@ -79,7 +80,9 @@ class OIDCClient:
     def __init__(self, settings: OIDCSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
+        self._fetching = threading.Lock()  # one discovery read at a time: the others wait for its answer
         self._metadata: tuple[float, dict] | None = None
+        self._failed: tuple[float, SSOError] | None = None
         self._keys: tuple[float, Any] | None = None
 
     # ---- what the provider publishes ----------------------------------------------------------------------
@@ -97,10 +100,24 @@ class OIDCClient:
 
     def metadata(self) -> dict:
         """The discovery document, checked: its issuer is exactly the configured one, its endpoints are https
-        (http on loopback), it offers PKCE with S256 and at least one asymmetric ID token algorithm."""
-        with self._lock:
-            if self._metadata and time.monotonic() - self._metadata[0] < METADATA_TTL_S:
+        (http on loopback), it offers PKCE with S256 and at least one asymmetric ID token algorithm. Kept an
+        hour; a failure is kept FAILURE_TTL_S, so that a provider that is down costs one request-thread wait
+        per FAILURE_TTL_S, not one per visitor."""
+        with self._fetching:
+            now = time.monotonic()
+            if self._metadata and now - self._metadata[0] < METADATA_TTL_S:
                 return self._metadata[1]
+            if self._failed and now - self._failed[0] < FAILURE_TTL_S:
+                raise self._failed[1]
+            try:
+                meta = self._read_metadata()
+            except SSOError as exc:
+                self._failed = (now, exc)
+                raise
+            self._metadata, self._failed = (time.monotonic(), meta), None
+            return meta
+
+    def _read_metadata(self) -> dict:
         s = self.settings
         meta = self._get(s.discovery_url, "discovery document")
         if meta.get("issuer") != s.issuer:
@@ -123,8 +140,6 @@ class OIDCClient:
             raise SSOError(
                 502, "the provider signs ID tokens with no algorithm this server accepts (RS256, ES256…)"
             )
-        with self._lock:
-            self._metadata = (time.monotonic(), meta)
         return meta
 
     @staticmethod
