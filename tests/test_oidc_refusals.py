@@ -96,12 +96,16 @@ def test_an_id_token_from_another_issuer_is_refused(klass: SSOClass, oidc_provid
     refused(klass, anna.callback(back), 401, "not valid for this class (iss)", before)
 
 
-def test_an_answer_naming_another_issuer_is_refused(klass: SSOClass, oidc_provider: Provider) -> None:
+def test_an_answer_naming_another_issuer_or_none_is_refused(klass: SSOClass, oidc_provider: Provider) -> None:
+    """RFC 9207: the provider names itself in its answer (its discovery says it does); an answer naming another
+    issuer, or none, is not the class's provider's."""
     anna = klass.browser()
     back = anna.authorize(anna.start(), "anna")
     before = klass.rows()
     forged = with_query(back, iss=oidc_provider.other_issuer)
     refused(klass, anna.callback(forged), 401, "another provider", before)
+    back = anna.authorize(anna.start(), "anna")
+    refused(klass, anna.callback(with_query(back, iss=None)), 401, "which provider it comes from", before)
 
 
 def test_a_nonce_changed_in_the_authorization_request_is_refused(klass: SSOClass) -> None:

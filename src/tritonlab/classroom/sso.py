@@ -67,6 +67,11 @@ class SSOLogin:
             raise SSOError(401, f"the provider did not log you in ({shown})")
         if issuer and issuer != self.settings.issuer:  # RFC 9207: an answer from another provider (mix-up)
             raise SSOError(401, "this answer comes from another provider than the class's")
+        if (
+            not issuer
+            and self.client.metadata().get("authorization_response_iss_parameter_supported") is True
+        ):
+            raise SSOError(401, "the provider's answer does not say which provider it comes from (iss)")
         if not code:
             raise SSOError(401, "the provider's answer carries no authorization code")
         identity = self.client.finish(code, pending.nonce, pending.code_verifier)
