@@ -454,7 +454,7 @@ class Run:
         import sqlalchemy as sa
 
         from tritonlab.store import schema as s
-        from tritonlab.store.classroom import make_engine
+        from tritonlab.store.database import make_engine
 
         engine = make_engine(self.url)
         with engine.connect() as db:

@@ -5,7 +5,7 @@ that the tests notice.
 Each mutation replaces one exact piece of source text (it must occur exactly once, so a refactoring that moves
 the code makes this script fail loudly instead of testing nothing). The mutated tree is a copy of `src/` in a
 temporary folder, put first on PYTHONPATH; the checkout is never modified, and the sandbox's children import
-the same copy (runs/sandbox.py passes the parent's package folder on). For each mutation the relevant fast
+the same copy (runs/limits.py passes the parent's package folder on). For each mutation the relevant fast
 tests run; a failing run means the mutant was killed, a green run means it survived.
 
     python scripts/mutate.py                 # every mutation (about 10 minutes on 2 cores)
@@ -78,7 +78,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "lifo-queue",
-        "service.py",
+        "service/gate.py",
         "self._queue.append(ticket)",
         "self._queue.insert(0, ticket)",
         k(G, "first_come"),
@@ -105,7 +105,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "wall-clock-kill-removed",
-        "runs/sandbox.py",
+        "runs/collect.py",
         "if time.monotonic() > deadline and not timed_out:",
         "if False:",
         ("--timeout=25", *k(G, "wall_clock")),
@@ -219,10 +219,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         ci=True,
         what="oversized code is saved",
     ),
-    # ---- runs/sandbox.py and runs/zygote.py: limits and kills ----
+    # ---- runs/collect.py and runs/zygote.py: limits and kills ----
     Mutation(
         "output-cap-removed",
-        "runs/sandbox.py",
+        "runs/collect.py",
         "if len(data) > room:",
         "if False:",
         k("tests/test_sandbox.py", "huge_output"),
@@ -273,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "oob-read-by-guard-value-removed",
-        "grading/contracts/compare.py",
+        "grading/contracts/_values.py",
         "oob = np.flatnonzero(bits == guard) if guard is not None else np.array([], int)",
         "oob = np.array([], int)",
         k(G, "input_guard"),
@@ -282,7 +282,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "unwritten-not-detected",
-        "grading/contracts/compare.py",
+        "grading/contracts/_values.py",
         'np.flatnonzero(bits == poison) if poison is not None and meta.get("guarded") else np.array([], int)',
         "np.array([], int)",
         ("tests/test_contracts.py",),
@@ -291,7 +291,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- queue, caps, streaming, serving ----
     Mutation(
         "gate-admits-one-more",
-        "service.py",
+        "service/gate.py",
         "while self._queue[0] is not ticket or self._active >= self.size:",
         "while self._queue[0] is not ticket or self._active > self.size:",
         k(G, "exactly_its_size"),
@@ -300,7 +300,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "viz-cap-removed",
-        "web/api.py",
+        "web/viz_api.py",
         "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
         "    if not slots.acquire(blocking=False):",
         "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
@@ -310,7 +310,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "last-event-id-ignored",
-        "web/api.py",
+        "web/runs_api.py",
         "start = int(last) + 1 if last.isdigit() else 0",
         "start = 0",
         k(G, "last_event_id"),
@@ -352,7 +352,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "discarded-read-passes",
-        "grading/grader.py",
+        "grading/check/judge.py",
         "        return reads_outside(case, entry)",
         "        return []",
         k("tests/test_wrong_solutions.py", "unmasked_load"),

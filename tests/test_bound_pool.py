@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.runs import hardening, pool, sandbox
+from tritonlab.runs import hardening, pool, runfolder, sandbox
+from tritonlab.runs.limits import default_limits
 from tritonlab.runs.zygote import descendants
 
 AGE = """
@@ -40,7 +41,7 @@ def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 def run_age(z: sandbox.Zygote, run_dir: Path) -> dict:
     (run_dir / "prog.py").write_text("import json\n" + AGE)
     (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
-    result = z.start(run_dir, sandbox.default_limits("interpreter", 30)).wait()
+    result = z.start(run_dir, default_limits("interpreter", 30)).wait()
     assert result.exit_code == 0, result.output
     return json.loads(result.output.strip().splitlines()[-1])
 
@@ -60,17 +61,17 @@ def test_a_run_in_a_warm_directory_starts_in_the_child_made_ahead(zygote: sandbo
         try:
             seen = run_age(zygote, run_dir)
         finally:
-            sandbox.remove_run_dir(run_dir)
+            runfolder.remove_run_dir(run_dir)
         assert seen["age"] > 1.0, seen
         # the walls are those of an on-demand hardened run: only its own directory in the runs folder
         # (and the folder of its compile cache: runs/caches.py)
         assert seen["runs_folder"] == sorted([run_dir.name, ".triton"]) and seen["cwd"] == str(run_dir)
-    cold = sandbox.new_run_dir()  # a directory the zygote did not make: forked on demand, as before
+    cold = runfolder.new_run_dir()  # a directory the zygote did not make: forked on demand, as before
     try:
         time.sleep(1.5)
         seen = run_age(zygote, cold)
     finally:
-        sandbox.remove_run_dir(cold)
+        runfolder.remove_run_dir(cold)
     assert seen["age"] < 1.0 and seen["runs_folder"] == [cold.name]
 
 
@@ -82,12 +83,12 @@ def test_a_directory_given_up_ends_its_child(zygote: sandbox.Zygote) -> None:
         run_dir, warm = zygote.new_run_dir()
         assert warm
         time.sleep(0.8)  # its child isolated itself into it and waits (else it just dies: no directory)
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
     run_dir, warm = zygote.new_run_dir()  # and they did not turn warming off
     try:
         assert warm
         # The drops and the last forks reach the zygote a little later: wait until the count holds (1 s).
-        # Expected: this last directory's child, and the pool's next one warming up already (sandbox.warm_plan).
+        # Expected: this last directory's child, and the pool's next one warming up already (caches.warm_plan).
         expected = 1 + zygote.pool
         deadline, steady_since = time.monotonic() + 20, None
         while time.monotonic() < deadline:
@@ -102,7 +103,7 @@ def test_a_directory_given_up_ends_its_child(zygote: sandbox.Zygote) -> None:
         time.sleep(1.5)
         assert run_age(zygote, run_dir)["age"] > 1.0
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
 
 
 def test_stop_kills_a_warm_run(zygote: sandbox.Zygote) -> None:
@@ -111,7 +112,7 @@ def test_stop_kills_a_warm_run(zygote: sandbox.Zygote) -> None:
     try:
         (run_dir / "prog.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
         (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
-        run = zygote.start(run_dir, sandbox.default_limits("interpreter", 60))
+        run = zygote.start(run_dir, default_limits("interpreter", 60))
         shown: list[str] = []
 
         def on_output(text: str) -> None:
@@ -122,5 +123,5 @@ def test_stop_kills_a_warm_run(zygote: sandbox.Zygote) -> None:
         began = time.monotonic()
         result = run.wait(on_output)
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
     assert result.stopped and time.monotonic() - began < 10

@@ -20,7 +20,9 @@ import sqlalchemy as sa
 from tritonlab.classroom.auth import FREE_TRIES, LoginRefused, delay_for
 from tritonlab.classroom.room import Classroom, csv_safe
 from tritonlab.content.course import load_course
-from tritonlab.store.classroom import AccountError, ClassroomDB, schema_revision
+from tritonlab.store.accounts import AccountError
+from tritonlab.store.classroom import ClassroomDB
+from tritonlab.store.database import schema_revision
 from tritonlab.store.progress import Store
 from tritonlab.store.workspace import ConflictError
 
@@ -325,7 +327,7 @@ def test_leaderboard_ranks_best_passing_gpu_times_of_opted_in_learners(room: Cla
 
 
 def test_migration_0002_takes_existing_attempts_speed_from_their_verdicts(classroom_url: str) -> None:
-    from tritonlab.store.classroom import make_engine, upgrade
+    from tritonlab.store.database import make_engine, upgrade
 
     engine = make_engine(classroom_url)
     upgrade(engine, NO_LEGACY, target="0001")  # a database made before the leaderboard existed
@@ -451,6 +453,8 @@ CLASSROOM_DATABASE_TESTS = (
     "test_sessions_revoked.py",
     "test_join_link.py",
     "test_per_learner_tables.py",
+    "test_classroom_backup.py",
+    "test_code_backup_bounds.py",
 )
 
 

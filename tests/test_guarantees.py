@@ -26,9 +26,12 @@ from fastapi.testclient import TestClient
 from starlette.routing import Mount
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
-from tritonlab.runs import sandbox
-from tritonlab.service import FairGate, Service
+from tritonlab.grading.check import pipeline
+from tritonlab.runs import runfolder, sandbox
+from tritonlab.runs.collect import RunResult
+from tritonlab.runs.limits import RUN_USER_NAME, Limits
+from tritonlab.service import Service
+from tritonlab.service.gate import FairGate
 from tritonlab.store.progress import Store
 from tritonlab.web import create_app, jobs
 from tritonlab.web.security import cookie_name, cookie_value
@@ -219,9 +222,9 @@ def test_at_most_max_active_runs_are_in_flight() -> None:
 
 def test_at_most_four_pictures_are_drawn_at_once(app, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     from tritonlab.viz import run as viz_run
-    from tritonlab.web import api
+    from tritonlab.web import viz_api
 
-    assert api.VIZ_MAX_ACTIVE == 4
+    assert viz_api.VIZ_MAX_ACTIVE == 4
     release, inside = threading.Event(), threading.Semaphore(0)
 
     def slow_draw(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -412,23 +415,23 @@ def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
         os.environ["TRITONLAB_HOME"] = saved
 
 
-def run_text(zygote: sandbox.Zygote, tmp_path: Path, code: str, limits: sandbox.Limits) -> sandbox.RunResult:
+def run_text(zygote: sandbox.Zygote, tmp_path: Path, code: str, limits: Limits) -> RunResult:
     file = tmp_path / "program.py"
     file.write_text(code)
-    run_dir = sandbox.new_run_dir()
+    run_dir = runfolder.new_run_dir()
     (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
     return zygote.start(run_dir, limits).wait()
 
 
 def test_the_wall_clock_kills_a_sleeping_run(zygote: sandbox.Zygote, tmp_path: Path) -> None:
     """A sleeping program uses no CPU, so only the wall clock can end it (the CPU limit is far away)."""
-    limits = sandbox.Limits(wall_seconds=1.5, cpu_seconds=600)
+    limits = Limits(wall_seconds=1.5, cpu_seconds=600)
     file = tmp_path / "sleeper.py"
     file.write_text("import time\nprint('asleep', flush=True)\ntime.sleep(1000)\n")
-    run_dir = sandbox.new_run_dir()
+    run_dir = runfolder.new_run_dir()
     (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
     run = zygote.start(run_dir, limits)
-    done: list[sandbox.RunResult] = []
+    done: list[RunResult] = []
     waiter = threading.Thread(target=lambda: done.append(run.wait()), daemon=True)
     waiter.start()
     waiter.join(10)
@@ -446,7 +449,7 @@ def test_a_sleeping_check_gets_a_timeout_verdict(zygote: sandbox.Zygote, tmp_pat
     learner.write_text("import time\n\n\ndef vector_copy(x):\n    time.sleep(1000)\n")
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
     started = time.monotonic()
-    verdict = grader.check(exercise, learner, "interpreter", zygote, seed=3, timeout=2)
+    verdict = pipeline.check(exercise, learner, "interpreter", zygote, seed=3, timeout=2)
     assert time.monotonic() - started < 20
     assert not verdict.passed and verdict.failures[0].kind == "timeout", verdict
 
@@ -454,7 +457,7 @@ def test_a_sleeping_check_gets_a_timeout_verdict(zygote: sandbox.Zygote, tmp_pat
 def test_the_cpu_limit_stops_a_busy_loop_before_the_wall_clock(
     zygote: sandbox.Zygote, tmp_path: Path
 ) -> None:
-    limits = sandbox.Limits(wall_seconds=20, cpu_seconds=1)  # stopped by SIGXCPU within ~1-6 s
+    limits = Limits(wall_seconds=20, cpu_seconds=1)  # stopped by SIGXCPU within ~1-6 s
     result = run_text(zygote, tmp_path, "while True:\n    pass\n", limits)
     assert not result.timed_out and result.signal in (signal.SIGXCPU, signal.SIGKILL), result
     assert result.seconds < 15, result.seconds
@@ -469,7 +472,7 @@ def test_runs_are_not_dumpable(zygote: sandbox.Zygote, tmp_path: Path) -> None:
         f"print('dumpable', ctypes.CDLL(None, use_errno=True).prctl({PR_GET_DUMPABLE}, 0, 0, 0, 0))\n"
         "print('uid', os.getuid())\n"
     )
-    result = run_text(zygote, tmp_path, code, sandbox.Limits(wall_seconds=30))
+    result = run_text(zygote, tmp_path, code, Limits(wall_seconds=30))
     assert "dumpable 0" in result.output, result.output
     # this process is dumpable, so the check above is not vacuous
     assert ctypes.CDLL(None).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1
@@ -606,11 +609,11 @@ def test_hardened_runs_are_not_dumpable_and_have_a_user_name(tmp_path: Path) -> 
         os.environ["PATH"] = saved_path
     try:
         z.wait_ready()
-        run_dir = sandbox.new_run_dir()
+        run_dir = runfolder.new_run_dir()
         (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
-        result = z.start(run_dir, sandbox.Limits(wall_seconds=30)).wait()
+        result = z.start(run_dir, Limits(wall_seconds=30)).wait()
     finally:
         z.close()
     assert "dumpable 0" in result.output, result.output
-    assert f"user {sandbox.RUN_USER_NAME}" in result.output, result.output
+    assert f"user {RUN_USER_NAME}" in result.output, result.output
     assert "tool: not found" in result.output, result.output  # a locked PATH folder is left out of the run's

@@ -24,7 +24,8 @@ from tritonlab.classroom.room import Classroom
 from tritonlab.content.course import load_course
 from tritonlab.models import Course, Exercise
 from tritonlab.store import identities, schema
-from tritonlab.store.classroom import LearnerCode, LearnerStore
+from tritonlab.store.learner_code import LearnerCode
+from tritonlab.store.learner_progress import LearnerStore
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "tests" / "fixtures" / "course"

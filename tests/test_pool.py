@@ -12,8 +12,9 @@ import pytest
 from conftest import FIXTURE_COURSE, LEARNERS
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
-from tritonlab.runs import pool, sandbox
+from tritonlab.grading.check import pipeline
+from tritonlab.runs import pool, runfolder, sandbox
+from tritonlab.runs.limits import Limits
 from tritonlab.runs.zygote import parent_links
 
 
@@ -39,13 +40,13 @@ def warm_pids(z: sandbox.Zygote, count: int, timeout: float = 10.0) -> set[int]:
 
 def check(z: sandbox.Zygote, learner: str, timeout: float = 60, on_start=None):  # noqa: ANN001, ANN201
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-    return grader.check(
+    return pipeline.check(
         exercise, LEARNERS / learner, "interpreter", z, seed=3, timeout=timeout, on_start=on_start
     )
 
 
-def run_program(z: sandbox.Zygote, file: Path, limits: sandbox.Limits, argv: list[str] | None = None):  # noqa: ANN201
-    run_dir = sandbox.new_run_dir()
+def run_program(z: sandbox.Zygote, file: Path, limits: Limits, argv: list[str] | None = None):  # noqa: ANN201
+    run_dir = runfolder.new_run_dir()
     (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": argv or []}))
     return z.start(run_dir, limits)
 
@@ -85,7 +86,7 @@ def test_timeout_and_stop_kill_a_pooled_run(zygote: sandbox.Zygote) -> None:
     verdict = check(zygote, "hang.py", timeout=3)
     assert time.monotonic() - started < 15
     assert verdict.failures[0].kind == "timeout"
-    run = run_program(zygote, LEARNERS / "hang.py", sandbox.Limits(wall_seconds=60))
+    run = run_program(zygote, LEARNERS / "hang.py", Limits(wall_seconds=60))
     time.sleep(0.5)
     run.stop()
     result = run.wait()
@@ -96,7 +97,7 @@ def test_timeout_and_stop_kill_a_pooled_run(zygote: sandbox.Zygote) -> None:
 def test_setsid_grandchild_of_a_pooled_run_is_killed(zygote: sandbox.Zygote, tmp_path: Path) -> None:
     mark = tmp_path / "grandchild.pid"
     result = run_program(
-        zygote, LEARNERS / "setsid_grandchild.py", sandbox.Limits(wall_seconds=3), [str(mark)]
+        zygote, LEARNERS / "setsid_grandchild.py", Limits(wall_seconds=3), [str(mark)]
     ).wait()
     assert result.timed_out
     deadline = time.monotonic() + 5
@@ -155,13 +156,11 @@ def test_gpu_worker_has_its_cuda_context_before_the_learner_code(
     try:
         z.wait_ready()
         time.sleep(3)  # let the warm child create its context
-        run = run_program(
-            z, LEARNERS / "cuda_state.py", sandbox.Limits(wall_seconds=60, address_space_bytes=None)
-        )
+        run = run_program(z, LEARNERS / "cuda_state.py", Limits(wall_seconds=60, address_space_bytes=None))
         result = run.wait()
         assert json.loads(result.output.strip().splitlines()[-1])["cuda_initialized_before_learner_code"]
         exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-        verdict = grader.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
+        verdict = pipeline.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
         assert verdict.passed, verdict.failures
     finally:
         z.close()

@@ -33,8 +33,11 @@ os.environ["RAY_AUTH_TOKEN_PATH"] = str(AUTH / "token")
 
 ray = pytest.importorskip("ray", reason="ray is not installed: `pip install 'tritonlab[ray]'` to run these")
 
+from tritonlab.runs import backend as backends  # noqa: E402
 from tritonlab.runs import executor as executors  # noqa: E402
-from tritonlab.runs import hardening, ray_executor  # noqa: E402
+from tritonlab.runs import hardening  # noqa: E402
+from tritonlab.runs.limits import Limits  # noqa: E402
+from tritonlab.runs.ray_executor import driver, remote  # noqa: E402
 from tritonlab.service import Service  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -177,7 +180,7 @@ def ray_service(cluster: dict):
     # to them like TRITONLAB_SANDBOX: CI exercises the path a GPU worker takes.
     saved = os.environ.get("TRITONLAB_POOL")
     os.environ["TRITONLAB_POOL"] = (
-        "2"  # warm children for a learner's runs and for the replays (sandbox.warm_plan)
+        "2"  # warm children for a learner's runs and for the replays (caches.warm_plan)
     )
     try:
         service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
@@ -210,7 +213,7 @@ def sleeper(tmp_path: Path) -> Path:
 
 
 def test_unhardened_workers_are_refused_unless_allowed() -> None:
-    pool = object.__new__(ray_executor.RayPool)
+    pool = object.__new__(driver.RayPool)
     report = {"ok": True, "hardened": False, "sandbox_reason": "TRITONLAB_SANDBOX=basic"}
     pool.options = executors.RemoteOptions()
     assert "no hardened sandbox" in pool._problem(report)
@@ -225,11 +228,10 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
     class Pool:
         def __init__(self) -> None:
             self.workers = [
-                ray_executor.WorkerRef(None, {"actor": k, "hostname": k, "ip": "x", "node_id": k})
-                for k in "ab"
+                remote.WorkerRef(None, {"actor": k, "hostname": k, "ip": "x", "node_id": k}) for k in "ab"
             ]
 
-        def acquire(self, exclude: set[str], timeout: float | None = None) -> ray_executor.WorkerRef:
+        def acquire(self, exclude: set[str], timeout: float | None = None) -> remote.WorkerRef:
             left = [w for w in self.workers if w.key not in exclude]
             if not left:
                 raise executors.WorkerLost("no other tritonlab worker is left in the cluster")
@@ -242,10 +244,10 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
             return None
 
     def lose(*args: object) -> dict:
-        raise ray_executor._Lost("ActorDiedError")
+        raise remote._Lost("ActorDiedError")
 
     (tmp_path / "job.json").write_text(json.dumps({"mode": "run", "file": str(LEARNERS / "good.py")}))
-    handle = ray_executor.RemoteRun(Pool(), tmp_path, ray_executor.sandbox.Limits())
+    handle = remote.RemoteRun(Pool(), tmp_path, Limits())
     handle._attempt = lose
     lines: list[str] = []
     with pytest.raises(executors.WorkerLost) as lost:
@@ -254,7 +256,7 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
     assert "running again elsewhere" in "".join(lines)
 
     service = object.__new__(Service)
-    service.executor, service._choice = "ray", ray_executor.backends.Choice("interpreter", "test")
+    service.executor, service._choice = "ray", backends.Choice("interpreter", "test")
     verdict = service._lost_verdict(_exercise(), LEARNERS / "good.py", 7, lost.value).to_json()
     assert not verdict["passed"] and verdict["executor"] == "ray"
     assert verdict["failures"][0]["kind"] == "worker-lost"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.runs import caches, hardening, sandbox
+from tritonlab.runs import caches, hardening, runfolder, sandbox
+from tritonlab.runs.limits import default_limits
 
 PROGRAM = """
 import json, os
@@ -39,11 +40,11 @@ def run_program(z: sandbox.Zygote, cache: str, mark: str, others: list[str] = ()
         text = f"MARK = {mark!r}\nOTHERS = {list(others)!r}\n" + PROGRAM
         (run_dir / "prog.py").write_text(text)
         (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
-        result = z.start(run_dir, sandbox.default_limits("interpreter", 30)).wait()
+        result = z.start(run_dir, default_limits("interpreter", 30)).wait()
         assert result.exit_code == 0, result.output
         return json.loads(result.output.strip().splitlines()[-1])
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
 
 
 @pytest.fixture(scope="module", params=["hardened", "basic"])
@@ -92,9 +93,9 @@ def test_a_run_with_the_replay_cache_serves_no_learner_code(zygote: sandbox.Zygo
     try:
         (run_dir / "prog.py").write_text("print('learner code ran')\n")
         (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
-        result = zygote.start(run_dir, sandbox.default_limits("interpreter", 30)).wait()
+        result = zygote.start(run_dir, default_limits("interpreter", 30)).wait()
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
     assert result.exit_code != 0
     assert "learner code ran" not in result.output
     assert "not in a run with the replay cache" in result.output
@@ -105,7 +106,7 @@ def test_warm_children_wait_for_the_learners_and_the_replays_cache(zygote: sandb
         pytest.skip("layer 1's warm children take any cache: it is an environment variable there")
     for name in (caches.LEARNER, caches.REPLAY, caches.LEARNER):
         run_dir, warm = zygote.new_run_dir(cache=name)
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
         assert warm, name
 
 
@@ -129,7 +130,7 @@ def test_a_nearly_full_cache_is_emptied_and_names_are_checked(tmp_path: Path, mo
 
 
 def test_warm_children_are_shared_out_between_the_replay_and_recent_learners() -> None:
-    plan = sandbox.warm_plan
+    plan = caches.warm_plan
     assert plan([caches.LEARNER, caches.REPLAY], 2) == {caches.REPLAY: 1, caches.LEARNER: 1}
     assert plan([caches.LEARNER, caches.REPLAY], 1) == {
         caches.LEARNER: 1
@@ -144,8 +145,7 @@ def test_warm_children_are_shared_out_between_the_replay_and_recent_learners() -
 
 
 def test_a_cluster_worker_takes_the_cache_the_server_named_but_never_the_replays_for_learner_code() -> None:
-    pytest.importorskip("ray")
-    from tritonlab.runs.ray_executor import CACHE_KEY, worker_cache
+    from tritonlab.runs.ray_executor.transfer import CACHE_KEY, worker_cache  # no ray needed
 
     named = caches.learner_name(42)
     job = {"mode": "check", CACHE_KEY: named}

@@ -11,8 +11,9 @@ import pytest
 from conftest import FIXTURE_COURSE, LEARNERS
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
-from tritonlab.runs import sandbox
+from tritonlab.grading.check import pipeline
+from tritonlab.runs import runfolder, sandbox
+from tritonlab.runs.limits import Limits, child_environment
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +25,15 @@ def zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     z.close()
 
 
-def run_program(zygote: sandbox.Zygote, file: Path, limits: sandbox.Limits, argv: list[str] | None = None):  # noqa: ANN201
-    run_dir = sandbox.new_run_dir()
+def run_program(zygote: sandbox.Zygote, file: Path, limits: Limits, argv: list[str] | None = None):  # noqa: ANN201
+    run_dir = runfolder.new_run_dir()
     (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": argv or []}))
     return zygote.start(run_dir, limits).wait()
 
 
 def check(zygote: sandbox.Zygote, learner: str, timeout: float = 60):  # noqa: ANN201
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-    return grader.check(exercise, LEARNERS / learner, "interpreter", zygote, seed=3, timeout=timeout)
+    return pipeline.check(exercise, LEARNERS / learner, "interpreter", zygote, seed=3, timeout=timeout)
 
 
 def test_zygote_is_warm_and_interpreted(zygote: sandbox.Zygote) -> None:
@@ -43,10 +44,10 @@ def test_environment_is_allowlisted(zygote: sandbox.Zygote, monkeypatch: pytest.
     # The zygote was started before these were set, so check the allowlist function and the live child.
     monkeypatch.setenv("TRITONLAB_TOKEN", "secret-token")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "nope")
-    env = sandbox.child_environment("interpreter")
+    env = child_environment("interpreter")
     assert "TRITONLAB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["TRITON_INTERPRET"] == "1"
-    result = run_program(zygote, LEARNERS / "show_env.py", sandbox.Limits(wall_seconds=30))
+    result = run_program(zygote, LEARNERS / "show_env.py", Limits(wall_seconds=30))
     child_env = json.loads(result.output)
     assert child_env["TRITON_INTERPRET"] == "1"
     assert not any("TOKEN" in k or "SECRET" in k for k in child_env)
@@ -65,7 +66,7 @@ def test_crash_by_signal_is_reported(zygote: sandbox.Zygote) -> None:
 
 
 def test_huge_output_is_capped(zygote: sandbox.Zygote) -> None:
-    limits = sandbox.Limits(wall_seconds=30, output_bytes=50_000)
+    limits = Limits(wall_seconds=30, output_bytes=50_000)
     result = run_program(zygote, LEARNERS / "spam.py", limits)
     assert result.output_truncated and len(result.output) <= 50_000
     assert result.seconds < 20
@@ -73,9 +74,7 @@ def test_huge_output_is_capped(zygote: sandbox.Zygote) -> None:
 
 def test_setsid_grandchild_is_killed(zygote: sandbox.Zygote, tmp_path: Path) -> None:
     mark = tmp_path / "grandchild.pid"
-    result = run_program(
-        zygote, LEARNERS / "setsid_grandchild.py", sandbox.Limits(wall_seconds=3), [str(mark)]
-    )
+    result = run_program(zygote, LEARNERS / "setsid_grandchild.py", Limits(wall_seconds=3), [str(mark)])
     assert result.timed_out
     deadline = time.monotonic() + 5
     while not mark.exists() and time.monotonic() < deadline:
@@ -97,5 +96,5 @@ def test_run_dir_removed_and_symlinks_not_followed(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "link").symlink_to(tmp_path)
-    sandbox.remove_run_dir(run_dir)
+    runfolder.remove_run_dir(run_dir)
     assert not run_dir.exists() and precious.read_text() == "keep me"

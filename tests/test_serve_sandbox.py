@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tritonlab.cli import serve as cli_serve
-from tritonlab.runs import cgroups
+from tritonlab.runs.cgroups import proof
 
 WITH = {"per_run_cgroups": True, "active": ["memory", "pids"], "reason": "a probe exceeded each"}
 WITHOUT = {"per_run_cgroups": False, "active": [], "reason": "cannot create run cgroups: Permission denied"}
@@ -36,11 +36,11 @@ def test_loopback_only_warns(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_switched_off_cgroups_are_reported_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRITONLAB_RUN_CGROUPS", "off")
-    cgroups.probe.cache_clear()
+    proof.probe.cache_clear()
     try:
-        report = cgroups.report()
+        report = proof.report()
     finally:
-        cgroups.probe.cache_clear()
+        proof.probe.cache_clear()
     assert report["per_run_cgroups"] is False and report["active"] == []
     assert "TRITONLAB_RUN_CGROUPS=off" in report["reason"]
     assert not cli_serve.check_sandbox("0.0.0.0", True, "verified", False, report)

@@ -15,7 +15,11 @@ from fastapi.testclient import TestClient
 
 # What a visitor without a session may open (docs/classroom.md); every other route needs a live session.
 PUBLIC = {"/login", "/api/login", "/join/{code}", "/api/join/{code}", "/settings/lang", "/static/app.js"}
-PUBLIC |= {"/auth/start", "/auth/callback", "/auth/logout"}  # a provider's log-in, and logout (web/oidc.py)
+PUBLIC |= {
+    "/auth/start",
+    "/auth/callback",
+    "/auth/logout",
+}  # a provider's log-in, and logout (web/classroom/oidc.py)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

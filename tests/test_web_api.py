@@ -658,7 +658,7 @@ def test_inspect_result_written_by_the_learner_is_cleaned_never_a_500(env: dict)
 
 
 def test_inspect_cuts_long_stages_for_the_page() -> None:
-    from tritonlab.web.api import MAX_STAGE_LINES, cap_stages
+    from tritonlab.web.viz_api import MAX_STAGE_LINES, cap_stages
 
     long = "\n".join(f"line {i}" for i in range(MAX_STAGE_LINES + 25))
     capped = cap_stages(

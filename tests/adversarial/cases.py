@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab.models import Verdict
-from tritonlab.runs import sandbox, zygote
+from tritonlab.runs import runfolder, sandbox, zygote
+from tritonlab.runs.collect import RunResult
+from tritonlab.runs.limits import Limits
 from tritonlab.service import Service
 
 HERE = Path(__file__).resolve().parent
@@ -32,7 +34,7 @@ SECRET = "canary-7f3a9c-secret"
 @dataclass
 class Outcome:
     verdict: Verdict | None = None
-    run: sandbox.RunResult | None = None
+    run: RunResult | None = None
     error: str = ""  # an exception out of the service: never acceptable
     output: str = ""
 
@@ -443,17 +445,15 @@ class Bench:
                 )
                 outcome.output = outcome.verdict.output
             else:
-                limits = sandbox.Limits(
-                    wall_seconds=case.timeout, cpu_seconds=int(case.timeout) + 5, **case.limits
-                )
-                run_dir = sandbox.new_run_dir()
+                limits = Limits(wall_seconds=case.timeout, cpu_seconds=int(case.timeout) + 5, **case.limits)
+                run_dir = runfolder.new_run_dir()
                 try:
                     (run_dir / "job.json").write_text(
                         json.dumps({"mode": "run", "file": str(file), "argv": []})
                     )
                     outcome.run = self.service.zygote().start(run_dir, limits).wait()
                 finally:
-                    sandbox.remove_run_dir(run_dir)
+                    runfolder.remove_run_dir(run_dir)
                 outcome.output = outcome.run.output
         except Exception as exc:  # noqa: BLE001 - recorded as a failure of the case
             outcome.error = f"{type(exc).__name__}: {exc}"

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import FORKED_MEMORY, Bench  # noqa: E402
 
 from tritonlab.cli import serve as cli_serve  # noqa: E402
-from tritonlab.runs import cgroups  # noqa: E402
+from tritonlab.runs.cgroups import hierarchy, proof, rungroup  # noqa: E402
 
-USABLE, WHY = cgroups.available()
+USABLE, WHY = hierarchy.available()
 needs_cgroups = pytest.mark.skipif(not USABLE, reason=f"per-run cgroups cannot be made here: {WHY}")
 
 
@@ -28,15 +28,15 @@ needs_cgroups = pytest.mark.skipif(not USABLE, reason=f"per-run cgroups cannot b
 def memory_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This host as the H200 sees it: only the memory controller for runs."""
     monkeypatch.setenv("TRITONLAB_RUN_CGROUPS", "memory")
-    cgroups.probe.cache_clear()
+    proof.probe.cache_clear()
     yield
-    cgroups.release()
-    cgroups.probe.cache_clear()
+    hierarchy.release()
+    proof.probe.cache_clear()
 
 
 @needs_cgroups
 def test_memory_alone_holds_runs_and_stops_a_forked_hog(memory_only: None, tmp_path: Path) -> None:
-    report = cgroups.report()
+    report = proof.report()
     assert report["per_run_cgroups"] is True and report["memory_limit"] is True, report
     assert report["active"] == ["memory"] and report["complete"] is False
     pids = report["controllers"]["pids"]
@@ -60,7 +60,7 @@ def test_memory_alone_holds_runs_and_stops_a_forked_hog(memory_only: None, tmp_p
 def test_probe_killed_with_its_group_counts_as_stopped(memory_only: None) -> None:
     """Under gVisor the OOM kill took the probe's parent too and it printed nothing (children_killed -1):
     a process that is itself SIGKILLed by its cgroup's memory limit is a stopped probe."""
-    group = cgroups.RunGroup(64 << 20, None, name="probe-self-test", controllers=("memory",))
+    group = rungroup.RunGroup(64 << 20, None, name="probe-self-test", controllers=("memory",))
     try:
         hog = "import sys; sys.stdin.readline(); b = bytearray(256 << 20); b[::4096] = b'x' * len(b[::4096]); print(1)"
         proc = subprocess.Popen(
@@ -73,9 +73,9 @@ def test_probe_killed_with_its_group_counts_as_stopped(memory_only: None) -> Non
         group.remove()
     assert proc.returncode == -signal.SIGKILL and out == "", (proc.returncode, out)
     assert kills > 0
-    assert cgroups.memory_stopped(-1, proc.returncode, kills) is True
-    assert cgroups.memory_stopped(-1, proc.returncode, 0) is False  # killed, but not by the limit
-    assert cgroups.memory_stopped(0, 0, kills) is False  # the limit fired, but the probe ran on
+    assert proof.memory_stopped(-1, proc.returncode, kills) is True
+    assert proof.memory_stopped(-1, proc.returncode, 0) is False  # killed, but not by the limit
+    assert proof.memory_stopped(0, 0, kills) is False  # the limit fired, but the probe ran on
 
 
 def test_a_controller_the_host_does_not_delegate_says_why_and_what_stands_in() -> None:
@@ -101,7 +101,7 @@ def test_a_controller_the_host_does_not_delegate_says_why_and_what_stands_in() -
         "reason": "",
         "evidence": {"memory": {"children_killed": -1, "probe_sigkilled": True, "oom_kills": 1}},
     }
-    out = cgroups.controllers_report(checked, given)
+    out = proof.controllers_report(checked, given)
     assert out["memory"]["state"] == "active" and "instead" not in out["memory"]
     for name in ("pids", "cpu"):
         assert out[name]["state"] == "not delegated by this host"
@@ -111,8 +111,8 @@ def test_a_controller_the_host_does_not_delegate_says_why_and_what_stands_in() -
 
 def test_v2_delegation_is_read_from_the_servers_own_cgroup(tmp_path: Path) -> None:
     (tmp_path / "cgroup.controllers").write_text("memory\n")
-    assert cgroups.v2_delegated(tmp_path, "memory") == (True, f"{tmp_path}/cgroup.controllers lists it")
-    ok, why = cgroups.v2_delegated(tmp_path, "pids")
+    assert hierarchy.v2_delegated(tmp_path, "memory") == (True, f"{tmp_path}/cgroup.controllers lists it")
+    ok, why = hierarchy.v2_delegated(tmp_path, "pids")
     assert not ok and why == f"not delegated by this host: {tmp_path}/cgroup.controllers lists only memory"
 
 
@@ -148,8 +148,8 @@ def test_hardened_runs_are_placed_by_name_without_nspid(
 ) -> None:
     """gVisor's /proc may have no `NSpid` line: the parent then finds a held child by the name it gave itself
     (jail.hold_tag), in the host's /proc. Here `NSpid` exists, so the test takes it away from the parent."""
-    monkeypatch.setattr(cgroups, "NSPID", False)
-    assert cgroups.names_visible() is True and cgroups.placement_works(hardened=True) is True
+    monkeypatch.setattr(rungroup, "NSPID", False)
+    assert rungroup.names_visible() is True and rungroup.placement_works(hardened=True) is True
     bench = Bench(tmp_path)
     try:
         assert bench.zygote.run_cgroups

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tritonlab.grading import harness
-from tritonlab.runs import hardening, pool, sandbox
+from tritonlab.runs import hardening, pool
+from tritonlab.runs.limits import GPU_MEMORY, default_limits
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -94,10 +95,10 @@ def test_probe_environment_tells_the_sandbox_where_libcuda_is(monkeypatch: pytes
 
 def test_gpu_runs_carry_a_soft_memory_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRITONLAB_GPU_MEMORY_GIB", "2")
-    assert sandbox.default_limits("gpu").for_child()["gpu_memory_bytes"] == 2 << 30
-    assert sandbox.default_limits("interpreter").for_child()["gpu_memory_bytes"] is None
+    assert default_limits("gpu").for_child()["gpu_memory_bytes"] == 2 << 30
+    assert default_limits("interpreter").for_child()["gpu_memory_bytes"] is None
     monkeypatch.setenv("TRITONLAB_GPU_MEMORY_GIB", "lots")
-    assert sandbox.default_limits("gpu").gpu_memory_bytes == sandbox.GPU_MEMORY
+    assert default_limits("gpu").gpu_memory_bytes == GPU_MEMORY
 
 
 def test_an_allocation_over_the_cap_names_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:

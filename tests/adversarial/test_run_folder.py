@@ -15,7 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cases import LEARNERS, Bench  # noqa: E402
 
-from tritonlab.runs import runfolder, sandbox  # noqa: E402
+from tritonlab.runs import runfolder  # noqa: E402
+from tritonlab.runs.collect import RunResult  # noqa: E402
+from tritonlab.runs.limits import Limits  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not runfolder.wanted(), reason="a per-run tmpfs needs root (mount)")
 
@@ -27,16 +29,16 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
     b.close()
 
 
-def flood(bench: Bench, mode: str) -> tuple[sandbox.RunResult, bool]:
-    run_dir = sandbox.new_run_dir()
+def flood(bench: Bench, mode: str) -> tuple[RunResult, bool]:
+    run_dir = runfolder.new_run_dir()
     capped = runfolder.Path(run_dir).is_mount()
     try:
         job = {"mode": "run", "file": str(LEARNERS / "file_flood.py"), "argv": [mode]}
         (run_dir / "job.json").write_text(json.dumps(job))
-        limits = sandbox.Limits(wall_seconds=30, cpu_seconds=40)
+        limits = Limits(wall_seconds=30, cpu_seconds=40)
         result = bench.service.zygote().start(run_dir, limits).wait()
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
     assert not run_dir.exists() and not run_dir.is_mount()
     return result, capped
 

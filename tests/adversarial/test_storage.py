@@ -65,7 +65,7 @@ def test_run_folders_of_a_dead_server_are_swept(tmp_path: Path, monkeypatch: pyt
     import subprocess
     import time
 
-    from tritonlab.runs import sandbox
+    from tritonlab.runs import runfolder, sandbox
 
     monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
     dead = subprocess.Popen(["true"])
@@ -77,13 +77,13 @@ def test_run_folders_of_a_dead_server_are_swept(tmp_path: Path, monkeypatch: pyt
     (gone / "link").symlink_to(tmp_path)  # never followed
     live = runs / f"run-{os.getppid()}-def"
     live.mkdir()
-    mine = sandbox.new_run_dir()
+    mine = runfolder.new_run_dir()
     old = runs / "run-legacy1"
     old.mkdir()
     os.utime(old, (time.time() - 2 * 86400,) * 2)
     recent = runs / "run-legacy2"
     recent.mkdir()
-    removed = sandbox.sweep_stale_runs()
+    removed = runfolder.sweep_stale_runs()
     assert sorted(removed) == sorted([gone.name, old.name])
     assert not gone.exists() and not old.exists() and tmp_path.is_dir()
     assert live.is_dir() and mine.is_dir() and recent.is_dir()

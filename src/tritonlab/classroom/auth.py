@@ -31,7 +31,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from tritonlab import config
 from tritonlab.classroom.oidc import Identity, OIDCSettings, SSOError
 from tritonlab.store import identities
-from tritonlab.store.classroom import AccountError, ClassroomDB, User
+from tritonlab.store.accounts import AccountError, User
+from tritonlab.store.classroom import ClassroomDB
 
 FREE_TRIES = 5
 MAX_DELAY_S = 900.0

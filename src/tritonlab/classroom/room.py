@@ -29,7 +29,9 @@ from tritonlab.models import Course, Exercise
 from tritonlab.runs import caches
 from tritonlab.service import Service
 from tritonlab.store import identities, leaderboard
-from tritonlab.store.classroom import ROLES, AccountError, ClassroomDB, User, database_url, redact
+from tritonlab.store.accounts import ROLES, AccountError, User
+from tritonlab.store.classroom import ClassroomDB
+from tritonlab.store.database import database_url, redact
 
 USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
 MIN_PASSWORD = 8

@@ -1,4 +1,4 @@
-"""A class's log-in through its OpenID provider, in the two halves the web routes call (web/oidc.py).
+"""A class's log-in through its OpenID provider, in the two halves the web routes call (web/classroom/oidc.py).
 
 `start` makes a fresh state, nonce and PKCE verifier (oidc_client.OIDCClient.begin), keeps what the callback
 must check on the server (store/identities.py: sso_pending, under the state's hash) bound to a random token

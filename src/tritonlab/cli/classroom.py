@@ -360,4 +360,7 @@ def sso_settings(options: dict, config_file: Path | None, public_url: str | None
 
 
 def register(app: typer.Typer) -> None:
+    from tritonlab.cli.classroom_backup import register as backup_commands  # backup, restore
+
+    backup_commands(classroom_app)
     app.add_typer(classroom_app, name="classroom")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,16 @@ from tritonlab.i18n import kind_label, t, translate_grader
 if TYPE_CHECKING:
     from tritonlab.models import Exercise, Verdict
     from tritonlab.service import Service
+
+
+BackendOpt = Annotated[str | None, typer.Option("--backend", help="auto, interpreter or gpu.")]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: TRITONLAB_EXECUTOR).",
+    ),
+]
 
 
 class State:

@@ -26,7 +26,8 @@ LAYER_ONE = [
 
 def sandbox_report(chosen: str) -> dict:
     """Layer 1 always; layer 2 only as far as a real probe of bubblewrap verified it (hardening.probe)."""
-    from tritonlab.runs import cgroups, hardening, runfolder
+    from tritonlab.runs import hardening, runfolder
+    from tritonlab.runs.cgroups import proof
 
     probe = hardening.probe(chosen)
     report = {
@@ -35,13 +36,13 @@ def sandbox_report(chosen: str) -> dict:
         "reason": probe["reason"],
         "layers": list(LAYER_ONE) + (probe["layers"] if probe["hardened"] else []),
         "evidence": probe["evidence"],
-        "run_limits": cgroups.report(probe["hardened"]) | {"run_folder": runfolder.probe()},
+        "run_limits": proof.report(probe["hardened"]) | {"run_folder": runfolder.probe()},
     }
     if chosen == "gpu":
-        from tritonlab.runs import sandbox
+        from tritonlab.runs.limits import gpu_memory_cap
 
         report["gpu_memory"] = {
-            "cap_bytes": sandbox.gpu_memory_cap(),
+            "cap_bytes": gpu_memory_cap(),
             "kind": "soft",
             "how": "torch.cuda.set_per_process_memory_fraction in each GPU run before learner code "
             "(TRITONLAB_GPU_MEMORY_GIB)",

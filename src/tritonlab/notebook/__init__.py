@@ -1,17 +1,18 @@
 """The course in Jupyter and Colab: `%load_ext tritonlab`, cell magics, plain-Python calls, lesson notebooks.
 
-- `session` (PARENT side): one Service per notebook kernel, started on first use and closed at exit; writes a
+Modules:
+- `session.py` (PARENT side): one Service per notebook kernel, started on first use and closed at exit; writes a
   `%%check` cell to a file of its own and checks it through `Service.check`, in the same sandbox as the CLI.
-- `render`: verdicts, hints and messages as HTML, in the session's language (locales `[notebook]`).
+- `render.py`: verdicts, hints and messages as HTML, in the session's language (locales `[notebook]`).
   Everything the learner controls is escaped.
-- `magics`: `%%check EXERCISE`, `%hint`, `%viz`, `%bench` (imports IPython, only when the extension loads).
-- `quizzes`: `quiz(5)` prints a lesson's questions, `answer(5, "question-id", "b")` grades one through
+- `magics.py`: `%%check EXERCISE`, `%hint`, `%viz`, `%bench` (imports IPython, only when the extension loads).
+- `quizzes.py`: `quiz(5)` prints a lesson's questions, `answer(5, "question-id", "b")` grades one through
   `content/quiz` and records it in the progress store.
-- `build`: a lesson as an `.ipynb` (nbformat): Markdown cells split at headings, the examples, the exercise
+- `build.py`: a lesson as an `.ipynb` (nbformat): Markdown cells split at headings, the examples, the exercise
   starter in a `%%check` cell, the quiz calls. `tritonlab notebook` (cli/serve.py) writes them.
-- `bench`: `%bench` on a GPU, through `perf.bench_learner` (the learner's kernel runs in the sandbox via
+- `bench.py`: `%bench` on a GPU, through `perf.bench_learner` (the learner's kernel runs in the sandbox via
   `Service.run_job`): the one narrow exception listed in docs/architecture.md.
-- `speed`: what `%bench` shows: the speed table and this GPU's roofline (SVG), from rows re-read as untrusted.
+- `speed.py`: what `%bench` shows: the speed table and this GPU's roofline (SVG), from rows re-read as untrusted.
 
 May import: the service, `content`, `viz`, `config`, `models`, `i18n` (and `perf` from `bench` only).
 Importing this package imports neither torch, triton nor IPython.

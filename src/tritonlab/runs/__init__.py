@@ -1,5 +1,29 @@
 """Where learner code runs: choosing the backend, the warm zygote worker and the one forked child per run, the
-limits, bubblewrap hardening (the jail), and reading a run directory without trusting it.
+limits, bubblewrap hardening (the jail), per-run cgroups and run directories, and reading a run directory
+without trusting it; on this machine, or on a Ray cluster.
+
+Modules:
+- `backend.py`: `auto` → `gpu` or `interpreter` (a GPU probe in a subprocess).
+- `sandbox.py`: the parent's side of the warm zygote: starting it (from one long-lived thread), handing it
+  jobs, placing held runs in their cgroups, warm run directories bound ahead to a compile cache.
+- `limits.py`: what bounds a run and what it is given: `Limits`, their defaults per backend, the allowlisted
+  environment.
+- `collect.py`: a run in flight (`Run`): its output streamed under the wall clock and the output cap, Stop,
+  and what happened (`RunResult`).
+- `zygote.py`: the worker process itself (`python -m tritonlab.runs.zygote`): forks children with limits,
+  kills process trees; names each job mode's child-side entry point (`ENTRIES`, `WARM`, `PRELOAD`).
+- `pool.py`: warm single-use children forked ahead (a CUDA context ready on a GPU; `BoundPool` hardened).
+- `hardening.py`: layer 2, decided and probed: bubblewrap and an unprivileged user; only verified layers.
+- `jail.py`: what the zygote and each run do to themselves: drop to the sandbox user, a run's private view of
+  the runs folder and its own IPC namespace, capabilities dropped, not dumpable; layer 1's refusal to open
+  reference solutions.
+- `cgroups/`: one cgroup per run, with each controller a probe proved, placed by the parent.
+- `runfolder.py`: run directories from start to end: made, each its own capped tmpfs, swept, removed.
+- `caches.py`: Triton compile caches between runs (one per learner, one for the grader's trusted children),
+  and which cache each warm child is bound to (`warm_plan`).
+- `rundir.py`: reading a run directory without trusting it (sanitize, capped JSON and `.npy`).
+- `executor.py`: the executor seam (`local` = this machine's zygote, `ray` = a cluster).
+- `ray_executor/`: the Ray executor, imported only when it is chosen.
 
 The sandbox knows nothing of grading: a job's mode names its child-side entry point as a string
 (`zygote.ENTRIES`), so the modules it runs sit above it.

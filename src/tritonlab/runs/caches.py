@@ -18,10 +18,13 @@ folder's `.triton/`, owned by the sandbox user, each a capped tmpfs when the ser
 (runfolder.cap); a run binds exactly one of them, at the cache's own path (jail.isolate_run), and sees no other.
 A cache that is nearly full is emptied before its next run starts (never under a run that uses it): a cache is
 only a cache, and a learner who fills theirs slows only their own next compile.
+
+Hardened with a pool, each warm child is bound ahead to one cache; `warm_plan` says how many each cache gets.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import shutil
@@ -126,3 +129,20 @@ def empty(path: Path) -> None:
                 target.unlink()
             except OSError:
                 pass
+
+
+def warm_plan(recent: list[str], size: int) -> collections.Counter:
+    """How many warm children each compile cache gets out of `size` (hardened), from the names asked for most
+    recently first: half for the replay's (every check's second run), the rest for the learners' in turn, so
+    one learner checking several files at once (dev check) gets several of each and a class one for each recent
+    learner; a single child (a forced TRITONLAB_POOL=1) goes to the cache asked for last."""
+    learners = [n for n in recent if n != REPLAY] or [LEARNER]
+    plan: collections.Counter = collections.Counter()
+    if size == 1:  # one child (TRITONLAB_POOL=1 only): for the cache asked for last
+        plan[recent[0] if recent else LEARNER] = 1
+        return plan
+    if size >= 2:
+        plan[REPLAY] = size // 2
+    for i in range(size - plan[REPLAY]):
+        plan[learners[i % len(learners)]] += 1
+    return plan

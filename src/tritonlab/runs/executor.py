@@ -2,7 +2,7 @@
 
 - `local` (the default): this machine's warm zygote (`sandbox.Zygote`), exactly as before. The service
   keeps that path itself; nothing here is involved.
-- `ray`: a pool of worker actors in a Ray cluster (`ray_executor.py`), one per GPU or per
+- `ray`: a pool of worker actors in a Ray cluster (`ray_executor/`), one per GPU or per
   `tritonlab_interpreter` resource unit, each holding a warm local zygote on its own node and applying the
   same sandbox there. Chosen with `--executor ray` or `TRITONLAB_EXECUTOR=ray`; `ray` is imported only then
   (the CLI's start-up never imports it).

@@ -360,7 +360,7 @@ def probe_environment(backend: str, src: str, run_dir: Path) -> dict[str, str]:
             if key in os.environ:
                 env[key] = os.environ[key]
         if "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := libcuda_dir()):
-            env["TRITON_LIBCUDA_PATH"] = cuda_dir  # no ld.so.cache inside bubblewrap (see sandbox.py)
+            env["TRITON_LIBCUDA_PATH"] = cuda_dir  # no ld.so.cache inside bubblewrap (limits.py)
     return env
 
 

@@ -137,7 +137,7 @@ def warm_child(
 ) -> None:
     """In a child forked ahead of time: get the device ready, wait for one job, run it (never returns).
     A job whose limits say "hold" waits, after the job line, for the release byte on the same pipe (the
-    parent places the run in its cgroup first: cgroups.py); `release` reads it and exits unless released."""
+    parent places the run in its cgroup first: cgroups/); `release` reads it and exits unless released."""
     _die_with_parent()
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)

@@ -1,4 +1,6 @@
-"""A size- and file-count-capped run directory (issue 17): each run directory is its own tmpfs.
+"""Run directories, from start to end: each made fresh and named after the process that owns it
+(`new_run_dir`), capped (issue 17: each its own tmpfs), removed without following anything a run planted
+(`remove_run_dir`), and swept when the process that owned it died (`sweep_stale_runs`).
 
 When the server runs as root (the same condition as per-run cgroups), `new_run_dir()` mounts a tmpfs with
 `size=` and `nr_inodes=` on the fresh directory before the parent writes the job into it. The run writes only
@@ -25,7 +27,12 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import shutil
+import tempfile
+import time
 from pathlib import Path
+
+from tritonlab import config
 
 MS_NOSUID, MS_NODEV, MS_BIND, MS_SHARED = 2, 4, 4096, 1 << 20
 MNT_DETACH = 2
@@ -186,8 +193,6 @@ def over_cap(path: Path, files: int | None = None) -> str:
 
 def probe() -> dict:
     """Mount a tiny capped run folder and create files until it refuses: the cap is claimed only then."""
-    import tempfile
-
     result = {"capped": False, "bytes": RUN_FOLDER_BYTES, "files": RUN_FOLDER_FILES, "reason": ""}
     if not wanted():
         result["reason"] = (
@@ -220,3 +225,60 @@ def probe() -> dict:
             child.unlink()
         folder.rmdir()
     return result
+
+
+def new_run_dir() -> Path:
+    """A fresh run directory, named after the process that owns it (run-PID-…), so a sweep can tell whose."""
+    path = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
+    cap(path)  # its own size- and file-capped tmpfs, when the server runs as root
+    return path
+
+
+STALE_UNOWNED_SECONDS = 24 * 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_runs(now: float | None = None) -> list[str]:
+    """Remove run directories left by a server or CLI that died (kill -9, power loss): those whose owning
+    process is gone, and unowned ones (older naming) untouched for a day. Returns the names removed."""
+    removed = []
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(config.runs_dir()))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith("run-") or not entry.is_dir(follow_symlinks=False):
+            continue
+        owner = entry.name.split("-")[1]
+        if owner.isdigit():
+            stale = int(owner) != os.getpid() and not _alive(int(owner))
+        else:
+            stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_UNOWNED_SECONDS
+        if stale:
+            remove_run_dir(Path(entry.path))
+            removed.append(entry.name)
+    return removed
+
+
+def remove_run_dir(path: Path) -> None:
+    """Remove a run directory without following any symlink the learner planted in it."""
+    release(path)  # a capped run folder: its tmpfs goes at once, with everything in it
+    shutil.rmtree(path, ignore_errors=True)  # fd-based: unlinks symlinks, never follows them
+    if path.exists() and not path.is_symlink():  # a run made folders unwritable (chmod 000): open them up
+        for folder, dirs, _files in os.walk(path, followlinks=False):
+            for name in dirs:
+                target = os.path.join(folder, name)
+                if not os.path.islink(target):
+                    os.chmod(target, 0o700)
+        os.chmod(path, 0o700)
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,292 +1,38 @@
-"""PARENT side of a run: start the warm zygote, hand it jobs, enforce time and output limits, collect.
+"""PARENT side of the sandbox: the warm zygote worker that every run is forked from, and its jobs.
 
-Learner code never runs in the CLI or server process: an out-of-bounds store on the interpreter corrupts
-the heap of the process that ran it, and on a GPU it poisons the CUDA context. Each run is a fresh child
-forked from a zygote that already imported torch and triton (sandbox layer 1):
-
-- a new session and process group; the whole tree (setsid'd grandchildren too) killed on timeout or Stop
-- wall-clock timeout (here) and CPU-time limit (soft < hard, in the child)
-- address-space limit on the interpreter (never on a GPU: CUDA reserves a large address space at start)
-- output cap (here, on the live log) and a file-size limit (in the child)
-- a private temporary working directory, removed afterwards
-- an environment built from an allowlist: no tokens or secrets reach learner code
-- the parent never follows what a run planted: it reads the log through its own descriptor, and removes
-  symlinks, FIFOs and hard links from the run directory before anything there is read
-
-Per-run resource units (cgroups.py, runfolder.py; root or a delegated subtree): each run held until the
-parent placed it in its own cgroup (one memory and pids limit for all its processes), and each run directory
-its own capped tmpfs; the parent stops a run that hit either and says which in `RunResult.limits_hit`.
-
-Layer 2 (hardening.py, `Zygote(..., hardened=True)`): the zygote itself runs inside bubblewrap as an
-unprivileged user, so every run inherits it; each run sees and writes only its own directory.
+Learner code never runs in the CLI or server process (an out-of-bounds store on the interpreter corrupts the
+heap of the process that ran it; on a GPU it poisons the CUDA context). `Zygote` starts a worker that imports
+torch and triton once (from one long-lived thread: `_Spawner`) and forks a fresh child per job from it (layer
+1): a new session whose whole tree is killed on timeout or Stop, the limits of limits.py, its own run directory
+(runfolder.py), read afterwards without trusting it (rundir.py). `Zygote.start` returns the run's handle
+(collect.Run). With per-run cgroups (cgroups/) each run is held until the parent placed it in its own.
+Layer 2 (hardening.py, `hardened=True`): the zygote runs inside bubblewrap as an unprivileged user, so every
+run inherits it; with a pool, run directories are made ahead, each with a warm child bound to it and to one
+compile cache (caches.warm_plan, pool.BoundPool).
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import caches, cgroups, hardening, jail, rundir, runfolder
-
-ENV_ALLOW = {
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TERM",
-    "TZ",
-    "PYTHONPATH",
-    "VIRTUAL_ENV",
-    "LD_LIBRARY_PATH",
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_HOME",
-    "CUDA_PATH",
-    "NVIDIA_VISIBLE_DEVICES",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_CORETYPE",
-    "OPENBLAS_L2_SIZE",
-    "OPENBLAS_NUM_THREADS",
-    "NCCL_NVLS_ENABLE",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS",
-}
-ENV_ALLOW_PREFIXES = ("TRITON_",)
-ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
-
-DEFAULT_OUTPUT_CAP = 1 << 20  # bytes of learner output kept and shown
-INTERPRETER_MEMORY = 2 << 30  # address space a run may add on top of the zygote's own
-RUN_MEMORY = {"interpreter": 3 << 30, "gpu": 16 << 30}  # memory of all a run's processes (per-run cgroup)
-GPU_MEMORY = 16 << 30  # soft GPU memory cap of a run: torch's allocator (pool.soft_gpu_cap)
-
-
-RUN_USER_NAME = "learner"
-
-
-def gpu_memory_cap() -> int:
-    """Bytes of GPU memory a run's torch allocations may hold: TRITONLAB_GPU_MEMORY_GIB, else 16 GiB."""
-    value = os.environ.get("TRITONLAB_GPU_MEMORY_GIB", "").strip()
-    try:
-        return max(1 << 28, int(float(value) * (1 << 30))) if value else GPU_MEMORY
-    except ValueError:
-        return GPU_MEMORY
-
-
-def default_run_pids() -> int:
-    """pids.max of a run: processes AND threads (torch starts a thread per core)."""
-    return max(512, 8 * (os.cpu_count() or 1))
+from tritonlab.runs import caches, hardening, jail, rundir, runfolder
+from tritonlab.runs.cgroups import hierarchy, proof, rungroup
+from tritonlab.runs.collect import Run
+from tritonlab.runs.limits import Limits, child_environment, default_run_pids
 
 
 class SandboxError(RuntimeError):
     """The sandbox itself failed (not the learner's code): says what to do."""
-
-
-def child_environment(backend: str) -> dict[str, str]:
-    env = {}
-    for key, value in os.environ.items():
-        allowed = key in ENV_ALLOW or key.startswith(ENV_ALLOW_PREFIXES)
-        if allowed and not any(marker in key for marker in ENV_DENY_MARKERS):
-            env[key] = value
-    env.pop("TRITON_INTERPRET", None)
-    home = config.home() / "sandbox-home"
-    home.mkdir(parents=True, exist_ok=True)
-    env.update(
-        {
-            "HOME": str(home),
-            "TRITON_CACHE_DIR": str(config.triton_cache_dir("learner")),
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "MPLBACKEND": "Agg",
-            "TMPDIR": tempfile.gettempdir(),
-            # A hardened run is a user with no passwd entry: getpass.getuser() (torch.compile's cache folder
-            # name, found on the H200) reads these before it asks the passwd database, which would raise.
-            "USER": RUN_USER_NAME,
-            "LOGNAME": RUN_USER_NAME,
-        }
-    )
-    src = str(Path(__file__).resolve().parents[2])  # make tritonlab importable from a source checkout
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if backend == "interpreter":
-        env["TRITON_INTERPRET"] = "1"
-    elif "TRITON_LIBCUDA_PATH" not in env and (cuda_dir := hardening.libcuda_dir()):
-        # Triton finds libcuda with `ldconfig -p`, which fails inside bubblewrap (no ld.so.cache there):
-        # the parent looks it up once and tells the run where it is.
-        env["TRITON_LIBCUDA_PATH"] = cuda_dir
-    return env
-
-
-@dataclass
-class Limits:
-    wall_seconds: float = 60.0
-    cpu_seconds: int = 120
-    output_bytes: int = DEFAULT_OUTPUT_CAP
-    file_bytes: int = 512 << 20
-    address_space_bytes: int | None = INTERPRETER_MEMORY
-    processes: int | None = None  # RLIMIT_NPROC of a hardened run (default: jail.default_processes())
-    memory_bytes: int | None = RUN_MEMORY["interpreter"]  # per-run cgroup: all the run's processes together
-    pids: int | None = None  # per-run cgroup pids.max (default: default_run_pids())
-    gpu_memory_bytes: int | None = None  # soft cap in torch's CUDA allocator (GPU runs; pool.soft_gpu_cap)
-
-    def for_child(self) -> dict:
-        return {
-            "cpu_seconds": self.cpu_seconds,
-            "file_bytes": self.file_bytes,
-            "address_space_bytes": self.address_space_bytes,
-            "processes": self.processes,
-            "gpu_memory_bytes": self.gpu_memory_bytes,
-        }
-
-
-@dataclass
-class RunResult:
-    run_dir: Path
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    stopped: bool
-    output_truncated: bool
-    output: str
-    seconds: float
-    files: dict[str, bytes] = field(default_factory=dict)
-    limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
-    sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
-    folder_full: str = ""  # why the run's directory was full (its capped tmpfs, or too many files)
-    cgroup: str = ""  # the name of the run's own cgroup ("" when it had none), and its controllers
-    cgroup_controllers: tuple[str, ...] = ()
-    timings: dict = field(default_factory=dict)  # a remote run: where its time went (ray_executor.RemoteRun)
-
-    @property
-    def crashed(self) -> bool:
-        return self.signal is not None and not self.timed_out and not self.stopped
-
-
-class Run:
-    """One job in flight. `wait()` streams its output; `stop()` kills its whole process tree."""
-
-    def __init__(
-        self,
-        zygote: Zygote,
-        job_id: str,
-        run_dir: Path,
-        limits: Limits,
-        log_fd: int,
-        renamed: dict[str, str] | None = None,
-    ) -> None:
-        self.zygote, self.id, self.run_dir, self.limits = zygote, job_id, run_dir, limits
-        self.log_fd, self.renamed = log_fd, renamed or {}
-        self.pid: int | None = None
-        self.group: cgroups.RunGroup | None = None
-        self.group_lock = threading.Lock()  # wait()'s clean-up against a late placement (_place)
-        self.closed = False
-        self.limits_hold = False
-        self.cache_name: str | None = None  # the compile cache it runs with (runs/caches.py), when named
-        self.sandbox_error = ""
-        self.status: dict | None = None
-        self.started = time.monotonic()
-        self._done = threading.Event()
-        self._stop = threading.Event()
-
-    def _finish(self, status: dict) -> None:
-        self.status = status
-        if self.cache_name:
-            self.zygote.cache_released(self.cache_name)
-        self._done.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.zygote.send({"op": "kill", "id": self.id})
-
-    def wait(self, on_output: Callable[[str], None] | None = None) -> RunResult:
-        try:
-            return self._wait(on_output)
-        finally:
-            os.close(self.log_fd)
-            with self.group_lock:
-                self.closed = True  # a placement that comes later must not create a cgroup nobody removes
-                if self.group is not None:  # whatever the run left in its cgroup dies with it
-                    self.group.remove()
-            rundir.sanitize(self.run_dir)
-            rundir.restore_names(self.run_dir, self.renamed)
-
-    def _wait(self, on_output: Callable[[str], None] | None) -> RunResult:
-        position, pieces, size, truncated, timed_out = 0, [], 0, False, False
-        deadline = self.started + self.limits.wall_seconds
-
-        def drain() -> None:
-            nonlocal position, size, truncated
-            if truncated:
-                return
-            room = self.limits.output_bytes - size
-            # Our own descriptor of the log the zygote created: a run that replaces output.log with a
-            # symlink or a FIFO changes nothing here, and a flood is read at most `room + 1` bytes at a time.
-            data = os.pread(self.log_fd, room + 1, position)
-            position += len(data)
-            if not data:
-                return
-            for copy, original in self.renamed.items():
-                data = data.replace(copy.encode(), original.encode())
-            if len(data) > room:
-                data, truncated = data[:room], True
-                self.stop()
-            size += len(data)
-            text = data.decode("utf-8", errors="replace")
-            pieces.append(text)
-            if on_output:
-                on_output(text)
-
-        hit: list[str] = []
-        full, checked = "", time.monotonic()
-        while not self._done.wait(0.03):
-            drain()
-            if self.group is not None and not hit and self.group.oom_kills():
-                hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
-                self.stop()
-            if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
-                checked = time.monotonic()
-                if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
-                    self.stop()
-            if time.monotonic() > deadline and not timed_out:
-                timed_out = True
-                self.stop()
-            if self.zygote.dead and not self._done.is_set():
-                self._finish({"signal": 9, "zygote_died": True})
-        drain()
-        status = self.status or {}
-        if self.group is not None:
-            hit = self.group.limits_hit()
-        full = full or runfolder.over_cap(self.run_dir)
-        if full:
-            hit.append("run folder")
-        return RunResult(
-            run_dir=self.run_dir,
-            exit_code=status.get("exit"),
-            signal=status.get("signal"),
-            timed_out=timed_out,
-            stopped=self._stop.is_set() and not timed_out and not truncated,
-            output_truncated=truncated,
-            output="".join(pieces),
-            seconds=time.monotonic() - self.started,
-            limits_hit=hit,
-            sandbox_error=self.sandbox_error,
-            folder_full=full,
-            cgroup=self.group.name if self.group is not None else "",
-            cgroup_controllers=tuple(
-                c for *_, made in (self.group.folders if self.group else []) for c in made
-            ),
-        )
 
 
 def _job_file(run_dir: Path) -> str:
@@ -338,23 +84,6 @@ class _Spawner:
 SPAWNER = _Spawner()
 
 
-def warm_plan(recent: list[str], size: int) -> collections.Counter:
-    """How many warm children each compile cache gets out of `size` (hardened), from the names asked for most
-    recently first: half for the replay's (every check's second run), the rest for the learners' in turn, so
-    one learner checking several files at once (dev check) gets several of each and a class one for each recent
-    learner; a single child (a forced TRITONLAB_POOL=1) goes to the cache asked for last."""
-    learners = [n for n in recent if n != caches.REPLAY] or [caches.LEARNER]
-    plan: collections.Counter = collections.Counter()
-    if size == 1:  # one child (TRITONLAB_POOL=1 only): for the cache asked for last
-        plan[recent[0] if recent else caches.LEARNER] = 1
-        return plan
-    if size >= 2:
-        plan[caches.REPLAY] = size // 2
-    for i in range(size - plan[caches.REPLAY]):
-        plan[learners[i % len(learners)]] += 1
-    return plan
-
-
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
 
@@ -367,8 +96,8 @@ class Zygote:
         run_cgroups: bool | None = None,
         pool: int = 0,
     ) -> None:
-        """`run_cgroups=True` puts each run in its own cgroup (cgroups.py) before it runs anything (None:
-        when this machine allows it, see cgroups.available);
+        """`run_cgroups=True` puts each run in its own cgroup (cgroups/) before it runs anything (None:
+        when this machine allows it, see cgroups.proof.proven);
         `hardened=True` starts it inside bubblewrap (hardening.py; raises hardening.Unavailable if it
         cannot); `read_only` adds folders (the learner's workspace) that runs may read in place; `hidden`
         adds files (reference solutions) that runs may never read, besides the course's own; `pool` keeps
@@ -376,7 +105,7 @@ class Zygote:
         directories the zygote makes ahead (`new_run_dir`): only runs in such directories start warm."""
         self.backend = backend
         self.hardened = hardened
-        # Per-run cgroups only where a probe saw them stop something (cgroups.probe, cached per process): a
+        # Per-run cgroups only where a probe saw them stop something (cgroups.proof.probe, cached per process): a
         # machine where the folders are writable but placement or the limits do not work (seen on a GPU host
         # under gVisor) must not hold every run waiting for a placement that never comes. The probe runs
         # beside the worker's start-up (torch and triton take longer to import), so it costs no latency.
@@ -385,7 +114,7 @@ class Zygote:
         self._cgroups_probe: threading.Thread | None = None
         if run_cgroups is None:
             self._cgroups_probe = threading.Thread(
-                target=cgroups.proven, args=(hardened,), name="cgroup-probe", daemon=True
+                target=proof.proven, args=(hardened,), name="cgroup-probe", daemon=True
             )
             self._cgroups_probe.start()
         self.pool = pool
@@ -467,7 +196,7 @@ class Zygote:
         if self._cgroups_wanted is None:
             if self._cgroups_probe is not None:
                 self._cgroups_probe.join()
-            self.cgroup_controllers = cgroups.proven(self.hardened)  # memory alone is worth holding runs for
+            self.cgroup_controllers = proof.proven(self.hardened)  # memory alone is worth holding runs for
             self._cgroups_wanted = bool(self.cgroup_controllers)
         return self._cgroups_wanted
 
@@ -481,16 +210,18 @@ class Zygote:
             # Found at once through NSpid; by name (gVisor) only once the held child has named itself, which
             # can come just after the zygote reported its pid: look again for a moment before giving up.
             deadline = time.monotonic() + 3.0
-            while (host := cgroups.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id))) is None:
+            while (
+                host := rungroup.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id))
+            ) is None:
                 if run.closed or time.monotonic() > deadline:
                     break
                 time.sleep(0.01)
             if host is None:
-                raise cgroups.CgroupError(3, f"no process with pid {run.pid} below the worker")
+                raise hierarchy.CgroupError(3, f"no process with pid {run.pid} below the worker")
             with run.group_lock:
                 if run.closed:  # the run already ended (Stop, timeout, a dead worker): nothing to place
-                    raise cgroups.CgroupError(3, "the run ended before it was placed")
-                group = cgroups.RunGroup(
+                    raise hierarchy.CgroupError(3, "the run ended before it was placed")
+                group = rungroup.RunGroup(
                     run.limits.memory_bytes,
                     run.limits.pids or default_run_pids(),
                     controllers=self.cgroup_controllers,  # None (forced on): every controller made
@@ -551,7 +282,7 @@ class Zygote:
 
     def _refill(self) -> None:
         """Hardened with a pool: make run directories ahead, each with a child warming up in it, bound to the
-        compile cache warm_plan() gives it; warm children of caches the plan no longer wants make way."""
+        compile cache caches.warm_plan() gives it; warm children of caches the plan no longer wants make way."""
         if not (self.hardened and self.pool):
             return
         with self._refilling:  # the reader thread (worker ready) and callers: one plan at a time
@@ -563,20 +294,20 @@ class Zygote:
                 self._handed.discard(gone)  # given up without a run: its warm child must not wait forever
                 self._cache_of.pop(gone, None)
                 self.send({"op": "drop", "run_dir": str(gone)})
-            wanted = warm_plan(self._recent, self.pool)
+            wanted = caches.warm_plan(self._recent, self.pool)
             for path, name in list(self._warm_dirs):
                 if wanted[name] > 0:
                     wanted[name] -= 1
                     continue
                 self._warm_dirs.remove((path, name))  # a cache nobody asked for lately: its child makes way
                 self.send({"op": "drop", "run_dir": str(path)})
-                remove_run_dir(path)
+                runfolder.remove_run_dir(path)
             missing = [name for name, count in wanted.items() for _ in range(count)]
         for name in missing:
             if self.dead:
                 return
             cache = self.cache_folder(name)
-            path = new_run_dir()
+            path = runfolder.new_run_dir()
             hardening.prepare_run_dir(path)
             with self._lock:
                 self._warm_dirs.append((path, name))
@@ -586,9 +317,9 @@ class Zygote:
         """A run directory for this zygote's next run, whose run will use compile cache `cache`
         (runs/caches.py: `learner`, `learner-KEY`, or `replay` for a mode that imports no learner file), and
         whether a warm child is bound to it already (hardened with a pool); otherwise a fresh one, like the
-        module's new_run_dir(). `cache=None`: no shared cache, the run compiles into its own directory."""
+        module function runfolder.new_run_dir(). `cache=None`: no shared cache, the run compiles into its own directory."""
         if cache is None:
-            return new_run_dir(), bool(self.pool) and not self.hardened
+            return runfolder.new_run_dir(), bool(self.pool) and not self.hardened
         caches.check_name(cache)
         self.wait_ready()
         with self._lock:
@@ -605,7 +336,7 @@ class Zygote:
             found = self._take_warm(cache)
         self._refill()  # the next run's child warms up (and a directory given up without a run frees its place)
         if found is None:  # layer 1 with a pool: any run takes a warm child
-            path = new_run_dir()
+            path = runfolder.new_run_dir()
             with self._lock:
                 self._cache_of[path] = cache
             return path, bool(self.pool) and not self.hardened
@@ -662,79 +393,12 @@ class Zygote:
         with self._lock:
             left, self._warm_dirs = self._warm_dirs, []
         for path, _name in left:
-            remove_run_dir(path)
+            runfolder.remove_run_dir(path)
         if self.hardened:  # a capped cache is a tmpfs: its memory goes with the worker (runs keep their bind)
             for path in self._cache_paths:
                 runfolder.release(path)
         if self.run_cgroups:
-            cgroups.release()
+            hierarchy.release()
         if self.shared:
             self.shared = False
             runfolder.unshare(config.runs_dir().resolve())
-
-
-def new_run_dir() -> Path:
-    """A fresh run directory, named after the process that owns it (run-PID-…), so a sweep can tell whose."""
-    path = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=config.runs_dir()))
-    runfolder.cap(path)  # its own size- and file-capped tmpfs, when the server runs as root
-    return path
-
-
-STALE_UNOWNED_SECONDS = 24 * 3600
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def sweep_stale_runs(now: float | None = None) -> list[str]:
-    """Remove run directories left by a server or CLI that died (kill -9, power loss): those whose owning
-    process is gone, and unowned ones (older naming) untouched for a day. Returns the names removed."""
-    removed = []
-    now = time.time() if now is None else now
-    try:
-        entries = list(os.scandir(config.runs_dir()))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.name.startswith("run-") or not entry.is_dir(follow_symlinks=False):
-            continue
-        owner = entry.name.split("-")[1]
-        if owner.isdigit():
-            stale = int(owner) != os.getpid() and not _alive(int(owner))
-        else:
-            stale = now - entry.stat(follow_symlinks=False).st_mtime > STALE_UNOWNED_SECONDS
-        if stale:
-            remove_run_dir(Path(entry.path))
-            removed.append(entry.name)
-    return removed
-
-
-def remove_run_dir(path: Path) -> None:
-    """Remove a run directory without following any symlink the learner planted in it."""
-    runfolder.release(path)  # a capped run folder: its tmpfs goes at once, with everything in it
-    shutil.rmtree(path, ignore_errors=True)  # fd-based: unlinks symlinks, never follows them
-    if path.exists() and not path.is_symlink():  # a run made folders unwritable (chmod 000): open them up
-        for folder, dirs, _files in os.walk(path, followlinks=False):
-            for name in dirs:
-                target = os.path.join(folder, name)
-                if not os.path.islink(target):
-                    os.chmod(target, 0o700)
-        os.chmod(path, 0o700)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def default_limits(backend: str, wall_seconds: float = 60.0) -> Limits:
-    return Limits(
-        wall_seconds=wall_seconds,
-        cpu_seconds=int(wall_seconds * 2) + 5,
-        address_space_bytes=INTERPRETER_MEMORY if backend == "interpreter" else None,
-        memory_bytes=RUN_MEMORY.get(backend, RUN_MEMORY["interpreter"]),
-        gpu_memory_bytes=gpu_memory_cap() if backend == "gpu" else None,
-    )

@@ -22,7 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from tritonlab.store import schema as s
-from tritonlab.store.classroom import AccountError, ClassroomDB, User
+from tritonlab.store.accounts import AccountError, User
+from tritonlab.store.classroom import ClassroomDB
 
 LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 DOMAIN = re.compile(rf"^(?:{LABEL}\.)+{LABEL}$")

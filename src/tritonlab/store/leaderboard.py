@@ -1,4 +1,4 @@
-"""The classroom's opt-in speed leaderboard, stored beside the attempts it ranks (store/classroom.py).
+"""The classroom's opt-in speed leaderboard, stored beside the attempts it ranks (store/learner_progress.py).
 
 What is ranked: per exercise, each opted-in learner's best (lowest) measured time of a *passing* check on the
 GPU backend — the `speed` report the check path puts on the verdict (perf/bench_learner.speed_summary),
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from tritonlab.store import schema as s
 
-ClassroomDB = Any  # store/classroom.py's ClassroomDB (which imports this module: no import back)
+ClassroomDB = Any  # store/classroom.py's ClassroomDB (which imports this module, through learner_progress: no import back)
 
 MAX_PCT_OF_ROOF = 110.0  # the roof is measured too; a little above it is noise, far above it is not real
 NAME_MAX = 40

@@ -1,8 +1,9 @@
 """The classroom database's tables, as SQLAlchemy Core metadata (SQLite or PostgreSQL).
 
 The tables are created and changed only by the Alembic migrations in `store/migrations/`; this module is
-what the code reads and writes through. Learner tables carry `user_id` on every row, and every query in
-`store/classroom.py` that touches them filters on it.
+what the code reads and writes through. Learner tables carry `user_id` on every row, and every query of one
+learner's view (store/learner_progress.py, store/learner_code.py) filters on it; only the class-wide summaries
+(store/classroom.py for the teacher, store/leaderboard.py) read every learner's rows.
 """
 
 from __future__ import annotations

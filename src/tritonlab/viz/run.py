@@ -15,10 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check.failures import process_failure
+from tritonlab.grading.check.job import write_job
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.models import Exercise
-from tritonlab.runs import rundir, sandbox
+from tritonlab.runs import rundir, runfolder, sandbox
+from tritonlab.runs.limits import default_limits
 from tritonlab.viz import logview as lv
 from tritonlab.viz.child import VIZ_RESULT
 
@@ -98,10 +101,10 @@ def record(
     max_lanes: int = 2_000_000,
 ) -> dict:
     """Run `file` on `cases` in a sandboxed interpreter child with the access recorder; return viz.json."""
-    run_dir = sandbox.new_run_dir()
+    run_dir = runfolder.new_run_dir()
     try:
         contract = contracts.get(exercise.id)
-        grader.write_job(
+        write_job(
             exercise,
             Path(file).resolve(),
             "interpreter",
@@ -112,7 +115,7 @@ def record(
         job = json.loads((run_dir / "job.json").read_text())
         job.update(mode="viz", max_lanes=max_lanes)
         (run_dir / "job.json").write_text(json.dumps(job))
-        run = zygote.start(run_dir, sandbox.default_limits("interpreter", timeout)).wait()
+        run = zygote.start(run_dir, default_limits("interpreter", timeout)).wait()
         numels = [_size(c) for c in cases]
         try:
             found = rundir.read_json(run_dir / VIZ_RESULT, MAX_VIZ_BYTES)
@@ -121,7 +124,7 @@ def record(
             result = {"cases": [], "malformed": problem.message}
         result["output"] = run.output[-4000:]
         if run.exit_code != 0 or run.timed_out:
-            failure = grader.process_failure(
+            failure = process_failure(
                 cases[len(result["cases"])].name if len(result["cases"]) < len(cases) else cases[-1].name, run
             )
             result["process_failure"] = {
@@ -133,7 +136,7 @@ def record(
             result["process_failure"] = {"kind": "crash", "message": result["malformed"], "cause": ""}
         return result
     finally:
-        sandbox.remove_run_dir(run_dir)
+        runfolder.remove_run_dir(run_dir)
 
 
 def best_case(result: dict, exercise_id: str) -> dict | None:

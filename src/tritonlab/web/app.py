@@ -14,9 +14,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritonlab.i18n import t
-from tritonlab.service import DiskFull, Service
-from tritonlab.web import api, pages, quiz_api
-from tritonlab.web import profile as profile_api
+from tritonlab.service import BackupRefused, DiskFull, Service
+from tritonlab.web import code_api, pages, profile_api, quiz_api, runs_api, viz_api
 from tritonlab.web.jobs import Jobs
 from tritonlab.web.lang import request_lang
 from tritonlab.web.security import LOOPBACK_HOSTS, BodyTooLarge, Guard
@@ -57,7 +56,7 @@ def create_app(
     public_url: str | None = None,
 ) -> FastAPI:
     """The web app over `service`. `allowed_hosts=None` accepts any Host header (wildcard binds only).
-    With `classroom` (a `tritonlab.classroom.room.Classroom`), accounts replace the token (web/classroom.py)."""
+    With `classroom` (a `tritonlab.classroom.room.Classroom`), accounts replace the token (web/classroom/)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -71,13 +70,11 @@ def create_app(
     app.state.static_version = static_version()
     if classroom is not None:
         from tritonlab.web import classroom as classroom_web
-        from tritonlab.web import leaderboard as leaderboard_web
-        from tritonlab.web import oidc as oidc_web
 
-        app.include_router(classroom_web.router)
-        app.include_router(leaderboard_web.router)
-    app.include_router(api.router)
-    app.include_router(profile_api.router)
+        for router in classroom_web.routers:
+            app.include_router(router)
+    for router in (code_api.router, runs_api.router, viz_api.router, profile_api.router):
+        app.include_router(router)
     app.include_router(quiz_api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
@@ -112,13 +109,19 @@ def create_app(
     async def disk_full(request: Request, exc: DiskFull) -> Response:
         return error(request, 507, str(exc.strerror or exc))
 
+    @app.exception_handler(BackupRefused)
+    async def backup_refused(request: Request, exc: BackupRefused) -> Response:
+        response = error(request, exc.status, str(exc))  # store/code_backups.py: 413 or 429
+        if exc.retry_after:
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:
         return error(request, 413, t("web.error.too_large", request_lang(request)))
 
     if classroom is not None:
         classroom_web.install(app, classroom, service, allowed_hosts, public_url)  # type: ignore[arg-type]
-        oidc_web.install(app, classroom)  # /auth/: log-in through the class's OpenID provider, and logout
     else:
         app.add_middleware(Guard, token=token, allowed_hosts=allowed_hosts, lang=service.lang)
     return app

@@ -140,7 +140,7 @@ class Jobs:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
-        self.max_active = MAX_ACTIVE  # a classroom raises it (web/classroom.py limits each learner instead)
+        self.max_active = MAX_ACTIVE  # a classroom raises it (web/classroom/ownership.py: per learner)
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:

@@ -63,7 +63,7 @@ def has_kernel(exercise_id: str) -> bool:
 
 
 def service_of(request: Request) -> Service:
-    # In a classroom (web/classroom.py) the guard put the logged-in learner's own service here.
+    # In a classroom (web/classroom/guard.py) the guard put the logged-in learner's own service here.
     return getattr(request.state, "service", None) or request.app.state.service
 
 

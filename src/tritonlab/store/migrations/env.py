@@ -1,4 +1,4 @@
-"""Alembic's environment for the classroom database. Always run through `store.classroom.upgrade`, which
+"""Alembic's environment for the classroom database. Always run through `store.database.upgrade`, which
 hands over an open connection (`config.attributes["connection"]`); there is no alembic.ini.
 
 SQLite runs in batch mode (`render_as_batch`): ALTER TABLE is done by copy-and-move, so later migrations can

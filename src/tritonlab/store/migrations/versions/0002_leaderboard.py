@@ -25,7 +25,7 @@ depends_on = None
 
 def speed_of(verdict: dict) -> tuple[float | None, str | None]:
     """(ms, gpu) of a passing GPU check's speed report, else (None, None). Kept in step with
-    store/classroom.py:speed_fields (a migration never imports the code it migrates for)."""
+    store/leaderboard.py:speed_fields (a migration never imports the code it migrates for)."""
     speed = verdict.get("speed")
     if verdict.get("backend") != "gpu" or not verdict.get("passed") or not isinstance(speed, dict):
         return None, None

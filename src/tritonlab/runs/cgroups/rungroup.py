@@ -1,0 +1,235 @@
+"""One run's cgroup (`RunGroup`): made with the run's limits, the held child placed in it, read for the limits
+it hit, and removed with whatever was left in it; and how the parent finds a held child's host pid.
+
+Placement: the zygote runs inside bubblewrap as an unprivileged user and cannot write cgroup files, so the
+PARENT (the server) does it. The zygote forks the child and reports its pid; the child blocks on a pipe
+before doing anything else. The parent translates that pid (the zygote's PID namespace) to the host pid (the
+`NSpid` line of /proc/<pid>/status of the zygote's descendants), creates the run's cgroup, writes the host
+pid into `cgroup.procs` of each hierarchy, and only then tells the zygote to release the child (`go`).
+A run that cannot be placed is killed before it imports learner code (sandbox.Zygote._place).
+
+Limits per run: memory (v2 `memory.max`, `memory.swap.max=0`, `memory.oom.group=1`; v1
+`memory.limit_in_bytes`, `memory.memsw.limit_in_bytes` where swap accounting exists) covering every process
+of the run and the shared memory and files they touch; `pids.max` (processes and threads); a CPU weight
+below the server's (v2 `cpu.weight`, v1 `cpu.shares`). After the run every remaining process is killed
+(v2 `cgroup.kill`, else SIGKILL to each pid in `cgroup.procs`) and the directories are removed.
+
+Runs are held for placement only where the placement itself works (`placement_works`): a held child's host
+pid is found through the `NSpid` line of /proc/PID/status or, on a kernel without it (some gVisor versions),
+by the name the child gave itself while held (`jail.hold_tag`, checked on a real child: `names_visible`).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from tritonlab.runs.cgroups import hierarchy
+from tritonlab.runs.cgroups.hierarchy import V1_CPU_SHARES, V2_CPU_WEIGHT, CgroupError, keyed, read, write
+
+
+class RunGroup:
+    """One run's cgroup: one folder per hierarchy (v2: one for all its controllers; v1: one per controller)."""
+
+    def __init__(
+        self,
+        memory_bytes: int | None,
+        pids: int | None,
+        name: str | None = None,
+        controllers: tuple[str, ...] | None = None,
+    ) -> None:
+        """`controllers`: use only these (the proven ones, see proven()); None: all that were made."""
+        self.name = name or f"run-{uuid.uuid4().hex[:12]}"
+        self.folders: list[tuple[str, Path, tuple[str, ...]]] = []
+        try:
+            try:
+                self._make(memory_bytes, pids, controllers)
+            except FileNotFoundError:
+                # Another tritonlab process in the same cgroup (a second check daemon, `serve`) released the
+                # shared `tritonlab-runs` parent while it was empty (release()): make it again, once. Found
+                # on the H200, where a first check's daemon ending broke every run of the next daemon.
+                self.remove()
+                self.folders = []
+                hierarchy.forget_parents()
+                self._make(memory_bytes, pids, controllers)
+        except OSError as exc:
+            self.remove()
+            raise CgroupError(exc.errno or errno.EPERM, f"cannot set up the run's cgroup: {exc}") from exc
+
+    def _make(self, memory_bytes: int | None, pids: int | None, controllers: tuple[str, ...] | None) -> None:
+        with hierarchy.setup_lock:
+            parents = hierarchy.run_parents()
+        for version, parent, made in parents:
+            used = tuple(c for c in made if controllers is None or c in controllers)
+            if not used:
+                continue
+            folder = Path(parent) / self.name
+            folder.mkdir()
+            self.folders.append((version, folder, used))
+            if "memory" in used and memory_bytes:
+                self._memory(version, folder, int(memory_bytes))
+            if "pids" in used and pids:
+                write(folder / "pids.max", str(int(pids)))
+            if "cpu" in used:
+                if version == "v2":
+                    write(folder / "cpu.weight", str(V2_CPU_WEIGHT))
+                else:
+                    write(folder / "cpu.shares", str(V1_CPU_SHARES))
+
+    @staticmethod
+    def _memory(version: str, folder: Path, limit: int) -> None:
+        if version == "v2":
+            write(folder / "memory.max", str(limit))
+            if (folder / "memory.swap.max").exists():
+                write(folder / "memory.swap.max", "0")
+            if (folder / "memory.oom.group").exists():
+                write(folder / "memory.oom.group", "1")  # an OOM kill takes the whole run
+            return
+        write(folder / "memory.limit_in_bytes", str(limit))
+        if (folder / "memory.memsw.limit_in_bytes").exists():  # memory + swap: no escape into swap
+            write(folder / "memory.memsw.limit_in_bytes", str(limit))
+        if (folder / "memory.swappiness").exists():
+            try:
+                write(folder / "memory.swappiness", "0")
+            except OSError:
+                pass
+
+    def place(self, host_pid: int) -> None:
+        """Move a (held, not yet running learner code) process into every folder of this run."""
+        try:
+            for _version, folder, _controllers in self.folders:
+                write(folder / "cgroup.procs", str(host_pid))
+        except OSError as exc:
+            raise CgroupError(
+                exc.errno or errno.EPERM, f"cannot place pid {host_pid} in {self.name}: {exc}"
+            ) from exc
+
+    def _folder(self, controller: str) -> tuple[str, Path] | None:
+        for version, folder, controllers in self.folders:
+            if controller in controllers:
+                return version, folder
+        return None
+
+    def oom_kills(self) -> int:
+        found = self._folder("memory")
+        if found is None:
+            return 0
+        version, folder = found
+        if version == "v2":
+            return keyed(folder / "memory.events", "oom_kill")
+        return keyed(folder / "memory.oom_control", "oom_kill")
+
+    def pids_refused(self) -> int:
+        """How many forks the pids limit refused."""
+        found = self._folder("pids")
+        return keyed(found[1] / "pids.events", "max") if found else 0
+
+    def limits_hit(self) -> list[str]:
+        hit = []
+        if self.oom_kills():
+            hit.append("memory")
+        if self.pids_refused():
+            hit.append("processes")
+        return hit
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for _version, folder, _controllers in self.folders:
+            found.update(int(p) for p in read(folder / "cgroup.procs").split())
+        return found
+
+    def kill(self) -> None:
+        for version, folder, _controllers in self.folders:
+            if version == "v2" and (folder / "cgroup.kill").exists():
+                try:
+                    write(folder / "cgroup.kill", "1")
+                except OSError:
+                    pass
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def remove(self, timeout: float = 5.0) -> bool:
+        """Kill whatever is left in the run's cgroup, then remove its folders. True when all are gone."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.kill()
+            left = []
+            for entry in self.folders:
+                try:
+                    entry[1].rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(entry)
+            self.folders = left
+            if not left or time.monotonic() > deadline:
+                return not left
+            time.sleep(0.02)
+
+
+NSPID = "NSpid:" in read(Path("/proc/self/status"))  # False under gVisor versions without it
+
+
+def host_pid(inner: int, below: int, tag: str = "") -> int | None:
+    """The host pid of the process that is `inner` in its own (innermost) PID namespace, among the
+    descendants of host pid `below` (the zygote, or the bubblewrap holding it): by the last field of its
+    `NSpid` line, or, on a kernel without one, by the name `tag` the held child gave itself (jail.hold_tag)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    stack = [below]
+    while stack:
+        for pid in children.get(stack.pop(), []):
+            if NSPID:
+                lines = [x for x in read(Path(f"/proc/{pid}/status")).splitlines() if x.startswith("NSpid:")]
+                if lines and int(lines[0].split()[-1]) == inner:
+                    return pid
+            elif tag and read(Path(f"/proc/{pid}/comm")).strip() == tag:
+                return pid
+            stack.append(pid)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def names_visible() -> bool:
+    """Does a name a process gives itself (PR_SET_NAME) show in its /proc/PID/comm here? Checked on a real
+    child: the placement's fallback where the kernel has no `NSpid`."""
+    script = "import sys; from tritonlab.runs import jail; jail.set_name('tlh-probe'); print(1, flush=True); sys.stdin.readline()"
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+        )
+    except OSError:
+        return False
+    try:
+        proc.stdout.readline()  # type: ignore[union-attr]
+        return read(Path(f"/proc/{proc.pid}/comm")).strip() == "tlh-probe"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def placement_works(hardened: bool = False) -> bool:
+    """Can the parent find a held run's host pid? Through `NSpid`, or, where the kernel has none (gVisor), by
+    the name the held child gave itself (checked on a real child: names_visible)."""
+    return NSPID or names_visible()

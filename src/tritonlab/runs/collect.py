@@ -1,0 +1,173 @@
+"""A run in flight, seen from the parent: `Run.wait()` streams its output and holds it to its limits, then
+collects what happened into a `RunResult`; `Run.stop()` kills its whole process tree.
+
+While it waits, the parent enforces what only it can: the wall clock, the output cap on the live log (read
+through the parent's own descriptor: a run that swaps output.log for a symlink or a FIFO changes nothing), the
+run's cgroup (one OOM kill ends the whole run) and its capped folder (full: the run ends). Afterwards the run's
+cgroup is removed with whatever was left in it, and links, FIFOs and hard links the run planted in its
+directory are removed before anything there is read (rundir.sanitize).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from tritonlab.runs import rundir, runfolder
+from tritonlab.runs.cgroups.rungroup import RunGroup
+from tritonlab.runs.limits import Limits
+
+
+class RunWorker(Protocol):
+    """What a run needs of the worker it runs in (`sandbox.Zygote`): a way to send it messages, whether it
+    died, and where to say that the run no longer uses its compile cache."""
+
+    dead: bool
+
+    def send(self, msg: dict) -> None: ...
+
+    def cache_released(self, name: str) -> None: ...
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    stopped: bool
+    output_truncated: bool
+    output: str
+    seconds: float
+    files: dict[str, bytes] = field(default_factory=dict)
+    limits_hit: list[str] = field(default_factory=list)  # per-run cgroup limits that stopped something
+    sandbox_error: str = ""  # the run could not be contained as asked (then it never ran learner code)
+    folder_full: str = ""  # why the run's directory was full (its capped tmpfs, or too many files)
+    cgroup: str = ""  # the name of the run's own cgroup ("" when it had none), and its controllers
+    cgroup_controllers: tuple[str, ...] = ()
+    timings: dict = field(default_factory=dict)  # a remote run: where its time went (ray_executor/remote.py)
+
+    @property
+    def crashed(self) -> bool:
+        return self.signal is not None and not self.timed_out and not self.stopped
+
+
+class Run:
+    """One job in flight. `wait()` streams its output; `stop()` kills its whole process tree."""
+
+    def __init__(
+        self,
+        zygote: RunWorker,
+        job_id: str,
+        run_dir: Path,
+        limits: Limits,
+        log_fd: int,
+        renamed: dict[str, str] | None = None,
+    ) -> None:
+        self.zygote, self.id, self.run_dir, self.limits = zygote, job_id, run_dir, limits
+        self.log_fd, self.renamed = log_fd, renamed or {}
+        self.pid: int | None = None
+        self.group: RunGroup | None = None
+        self.group_lock = threading.Lock()  # wait()'s clean-up against a late placement (_place)
+        self.closed = False
+        self.limits_hold = False
+        self.cache_name: str | None = None  # the compile cache it runs with (runs/caches.py), when named
+        self.sandbox_error = ""
+        self.status: dict | None = None
+        self.started = time.monotonic()
+        self._done = threading.Event()
+        self._stop = threading.Event()
+
+    def _finish(self, status: dict) -> None:
+        self.status = status
+        if self.cache_name:
+            self.zygote.cache_released(self.cache_name)
+        self._done.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.zygote.send({"op": "kill", "id": self.id})
+
+    def wait(self, on_output: Callable[[str], None] | None = None) -> RunResult:
+        try:
+            return self._wait(on_output)
+        finally:
+            os.close(self.log_fd)
+            with self.group_lock:
+                self.closed = True  # a placement that comes later must not create a cgroup nobody removes
+                if self.group is not None:  # whatever the run left in its cgroup dies with it
+                    self.group.remove()
+            rundir.sanitize(self.run_dir)
+            rundir.restore_names(self.run_dir, self.renamed)
+
+    def _wait(self, on_output: Callable[[str], None] | None) -> RunResult:
+        position, pieces, size, truncated, timed_out = 0, [], 0, False, False
+        deadline = self.started + self.limits.wall_seconds
+
+        def drain() -> None:
+            nonlocal position, size, truncated
+            if truncated:
+                return
+            room = self.limits.output_bytes - size
+            # Our own descriptor of the log the zygote created: a run that replaces output.log with a
+            # symlink or a FIFO changes nothing here, and a flood is read at most `room + 1` bytes at a time.
+            data = os.pread(self.log_fd, room + 1, position)
+            position += len(data)
+            if not data:
+                return
+            for copy, original in self.renamed.items():
+                data = data.replace(copy.encode(), original.encode())
+            if len(data) > room:
+                data, truncated = data[:room], True
+                self.stop()
+            size += len(data)
+            text = data.decode("utf-8", errors="replace")
+            pieces.append(text)
+            if on_output:
+                on_output(text)
+
+        hit: list[str] = []
+        full, checked = "", time.monotonic()
+        while not self._done.wait(0.03):
+            drain()
+            if self.group is not None and not hit and self.group.oom_kills():
+                hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
+                self.stop()
+            if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
+                checked = time.monotonic()
+                if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
+                    self.stop()
+            if time.monotonic() > deadline and not timed_out:
+                timed_out = True
+                self.stop()
+            if self.zygote.dead and not self._done.is_set():
+                self._finish({"signal": 9, "zygote_died": True})
+        drain()
+        status = self.status or {}
+        if self.group is not None:
+            hit = self.group.limits_hit()
+        full = full or runfolder.over_cap(self.run_dir)
+        if full:
+            hit.append("run folder")
+        return RunResult(
+            run_dir=self.run_dir,
+            exit_code=status.get("exit"),
+            signal=status.get("signal"),
+            timed_out=timed_out,
+            stopped=self._stop.is_set() and not timed_out and not truncated,
+            output_truncated=truncated,
+            output="".join(pieces),
+            seconds=time.monotonic() - self.started,
+            limits_hit=hit,
+            sandbox_error=self.sandbox_error,
+            folder_full=full,
+            cgroup=self.group.name if self.group is not None else "",
+            cgroup_controllers=tuple(
+                c for *_, made in (self.group.folders if self.group else []) for c in made
+            ),
+        )

@@ -1,0 +1,15 @@
+"""Runs on a Ray cluster (`--executor ray`): one worker actor per GPU, or per `tritonlab_interpreter` unit, each
+with a warm local zygote and the same sandbox as a local run (docs/scale.md).
+
+Modules:
+- `actor.py`: the worker actor on a cluster node (`Worker`): its self-check, its zygote, the runs it is given,
+  live output and Stop while a run is busy.
+- `driver.py`: the driver's side in the server or the CLI: joining the cluster (`connect`) and the pool of
+  usable workers (`RayPool`), which looks like a Zygote to the grader.
+- `remote.py`: one job on a worker, driven from here (`RemoteRun`): shipped, its output streamed, tried once
+  more on another worker when its node is lost, landed.
+- `transfer.py`: what crosses the wire, data only both ways, and how each end checks it (no ray import).
+
+Imported only when the ray executor is chosen (`Service.remote`), and this `__init__` imports nothing, so the
+CLI's start-up never imports ray. May import: `tritonlab.config` and the rest of `tritonlab.runs`.
+"""

@@ -1,0 +1,94 @@
+"""Who started which run and quiz attempt in a classroom: `OwnedJobs` and `OwnedAttempts` remember the
+user (set by the guard in `current_user`) and answer 404 to anyone else. At most one run per learner at a
+time (FIFO across learners through the service's gate) and RUNS_PER_MINUTE starts a minute, both answered
+429 with a sentence and `Retry-After`.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from contextvars import ContextVar
+
+from fastapi import HTTPException
+
+from tritonlab.classroom.room import User
+from tritonlab.web.jobs import Job, Jobs
+from tritonlab.web.quiz_api import Attempt, Attempts
+
+RUNS_PER_MINUTE = 20
+
+# The user of the request being served: set by the guard (web/classroom/guard.py) around every request.
+current_user: ContextVar[User | None] = ContextVar("tritonlab_user", default=None)
+
+
+class OwnedJobs(Jobs):
+    def __init__(self, per_minute: int = RUNS_PER_MINUTE) -> None:
+        super().__init__()
+        self.max_active = 512
+        self.per_minute = per_minute
+        self._owners: dict[str, int] = {}
+        self._starts: dict[int, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self._admit = threading.Lock()
+
+    def start(self, kind, label, work):  # type: ignore[no-untyped-def]
+        user = current_user.get()
+        if user is None:
+            return super().start(kind, label, work)
+        with self._admit:
+            with self._lock:
+                mine = [j for k, j in self._jobs.items() if not j.done and self._owners.get(k) == user.id]
+            if mine:
+                raise HTTPException(
+                    429,
+                    "You already have a run in flight: wait for it to finish or press Stop, then try again.",
+                    headers={"Retry-After": "2"},
+                )
+            now = time.monotonic()
+            recent = self._starts[user.id]
+            while recent and now - recent[0] > 60:
+                recent.popleft()
+            if len(recent) >= self.per_minute:
+                wait = int(60 - (now - recent[0])) + 1
+                raise HTTPException(
+                    429,
+                    f"You started {self.per_minute} runs in the last minute: wait {wait} s before the next one.",
+                    headers={"Retry-After": str(wait)},
+                )
+            recent.append(now)
+            job = super().start(kind, label, work)
+            with self._lock:
+                self._owners[job.id] = user.id
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        job = super().get(job_id)
+        user = current_user.get()
+        if job is None or user is None:
+            return job
+        with self._lock:
+            return job if self._owners.get(job_id) == user.id else None
+
+
+class OwnedAttempts(Attempts):
+    def __init__(self) -> None:
+        super().__init__()
+        self._owners: dict[str, int | None] = {}
+
+    def new(self, lesson, lang):  # type: ignore[no-untyped-def]
+        attempt = super().new(lesson, lang)
+        user = current_user.get()
+        with self._lock:
+            self._owners[attempt.id] = user.id if user else None
+            for gone in [k for k in self._owners if k not in self._items]:
+                del self._owners[gone]
+        return attempt
+
+    def get(self, attempt_id: str) -> Attempt | None:
+        attempt = super().get(attempt_id)
+        user = current_user.get()
+        if attempt is None:
+            return None
+        with self._lock:
+            return attempt if self._owners.get(attempt_id) == (user.id if user else None) else None
