@@ -31,10 +31,11 @@ run: install
 # System packages for the tests, from Debian when we may (root with apt-get), never downloaded binaries:
 # chromium for the browser tests, bubblewrap for the hardened sandbox, postgresql for the classroom tests on a
 # real PostgreSQL (started by the test run as `nobody`), nginx and caddy for the deployment tests (the shipped
-# deploy/ files run in front of a real server). Without them those tests skip and say why.
+# deploy/ files run in front of a real server), nodejs and npm for the OIDC tests' provider (Debian 12's nodejs is 18:
+# those tests want 20+ and skip, saying so). Without them those tests skip and say why.
 SYSTEM_PACKAGES := $(if $(wildcard /usr/bin/chromium),,chromium) $(if $(shell command -v bwrap),,bubblewrap) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(wildcard /usr/sbin/nginx),,nginx) \
-	$(if $(wildcard /usr/bin/caddy),,caddy)
+	$(if $(wildcard /usr/bin/caddy),,caddy) $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
 system-deps:
 	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages for the tests: $(strip $(SYSTEM_PACKAGES))"; \
@@ -43,7 +44,8 @@ system-deps:
 	fi
 
 # The real OpenID provider the OIDC tests start (npm oidc-provider, pinned by tests/oidc/package-lock.json), when
-# node and npm are here; without them those tests skip and say why. Reinstalled only when the lock file changes.
+# node (20 or newer) and npm are here; without them those tests skip and say why. Reinstalled only when the lock
+# file changes. The test session runs the same `npm ci` itself when it finds the package missing (tests/oidc_provider.py).
 OIDC_DIR := tests/oidc
 test-deps:
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
@@ -54,7 +56,7 @@ test-deps:
 			echo "npm ci failed in $(OIDC_DIR): the OIDC tests will be skipped"; \
 		fi; \
 	else \
-		echo "node and npm not found: the OIDC tests will be skipped (install Node.js 20+ with npm)"; \
+		echo "node or npm not found: the OIDC tests will be skipped (install Node.js 20+ with npm: make system-deps)"; \
 	fi
 
 lint: install

@@ -1,5 +1,5 @@
 """A real OpenID provider for the OIDC tests: panva's `oidc-provider` (npm, pinned by tests/oidc/package-lock.json,
-installed by `make test-deps`) run by Node.js on loopback, once per test session (tests/oidc/provider.mjs says
+installed by `make test-deps` or by the test session itself) run by Node.js on loopback, once per test session (tests/oidc/provider.mjs says
 what it serves), and a browser that walks a class's log-in through it.
 
 The class server is the in-process app (FastAPI's TestClient at BASE); the provider is a separate process
@@ -8,6 +8,7 @@ and redeems codes at its token endpoint). Skipped, with the reason, where node o
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -63,6 +64,7 @@ class Provider:
     served: (
         str  # the address a real server must use to be this provider's client (tests/test_oidc_browser.py)
     )
+    proxied: str  # the public https URL nginx must serve a real server on (tests/test_oidc_nginx.py)
 
     def control(self, what: str, body: dict, issuer: str | None = None) -> None:
         r = httpx.post(f"{issuer or self.issuer}/__test__/{what}", json=body, timeout=10)
@@ -85,18 +87,50 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+NODE_MAJOR = 20  # the Node.js line the pinned oidc-provider is tested with here
+
+
+def install_provider() -> None:
+    """`npm ci` in tests/oidc when the pinned package is missing or older than the lock file (what `make
+    test-deps` does), so the OIDC tests run from a fresh clone; skips with the reason when it cannot."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(
+            f"{'node' if node is None else 'npm'} is not installed: the OIDC tests need Node.js "
+            f"{NODE_MAJOR}+ with npm (`make system-deps` installs Debian's where apt-get may)"
+        )
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    major = re.match(r"v(\d+)\.", version)
+    if major is None or int(major.group(1)) < NODE_MAJOR:
+        pytest.skip(
+            f"node {version or '(no version)'} is older than {NODE_MAJOR}: the OIDC tests need Node.js 20+"
+        )
+    stamp, lock = HERE / "node_modules" / ".package-lock.json", HERE / "package-lock.json"
+    with open(HERE / ".install.lock", "a") as held:  # one install at a time (parallel test sessions)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if stamp.is_file() and stamp.stat().st_mtime >= lock.stat().st_mtime:
+            return
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    if done.returncode != 0 or not (HERE / "node_modules" / "oidc-provider" / "package.json").is_file():
+        pytest.skip(f"npm ci in tests/oidc failed, so the OIDC tests cannot run:\n{done.stderr[-2000:]}")
+
+
 def start_provider() -> Iterator[Provider]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed: the OIDC tests need Node.js 20+ and `make test-deps`")
-    if not (HERE / "node_modules" / "oidc-provider" / "package.json").is_file():
-        pytest.skip("oidc-provider is not installed: run `make test-deps` (npm ci in tests/oidc)")
+    install_provider()
+    node = shutil.which("node") or "node"
     folder = Path(tempfile.mkdtemp(prefix="tritonlab-oidc-"))
     accounts = {name: {**claims, "groups": GROUPS[name]} for name, claims in ACCOUNTS.items()}
     served = f"http://127.0.0.1:{free_port()}"  # a real `serve --classroom` for the browser test
+    proxied = f"https://localhost:{free_port()}"  # nginx in front of one (tests/test_oidc_nginx.py)
     config = {
-        "redirect_uris": [f"{BASE}/auth/callback", f"{served}/auth/callback"],
-        "post_logout_redirect_uris": [f"{BASE}/login", f"{served}/login"],
+        "redirect_uris": [f"{BASE}/auth/callback", f"{served}/auth/callback", f"{proxied}/auth/callback"],
+        "post_logout_redirect_uris": [f"{BASE}/login", f"{served}/login", f"{proxied}/login"],
         "client_secret": CLIENT_SECRET,
         "other_secret": OTHER_SECRET,
         "other_redirect_uri": OTHER_REDIRECT,
@@ -118,7 +152,7 @@ def start_provider() -> Iterator[Provider]:
         if not line:
             pytest.fail(f"the OpenID provider did not start:\n{log.read_text(errors='replace')[-3000:]}")
         found = json.loads(line)
-        yield Provider(found["issuer"], found["other_issuer"], process, log, served)
+        yield Provider(found["issuer"], found["other_issuer"], process, log, served, proxied)
     finally:
         process.terminate()
         try:

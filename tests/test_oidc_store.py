@@ -13,7 +13,8 @@ import sqlalchemy as sa
 
 from tritonlab.classroom.room import AccountError, Classroom
 from tritonlab.store import identities
-from tritonlab.store.classroom import ClassroomDB, make_engine, schema_revision, upgrade
+from tritonlab.store.classroom import ClassroomDB
+from tritonlab.store.database import make_engine, schema_revision, upgrade
 
 NO_LEGACY = Path("/nonexistent/progress.db")
 ISSUER = "https://idp.uni.example"
