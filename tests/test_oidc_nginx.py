@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from classroom_server import ClassroomServer, classroom_env, client_from, make_class
-from deploy_proxy import Proxy, start_nginx
+from deploy_proxy import Proxy, nginx_binary, start_nginx
 from oidc_provider import CLIENT_SECRET, Provider
 
 CHROMIUM = "/usr/bin/chromium"
@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory, oidc_provider: Provider) -> Iterator[dict]:
+    nginx_binary()  # skips, saying why, before anything starts where Debian's nginx is missing
     tmp = tmp_path_factory.mktemp("oidc-nginx")
     env = classroom_env(tmp / "home", TRITONLAB_OIDC_CLIENT_SECRET=CLIENT_SECRET)
     make_class(env, ("ben",), tmp)
