@@ -8,7 +8,7 @@ GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
 CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
 STAMP := $(VENV)/.installed-$(GPU)
 
-.PHONY: install run test mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
+.PHONY: install run test test-deps mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
 
 $(STAMP): pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,15 +31,32 @@ run: install
 # System packages for the tests, from Debian when we may (root with apt-get), never downloaded binaries:
 # chromium for the browser tests, bubblewrap for the hardened sandbox, postgresql for the classroom tests on a
 # real PostgreSQL (started by the test run as `nobody`), nginx and caddy for the deployment tests (the shipped
-# deploy/ files run in front of a real server). Without them those tests skip and say why.
+# deploy/ files run in front of a real server), nodejs and npm for the OIDC tests' provider (Debian 12's nodejs is 18:
+# those tests want 20+ and skip, saying so). Without them those tests skip and say why.
 SYSTEM_PACKAGES := $(if $(wildcard /usr/bin/chromium),,chromium) $(if $(shell command -v bwrap),,bubblewrap) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(wildcard /usr/sbin/nginx),,nginx) \
-	$(if $(wildcard /usr/bin/caddy),,caddy)
+	$(if $(wildcard /usr/bin/caddy),,caddy) $(if $(shell command -v node),,nodejs) $(if $(shell command -v npm),,npm)
 system-deps:
 	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages for the tests: $(strip $(SYSTEM_PACKAGES))"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null) || \
 		echo "could not install $(SYSTEM_PACKAGES): the tests that need them will be skipped"; \
+	fi
+
+# The real OpenID provider the OIDC tests start (npm oidc-provider, pinned by tests/oidc/package-lock.json), when
+# node (20 or newer) and npm are here; without them those tests skip and say why. Reinstalled only when the lock
+# file changes. The test session runs the same `npm ci` itself when it finds the package missing (tests/oidc_provider.py).
+OIDC_DIR := tests/oidc
+test-deps:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		if [ ! -f $(OIDC_DIR)/node_modules/.package-lock.json ] || \
+			[ $(OIDC_DIR)/package-lock.json -nt $(OIDC_DIR)/node_modules/.package-lock.json ]; then \
+			echo "installing the test OpenID provider (npm ci in $(OIDC_DIR))"; \
+			(cd $(OIDC_DIR) && npm ci --no-audit --no-fund --loglevel=error) || \
+			echo "npm ci failed in $(OIDC_DIR): the OIDC tests will be skipped"; \
+		fi; \
+	else \
+		echo "node or npm not found: the OIDC tests will be skipped (install Node.js 20+ with npm: make system-deps)"; \
 	fi
 
 lint: install
@@ -56,6 +73,7 @@ test:
 	@rm -f .phase-times
 	@$(PHASE) install $(MAKE) --no-print-directory install
 	@$(PHASE) system-deps $(MAKE) --no-print-directory system-deps
+	@$(PHASE) test-deps $(MAKE) --no-print-directory test-deps
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) unit $(BIN)/python -m pytest -q -m "not browser"
 	@$(PHASE) browser $(BIN)/python -m pytest -q -m "browser and not gpu"

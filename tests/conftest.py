@@ -138,6 +138,15 @@ def postgres():  # noqa: ANN201
     yield from start_postgres()
 
 
+@pytest.fixture(scope="session")
+def oidc_provider():  # noqa: ANN201
+    """One real OpenID provider (npm oidc-provider under Node.js) for the whole test session
+    (tests/oidc_provider.py)."""
+    from oidc_provider import start_provider
+
+    yield from start_provider()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def classroom_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The classroom database URL, once for SQLite and once for a real PostgreSQL."""

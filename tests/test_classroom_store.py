@@ -40,12 +40,12 @@ def room(classroom_url: str, home: Path) -> Classroom:
 
 def test_migrations_reach_head_and_are_idempotent(classroom_url: str) -> None:
     db = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)
-    assert schema_revision(db.engine) == "0002"
+    assert schema_revision(db.engine) == "0003"
     names = set(sa.inspect(db.engine).get_table_names())
     assert {"users", "sessions", "classes", "learner_attempts", "learner_code", "alembic_version"} <= names
     db.close()
     again = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)  # a second upgrade changes nothing
-    assert schema_revision(again.engine) == "0002"
+    assert schema_revision(again.engine) == "0003"
     again.close()
 
 
@@ -473,7 +473,7 @@ def test_migration_0002_takes_existing_attempts_speed_from_their_verdicts(classr
             )
     engine.dispose()
     db = ClassroomDB(classroom_url, legacy_progress=NO_LEGACY)
-    assert schema_revision(db.engine) == "0002"
+    assert schema_revision(db.engine) == "0003"
     with db.engine.begin() as conn:
         rows = conn.execute(
             sa.text("SELECT passed, speed_ms, speed_gpu FROM learner_attempts ORDER BY id")

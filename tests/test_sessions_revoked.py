@@ -19,6 +19,11 @@ from tritonlab.web import create_app
 
 # What a visitor without a session may open (docs/classroom.md); every other route needs a live session.
 PUBLIC = {"/login", "/api/login", "/join/{code}", "/api/join/{code}", "/settings/lang", "/static/app.js"}
+PUBLIC |= {
+    "/auth/start",
+    "/auth/callback",
+    "/auth/logout",
+}  # a provider's log-in, and logout (web/classroom/oidc.py)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -15,11 +15,19 @@ import time
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.classroom.auth import PasswordAuthenticator, hash_password, new_password
+from tritonlab.classroom.auth import (
+    Authenticator,
+    OIDCAuthenticator,
+    PasswordAuthenticator,
+    PasswordsOff,
+    hash_password,
+    new_password,
+)
+from tritonlab.classroom.oidc import OIDCSettings
 from tritonlab.models import Course, Exercise
 from tritonlab.runs import caches
 from tritonlab.service import Service
-from tritonlab.store import leaderboard
+from tritonlab.store import identities, leaderboard
 from tritonlab.store.accounts import ROLES, USERNAME, AccountError, User, check_name
 from tritonlab.store.classroom import ClassroomDB
 from tritonlab.store.database import database_url, redact
@@ -84,7 +92,17 @@ class Classroom:
     def __init__(self, url: str | None = None, adopt: Path | None = None) -> None:
         legacy = adopt if adopt is not None else config.database_path()
         self.db = ClassroomDB(url or database_url(), legacy_progress=legacy)
-        self.auth = PasswordAuthenticator(self.db)
+        self.auth: Authenticator = PasswordAuthenticator(self.db)
+        self.sso: OIDCSettings | None = None  # the class's OpenID provider (use_sso), if it has one
+        self.sso_auth: OIDCAuthenticator | None = None
+
+    def use_sso(self, settings: OIDCSettings) -> None:
+        """Log in through an OpenID provider too (docs/classroom.md, "Single sign-on"); with `settings.only`,
+        no password log-in and no password sign-up through the join link."""
+        self.sso = settings
+        self.sso_auth = OIDCAuthenticator(self.db, settings)
+        if settings.only:
+            self.auth = PasswordsOff(settings.name)
 
     def close(self) -> None:
         self.db.close()
@@ -110,8 +128,15 @@ class Classroom:
         return self.db.the_class()
 
     def add(
-        self, username: str, display_name: str = "", role: str = "learner", password: str | None = None
+        self,
+        username: str,
+        display_name: str = "",
+        role: str = "learner",
+        password: str | None = None,
+        email: str | None = None,
     ) -> tuple[User, str]:
+        """A new account with `password` (else a generated one); `email`: the roster e-mail a provider log-in
+        matches (docs/classroom.md, "Single sign-on")."""
         name = check_username(username)
         if role not in ROLES:
             raise AccountError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -119,19 +144,29 @@ class Classroom:
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
         shown = check_name(display_name, "a display name") or name
+        if email and identities.user_by_email(self.db, email) is not None:
+            raise AccountError(f"the e-mail {email.strip().lower()} already belongs to another account")
         user = self.db.add_user(name, shown, role, hash_password(password))
+        if email:
+            identities.set_email(self.db, user.id, email)
         return user, password
 
+    def set_email(self, user: User, email: str | None) -> str | None:
+        return identities.set_email(self.db, user.id, email)
+
+    def email(self, user: User) -> str | None:
+        return identities.email_of(self.db, user.id)
+
     def import_csv(self, text: str) -> list[dict]:
-        """Roster rows `username[,display_name[,role[,password]]]` (a header row naming `username` is
+        """Roster rows `username[,display_name[,role[,password[,email]]]]` (a header row naming `username` is
         skipped). All rows are checked before any account is made."""
         rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
         if rows and rows[0][0].strip().lower() == "username":
             rows = rows[1:]
-        planned, seen = [], set()
+        planned, seen, emails = [], set(), set()
         existing = {u.username for u in self.db.users()}
         for number, row in enumerate(rows, 1):
-            cells = [c.strip() for c in row] + ["", "", ""]
+            cells = [c.strip() for c in row] + ["", "", "", ""]
             name = check_username(cells[0])
             role = cells[2] or "learner"
             if role not in ROLES:
@@ -141,12 +176,19 @@ class Classroom:
             if cells[3] and len(cells[3]) < MIN_PASSWORD:
                 raise AccountError(f"row {number}: a password needs at least {MIN_PASSWORD} characters")
             check_name(cells[1], f"row {number}: the display name")
+            try:
+                email = identities.normal_email(cells[4]) if cells[4] else None
+            except AccountError as exc:
+                raise AccountError(f"row {number}: {exc}") from None
+            if email and (email in emails or identities.user_by_email(self.db, email) is not None):
+                raise AccountError(f"row {number}: the e-mail {email} belongs to another account")
             seen.add(name)
-            planned.append((name, cells[1], role, cells[3] or None))
+            emails.add(email)
+            planned.append((name, cells[1], role, cells[3] or None, email))
         made = []
-        for name, display, role, password in planned:
-            user, pw = self.add(name, display, role, password)
-            made.append({"username": user.username, "role": user.role, "password": pw})
+        for name, display, role, password, email in planned:
+            user, pw = self.add(name, display, role, password, email)
+            made.append({"username": user.username, "role": user.role, "password": pw, "email": email})
         return made
 
     def users(self) -> list[User]:
@@ -191,6 +233,10 @@ class Classroom:
             raise LookupError("no class has this join link")
         if not klass["join_open"]:
             raise PermissionError("this class is closed to new learners; ask your teacher for an account")
+        if self.sso is not None and self.sso.only:
+            raise PermissionError(
+                f"this class signs up with {self.sso.name} only: use the button on this page"
+            )
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
         user, _ = self.add(username, display_name, "learner", password)

@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from tritonlab.cli import classroom as class_cli
 from tritonlab.i18n import t
 from tritonlab.web.security import LOOPBACK_HOSTS, is_loopback, new_token
 
@@ -146,6 +147,8 @@ def run_server(
     classroom: bool = False,
     public_url: str | None = None,
     executor: str | None = None,
+    oidc: dict | None = None,
+    oidc_config: Path | None = None,
     trusted_proxies: list[str] | None = None,
 ) -> None:
     import uvicorn
@@ -157,8 +160,11 @@ def run_server(
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
+    provider = class_cli.sso_settings(oidc or {}, oidc_config, public_url, classroom)
     proxies = trusted(trusted_proxies)
     room = open_classroom(host) if classroom else None
+    if room is not None and provider is not None:
+        room.use_sso(provider)
     if room is None:
         check_host(host, token)
     if token is not None and not token.strip():
@@ -331,6 +337,16 @@ def register(app: typer.Typer) -> None:
             help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
             "TRITONLAB_EXECUTOR). See docs/scale.md.",
         ),
+        oidc_issuer: class_cli.Issuer = None,
+        oidc_client_id: class_cli.ClientId = None,
+        oidc_client_secret_file: class_cli.SecretFile = None,
+        oidc_allowed_domain: class_cli.Domains = None,
+        oidc_allowed_group: class_cli.Groups = None,
+        oidc_groups_claim: class_cli.GroupsClaim = None,
+        oidc_teacher_group: class_cli.TeacherGroups = None,
+        oidc_only: class_cli.Only = False,
+        oidc_name: class_cli.Name = None,
+        oidc_config: class_cli.ConfigFile = None,
         trusted_proxy: list[str] = typer.Option(
             [],
             "--trusted-proxy",
@@ -340,6 +356,17 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
+        oidc = {
+            "issuer": oidc_issuer,
+            "client_id": oidc_client_id,
+            "client_secret_file": oidc_client_secret_file,
+            "allowed_domains": oidc_allowed_domain,
+            "allowed_groups": oidc_allowed_group,
+            "groups_claim": oidc_groups_claim,
+            "teacher_groups": oidc_teacher_group,
+            "only": True if oidc_only else None,  # not given: the --oidc-config file may say
+            "name": oidc_name,
+        }
         run_server(
             host=host,
             port=port,
@@ -350,6 +377,8 @@ def register(app: typer.Typer) -> None:
             classroom=classroom,
             public_url=public_url,
             executor=executor,
+            oidc=oidc,
+            oidc_config=oidc_config,
             trusted_proxies=trusted_proxy,
         )
 

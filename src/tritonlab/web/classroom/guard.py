@@ -36,7 +36,7 @@ SESSION_LIFETIME_S = 7 * 24 * 3600.0
 SESSION_IDLE_S = 12 * 3600.0
 CSRF_COOKIE = "tritonlab_csrf"
 PUBLIC_EXACT = {"/login", "/api/login", "/favicon.ico", "/settings/lang"}  # the last only sets a cookie
-PUBLIC_PREFIXES = ("/static/", "/join/", "/api/join/")
+PUBLIC_PREFIXES = ("/static/", "/join/", "/api/join/", "/auth/")  # /auth/: oidc.py
 CSRF_EXEMPT = {"/settings/lang", "/api/login"}  # plain form post / no session yet: Origin check only
 TEACHER_PREFIXES = ("/teacher", "/api/classroom/")
 

@@ -79,8 +79,11 @@
       out.id = "logout";
       out.textContent = tr("logout", {}, "Log out");
       out.addEventListener("click", async () => {
-        await postJSON("/api/logout", {});
-        window.location.href = "/login";
+        // ends the session on the server; the answer names the provider's end-session page for an account
+        // that logged in through the class's OpenID provider (web/classroom/oidc.py), else /login
+        const r = await postJSON("/auth/logout", {});
+        const next = r.ok && typeof r.data.redirect === "string" ? r.data.redirect : "/login";
+        window.location.href = next;
       });
       bar.appendChild(out);
     });
