@@ -131,10 +131,16 @@ def test_gpu_path_runs_a_library_jit_function_in_every_case() -> None:
         assert out.view(-1, 2).tolist() == expected
     assert namespace == {"kernel": compiled}
     kernel = triton_api.compile_kernel(
-        compiled, {"out_ptr": "*i64", "T": "constexpr", "G": "constexpr"}, {(1,): 4, (2,): 2}, {}, {},
+        compiled,
+        {"out_ptr": "*i64", "T": "constexpr", "G": "constexpr"},
+        {(1,): 4, (2,): 2},
+        {},
+        {},
         triton_api.target("cuda", 90, 32),
     )
-    assert "tt.store" in kernel.asm["ttir"] and kernel.asm.get("cubin")  # lowered all the way after interpreting
+    assert "tt.store" in kernel.asm["ttir"] and kernel.asm.get(
+        "cubin"
+    )  # lowered all the way after interpreting
 
 
 def test_timing_script_smoke_runs_every_order_on_the_interpreter(tmp_path: Path) -> None:
