@@ -3,6 +3,7 @@
 Modules:
 - `app.py`: `create_app`: the routers, error handlers and the guard around them.
 - `security.py`: the `Guard` middleware: token and cookie, Host and Origin checks, body cap, headers.
+- `redirects.py`: `same_origin_path`, the only `next` targets a page may send the browser to.
 - `pages.py`: the server-rendered pages (index, lesson and workbench, figures, language switch);
   `markdown.py`: lesson Markdown to HTML; `lang.py`: the page's language, per browser.
 - `api.py`: what every JSON route shares; the routes: `code_api.py` (the learner's code, hints, progress),

@@ -135,10 +135,15 @@ class ClassroomGuard(Guard):
         if self.allowed is not None and host_name(host) not in self.allowed:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
-        length = headers.get("content-length")
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, kib=self.max_body // 1024)
+        # The body is checked before anything else (with or without a session, on every route): over the cap,
+        # announced or sent chunked, it is a 413; nested too deep, a 422. Never read past the cap.
+        if self._announced_too_large(headers):
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
             return
+        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
+        receive = checked
 
         raw = self._cookie(headers, self.session_cookie)
         session_id = self.unsign(raw) if raw else None

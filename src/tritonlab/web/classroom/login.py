@@ -17,6 +17,7 @@ from tritonlab.classroom.auth import HASHING, LoginRefused
 from tritonlab.classroom.room import AccountError, Classroom, User
 from tritonlab.web import lang as weblang
 from tritonlab.web.classroom.guard import SESSION_LIFETIME_S, ClassroomGuard
+from tritonlab.web.redirects import same_origin_path
 
 router = APIRouter()
 
@@ -137,9 +138,7 @@ def page(request: Request, name: str, **context: object) -> HTMLResponse:
 
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request) -> Response:
-    target = request.query_params.get("next", "/")
-    if not target.startswith("/") or target.startswith("//"):
-        target = "/"
+    target = same_origin_path(request.query_params.get("next", "/"))  # never another site (web/redirects.py)
     klass = classroom_of(request).the_class() or {}
     title = weblang.tr(request, "classroom_ui.login.title")
     return page(request, "classroom_login.html", title=title, next=target, class_name=klass.get("name", ""))

@@ -43,8 +43,11 @@
     try { data = await res.json(); } catch (e) { data = {}; }
     return { ok: res.ok, status: res.status, data: data };
   }
+  // The server already kept only a path of its own (web/redirects.py); the same narrow rule again here, so
+  // that a page rendered by an older server cannot send the browser to `/\\evil.example` either.
+  const SAME_ORIGIN_PATH = /^\/(?![\/\\])[A-Za-z0-9._~!$&'()*+,;=:@\/?%#-]*$/;
   function safeNext(target) {
-    return target && target.startsWith("/") && !target.startsWith("//") ? target : "/";
+    return typeof target === "string" && target.length <= 2048 && SAME_ORIGIN_PATH.test(target) ? target : "/";
   }
 
   function userBar() {
