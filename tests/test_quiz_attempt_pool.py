@@ -48,7 +48,9 @@ def test_a_learner_reloading_lesson_pages_never_evicts_a_neighbours_attempt(room
     assert pool.count(room.ids["anna"]) == ATTEMPTS_PER_LEARNER
     assert pool.count(room.ids["ben"]) == 1
     # and ben's attempt is still his alone
-    assert anna.post(f"/api/quiz/{bens}/answer", json={"question": "programs", "response": 3}).status_code == 404
+    assert (
+        anna.post(f"/api/quiz/{bens}/answer", json={"question": "programs", "response": 3}).status_code == 404
+    )
 
 
 class Who:
