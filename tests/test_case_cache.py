@@ -123,9 +123,11 @@ def test_the_cache_stays_flat_over_many_checks_of_different_seeds_and_exercises(
     for i in range(120):
         name, seed = names[i % len(names)], 1000 + i
         contract = contracts.get(name)
-        cases = cache.get(
-            (name, "interpreter", seed), lambda: contract.cases(np.random.default_rng(seed), "interpreter")
-        )  # noqa: B023
+
+        def make_them(contract=contract, seed=seed) -> list[Case]:  # noqa: ANN001
+            return contract.cases(np.random.default_rng(seed), "interpreter")
+
+        cases = cache.get((name, "interpreter", seed), make_them)
         prepare = getattr(contract, "prepare", None)
         for case in cases:  # what the judge memoises on the cases (grader.prepare_references)
             if prepare is not None and not case.expect_error:
