@@ -157,6 +157,7 @@ class Service:
         self.requested_backend = backend
         self._choice: backends.Choice | None = None
         self._store: Store | None = None
+        self._store_lock = threading.Lock()
         self.workspace = Workspace(workspace_dir or locate(), self.course)
         self._zygotes: dict[str, sandbox.Zygote] = {}
         self._lock = threading.Lock()
@@ -186,7 +187,9 @@ class Service:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            with self._store_lock:  # two checks finishing at once on a fresh server made two (a migration race)
+                if self._store is None:
+                    self._store = Store()
         return self._store
 
     @property
