@@ -187,7 +187,8 @@ class Service:
     @property
     def store(self) -> Store:
         if self._store is None:
-            with self._store_lock:  # two checks finishing at once on a fresh server made two (a migration race)
+            # two checks finishing at once on a fresh server made two stores (a migration race)
+            with self._store_lock:
                 if self._store is None:
                     self._store = Store()
         return self._store

@@ -9,7 +9,8 @@ Modules:
 - `api.py`: what every JSON route shares; the routes: `code_api.py` (the learner's code, hints, progress),
   `runs_api.py` (runs and checks, streamed), `viz_api.py` (Visualize and Inspect), `profile_api.py` (Profile),
   `quiz_api.py` (quizzes).
-- `jobs.py`: runs and checks in flight, their ordered events, Stop.
+- `jobs.py`: runs and checks in flight, their ordered events, Stop; `output_spill.py`: their output past
+  32 KiB on disk, bounded.
 - `classroom/`: `serve --classroom`: sessions, CSRF, log-in, the teacher's view, the leaderboard.
 - `__main__.py`: `python -m tritonlab.web serve`.
 

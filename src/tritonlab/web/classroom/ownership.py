@@ -33,7 +33,7 @@ class OwnedJobs(Jobs):
         self._starts: dict[int, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._admit = threading.Lock()
 
-    def start(self, kind, label, work):  # type: ignore[no-untyped-def]
+    def start(self, kind, label, work, owner=None):  # type: ignore[no-untyped-def]
         user = current_user.get()
         if user is None:
             return super().start(kind, label, work)
@@ -58,7 +58,7 @@ class OwnedJobs(Jobs):
                     headers={"Retry-After": str(wait)},
                 )
             recent.append(now)
-            job = super().start(kind, label, work)
+            job = super().start(kind, label, work, owner=user.id)
             with self._lock:
                 self._owners[job.id] = user.id
         return job
