@@ -4,6 +4,7 @@ the service and never imports an interface.
 
 Modules:
 - `auth.py`: the Authenticator seam, argon2id passwords, generated passwords, the log-in back-off.
+- `hash_pool.py`: `HashPool`, where the server's log-ins and joins wait for a hash: bounded, fair per address.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
 

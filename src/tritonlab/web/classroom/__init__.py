@@ -31,6 +31,7 @@ def install(app, classroom: Classroom, service: Service, allowed_hosts, public_u
     service.private_workspaces()  # the sandbox shows a run only its own learner's file (docs/classroom.md)
     app.state.jobs = OwnedJobs()
     app.state.quiz_attempts = OwnedAttempts()
+    app.state.join_limit = login.join_limit()
     app.add_middleware(
         ClassroomGuard,
         classroom=classroom,
