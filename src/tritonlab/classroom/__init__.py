@@ -7,6 +7,7 @@ Modules:
 - `hash_pool.py`: `HashPool`, where the server's log-ins and joins wait for a hash: bounded, fair per address.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
+- `backup.py`: what `classroom backup` / `restore` call (the database's URL, the file, the refusals).
 
 May import: `tritonlab.config`, `tritonlab.models`, `tritonlab.store`, `tritonlab.runs` (the run folder's
 location), `tritonlab.service`.

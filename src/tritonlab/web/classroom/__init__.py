@@ -6,6 +6,7 @@ Modules:
 - `guard.py`: `ClassroomGuard`, the middleware: sessions, CSRF and Origin, teachers-only paths.
 - `ownership.py`: runs and quiz attempts remember who started them; one run per learner, a rate limit.
 - `login.py`: log in, log out, join with the class's link, and their pages.
+- `ratelimit.py`: `PerKey`, a sliding-window rate limit per client address (joins).
 - `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link).
 - `leaderboard.py`: the opt-in speed leaderboard's page and API.
 

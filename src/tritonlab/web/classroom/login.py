@@ -4,7 +4,7 @@ and join pages. A log-in or join sets the session cookies the guard (web/classro
 
 Every hash waits in `classroom.hash_pool` (bounded, fair per client address: 503 with Retry-After when there is
 no room); joins are also limited to JOINS_PER_MINUTE per client address (429 with Retry-After). The client
-address comes from `client_address` alone, so that the trusted-proxy rules plug in there.
+address comes from `client_address` alone: the peer, or the client a trusted proxy named (web/proxy.py).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def user_of(request: Request) -> User:
 
 def client_address(request: Request) -> str:
     """The client's address, as the log-in back-off, the hashing pool's fair share and the join limit key it:
-    the one place that decides it (behind a reverse proxy, web/proxy.py's trusted-proxy rules plug in here)."""
+    the one place that reads it. Behind a trusted proxy, web/proxy.py has already put the real client there."""
     return request.client.host if request.client else "?"
 
 
