@@ -11,6 +11,8 @@ Modules:
   `quiz_api.py` (quizzes).
 - `jobs.py`: runs and checks in flight, their ordered events, Stop; `output_spill.py`: their output past
   32 KiB on disk, bounded.
+- `connections.py`: what a connection may hold: a cap on open connections (the oldest idle or half-sent one
+  closed first), deadlines for a request's head and body.
 - `proxy.py`: the client's address and scheme, from forwarded headers only when a trusted proxy sent them.
 - `classroom/`: `serve --classroom`: sessions, CSRF, log-in, the teacher's view, the leaderboard.
 - `__main__.py`: `python -m tritonlab.web serve`.
