@@ -423,8 +423,9 @@ class Run:
         end = begin + (self.kill_at if self.kill_at is not None else self.duration) - 2.0
         time.sleep(max(0.0, start - time.monotonic()))
         out = self.home / "hostile.json"
-        argv = [sys.executable, str(ROOT / "scripts" / "load_hostile.py"), self.server.base, self.join_path]
-        argv += [f"{end - time.monotonic():.1f}", str(out)] + (["--smoke"] if self.hostile == "smoke" else [])
+        argv = [sys.executable, str(ROOT / "scripts" / "load_hostile.py")]
+        argv += ["--smoke"] if self.hostile == "smoke" else []
+        argv += [self.server.base, self.join_path, f"{end - time.monotonic():.1f}", str(out)]
         proc = subprocess.Popen(argv + [ln.username for ln in self.learners], env=self.env)
         return proc, time.monotonic(), end, out
 

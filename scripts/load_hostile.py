@@ -14,19 +14,20 @@ It writes what it sent and what came back (status counts per attack, sockets ope
 as JSON. The neighbour's latency ratio is the probe's (load_classroom.py): its page latency while this ran
 over its latency while it did not.
 
-    python scripts/load_hostile.py BASE JOIN_PATH SECONDS OUT.json [--smoke]
+    python scripts/load_hostile.py [--smoke] BASE JOIN_PATH SECONDS OUT.json USERNAME...
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import resource
 import socket
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import httpx
 
@@ -173,11 +174,16 @@ def run(base: str, join_path: str, users: list[str], seconds: float, mix: Mix) -
 
 
 def main() -> None:
-    base, join_path, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-    users = [u for u in sys.argv[5:] if u != "--smoke"]
-    result = run(base, join_path, users, seconds, SMOKE if "--smoke" in sys.argv[5:] else FULL)
-    with open(out, "w") as f:
-        json.dump(result, f)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help=f"the CI size: {SMOKE} instead of {FULL}")
+    parser.add_argument("base", help="the server's URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("join_path", help="the class's join path, /join/CODE (the link must be open)")
+    parser.add_argument("seconds", type=float, help="how long the mix runs")
+    parser.add_argument("out", type=Path, help="where the JSON result is written")
+    parser.add_argument("users", nargs="+", help="the class's usernames (the log-in flood's targets)")
+    args = parser.parse_args()
+    result = run(args.base, args.join_path, args.users, args.seconds, SMOKE if args.smoke else FULL)
+    args.out.write_text(json.dumps(result))
 
 
 if __name__ == "__main__":
