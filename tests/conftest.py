@@ -26,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # tests/test_daemon.py turns it back on where it is the subject, and the wheel smoke test uses the default.
     os.environ.setdefault("TRITONLAB_DAEMON", "0")
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
-    # ~125 ms per hash here; `serve --classroom` refuses a cost this low beyond loopback.
+    # ~60 ms per hash here, more under load; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")
 
 

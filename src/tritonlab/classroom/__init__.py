@@ -8,6 +8,7 @@ Modules:
 - `oidc_client.py`: the OpenID provider's client (Authlib): discovery, keys, code flow with PKCE, the ID token's
   checks, the end-session URL.
 - `sso.py`: `SSOLogin`, the two halves of a provider log-in (start, finish) and the log-ins in flight.
+- `hash_pool.py`: `HashPool`, where the server's log-ins and joins wait for a hash: bounded, fair per address.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
 - `backup.py`: what `classroom backup` / `restore` call (the database's URL, the file, the refusals).

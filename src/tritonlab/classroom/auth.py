@@ -21,7 +21,6 @@ import re
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +28,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from tritonlab import config
+from tritonlab.classroom.hash_pool import HashPool
 from tritonlab.classroom.oidc import Identity, OIDCSettings, SSOError
 from tritonlab.store import identities
 from tritonlab.store.accounts import USERNAME, AccountError, User
@@ -40,9 +40,9 @@ MAX_DELAY_S = 900.0
 # of a lab costs at most HASH_SLOTS x 64 MiB and leaves the other request threads a core to serve pages.
 HASH_SLOTS = max(1, min(4, (os.cpu_count() or 2) - 1))
 _slots = threading.BoundedSemaphore(HASH_SLOTS)
-# The web server's log-ins wait for a hash here, not in the request thread pool: a burst of log-ins queues
-# in this executor while pages keep being served.
-HASHING = ThreadPoolExecutor(max_workers=HASH_SLOTS, thread_name_prefix="argon2")
+# The web server's log-ins and joins wait for a hash here, not in the request thread pool: a bounded queue
+# with a fair share per client address (classroom/hash_pool.py), while pages keep being served.
+HASHING = HashPool(HASH_SLOTS)
 
 
 @functools.cache

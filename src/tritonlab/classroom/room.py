@@ -11,6 +11,8 @@ import csv
 import hashlib
 import hmac
 import io
+import re
+import secrets
 import time
 from pathlib import Path
 
@@ -32,7 +34,12 @@ from tritonlab.store.accounts import ROLES, USERNAME, AccountError, User, check_
 from tritonlab.store.classroom import ClassroomDB
 from tritonlab.store.database import database_url, redact
 
+JOIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,27}$")  # a self-chosen name: the number added keeps it <= 32
 MIN_PASSWORD = 8
+JOIN_OPEN_S = (
+    2 * 3600.0
+)  # the join link closes by itself this long after it was opened (init, --open, button)
+JOIN_OPEN_MAX_S = 7 * 24 * 3600.0
 STUCK_ATTEMPTS = 3  # failed checks on one exercise, never passed: the learner is listed as stuck
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -116,16 +123,30 @@ class Classroom:
     def init(self, name: str, teacher: str = "teacher") -> dict:
         if not name.strip():
             raise AccountError("the class needs a name (--name)")
-        klass = self.db.create_class(check_name(name, "the class's name"))
+        self.db.create_class(check_name(name, "the class's name"))
+        self.set_join_open(True)  # for JOIN_OPEN_S: the link closes by itself
+        klass = self.the_class() or {}
         user, password = self.add(teacher, "Teacher", "teacher")
         return {
-            "class": {"name": klass["name"], "join_open": klass["join_open"]},
+            "class": {
+                "name": klass["name"],
+                "join_open": klass["join_open"],
+                "join_open_until": klass["join_open_until"],
+            },
             "teacher": {"username": user.username, "password": password},
             "join_path": f"/join/{klass['join_code']}",
         }
 
     def the_class(self) -> dict | None:
-        return self.db.the_class()
+        """The class; `join_open` is true only while the teacher's opening has not expired
+        (`join_open_until`, seconds since the epoch; a link opened before expiries existed counts as closed)."""
+        klass = self.db.the_class()
+        if klass is None:
+            return None
+        raw = self.db.setting("join_open_until")
+        until = float(raw) if raw else None
+        open_ = bool(klass["join_open"]) and until is not None and time.time() < until
+        return {**klass, "join_open": open_, "join_open_until": until if open_ else None}
 
     def add(
         self,
@@ -221,26 +242,56 @@ class Classroom:
     def unlock(self, user: User) -> None:
         self.db.clear_failures(user.username)
 
-    def set_join_open(self, open_: bool) -> None:
+    def set_join_open(self, open_: bool, for_s: float = JOIN_OPEN_S) -> None:
+        """Open the join link for `for_s` seconds (then it closes by itself), or close it now."""
+        if open_:
+            if not 60 <= for_s <= JOIN_OPEN_MAX_S:
+                raise AccountError("the join link opens for at least a minute and at most 7 days")
+            self.db.set_setting("join_open_until", repr(time.time() + for_s))
         self.db.set_join_open(open_)
 
-    def join(self, code: str, username: str, display_name: str, password: str) -> User:
-        """Self-registration through the join link, while the teacher keeps it open."""
-        klass = self.db.the_class()
+    def check_join(self, code: str) -> None:
+        """LookupError for a code that is not the class's, PermissionError while its link is closed."""
+        klass = self.the_class()
         if klass is None or not hmac.compare_digest(
             klass["join_code"].encode(), code.encode("utf-8", "surrogatepass")
         ):
             raise LookupError("no class has this join link")
         if not klass["join_open"]:
-            raise PermissionError("this class is closed to new learners; ask your teacher for an account")
+            raise PermissionError(
+                "this class's join link is closed (or has expired); ask your teacher to open it or for an account"
+            )
+
+    def join(self, code: str, username: str, display_name: str, password: str) -> User:
+        """Self-registration through the join link, while the teacher keeps it open. The account's username is
+        the name chosen plus a number drawn here (`anna-417`), whether or not someone already has `anna-…`: the
+        answer is the same for every name, so the join link cannot tell who is in the class (issue 34). The
+        learner sees their username on the page and logs in with it."""
+        self.check_join(code)
         if self.sso is not None and self.sso.only:
             raise PermissionError(
                 f"this class signs up with {self.sso.name} only: use the button on this page"
             )
+        name = username.strip().lower()
+        if not JOIN_NAME.match(name):
+            raise AccountError(
+                f"{name!r} is not a valid name: 2-28 characters, lowercase letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
-        user, _ = self.add(username, display_name, "learner", password)
-        return user
+        shown = check_name(display_name, "a display name")
+        hashed = hash_password(password)
+        for attempt in range(12):
+            digits = 3 if attempt < 8 else 4
+            candidate = f"{name}-{secrets.randbelow(10**digits):0{digits}d}"
+            if self.db.user_by_name(candidate) is not None:
+                continue
+            try:
+                return self.db.add_user(candidate, shown or name, "learner", hashed)
+            except AccountError:  # taken between the look and the insert: draw again
+                continue
+        raise AccountError(f"no free username starts with {name!r}; choose another name")
 
     # ---- per-learner services ------------------------------------------------------------------------------
 

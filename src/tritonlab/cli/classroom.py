@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -115,6 +116,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         "class": {
             "name": klass["name"],
             "join_open": klass["join_open"],
+            "join_open_until": klass["join_open_until"],
             "join_path": f"/join/{klass['join_code']}",
         }
         if klass
@@ -226,18 +228,27 @@ def unlock(username: str = typer.Argument(...)) -> None:
 @classroom_app.command("join")
 def join(
     open_: bool = typer.Option(None, "--open/--close", help="Open or close self-registration."),
+    hours: float = typer.Option(
+        2.0, "--hours", min=1 / 60, max=168, help="With --open: close it by itself after this many hours."
+    ),
 ) -> None:
-    """Open or close the join link (self-registration)."""
+    """Open the join link for a while (self-registration; it closes by itself), or close it now."""
+    from tritonlab.classroom.room import AccountError
+
     room = _open()
     try:
         if open_ is not None:
-            room.set_join_open(open_)
+            room.set_join_open(open_, hours * 3600)
         klass = room.the_class()
+    except AccountError as exc:
+        _fail(exc)
     finally:
         room.close()
     if klass is None:
         _fail(ValueError("no class yet: tritonlab classroom init --name NAME"))
-    typer.echo(f"/join/{klass['join_code']} is {'open' if klass['join_open'] else 'closed'}")
+    until = klass.get("join_open_until")
+    state = "open until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(until)) if until else "closed"
+    typer.echo(f"/join/{klass['join_code']} is {state}")
 
 
 # ---- `serve --classroom`'s single sign-on options (docs/classroom.md, "Single sign-on") ---------------------------

@@ -156,6 +156,7 @@ def run_server(
     from tritonlab.content.course import CourseError
     from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
+    from tritonlab.web.connections import ConnectionLimits, raise_nofile
     from tritonlab.web.proxy import TrustedProxies
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
@@ -209,6 +210,8 @@ def run_server(
     app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
     app.add_middleware(TrustedProxies, trusted=proxies)  # outermost: the client address every layer sees
     actual = sock.getsockname()[1]
+    conns = ConnectionLimits.for_nofile(raise_nofile())  # web/connections.py: half-open floods, slow heads
+    typer.echo(f"file descriptors: {conns.nofile}; at most {conns.max_connections} connections open at once")
     shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
     url = f"http://{shown}:{actual}/?token={secret}"
     if room is not None:
@@ -228,6 +231,7 @@ def run_server(
             lifespan="on",
             timeout_graceful_shutdown=5,
             proxy_headers=False,  # uvicorn believes X-Forwarded-* from 127.0.0.1; web/proxy.py decides instead
+            **conns.uvicorn_options(),
         ),
         app.state.jobs.stop_all,
     )

@@ -89,6 +89,13 @@ class Accounts(Database):
                 return value
         return row[0] if row else None
 
+    def set_setting(self, key: str, value: str) -> None:
+        """Store a setting (replacing it)."""
+        with self.engine.begin() as db:
+            done = db.execute(s.settings.update().where(s.settings.c.key == key).values(value=value))
+            if not done.rowcount:
+                db.execute(s.settings.insert().values(key=key, value=value))
+
     def secret(self) -> bytes:
         return bytes.fromhex(self.setting("cookie_secret", lambda: secrets.token_hex(32)) or "")
 

@@ -81,19 +81,6 @@ def same_secret(given: str, expected: str) -> bool:
     return hmac.compare_digest(sent, ours)
 
 
-def local_path(target: str | None, default: str = "/") -> str:
-    """Where a redirect a visitor asked for (`next=`) may go: a path on this server, else `default`.
-
-    A browser reads more than `//host` as another site: a backslash is a slash to it (`/\\host` is `//host`),
-    and it drops tabs and newlines anywhere in a URL (`/<TAB>/host` is `//host`); so any backslash or control
-    character refuses the target, as does anything not starting with a single `/`."""
-    if not target or not target.startswith("/") or target.startswith("//"):
-        return default
-    if "\\" in target or any(ord(c) < 0x20 or ord(c) == 0x7F for c in target):
-        return default
-    return target
-
-
 def csp(nonce: str) -> str:
     return (
         "default-src 'self'; script-src 'self'; "
@@ -139,6 +126,16 @@ class Guard:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
 
+        # The body first, with or without the token, on every route: over the cap (announced, or sent chunked
+        # and read up to the cap) a 413, nested too deep a 422; never read past the cap.
+        if self._announced_too_large(headers):
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
+            return
+        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
+        receive = checked
+
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET" and "token" in query and not is_api:
             if same_secret(query["token"], self.token):
@@ -162,27 +159,21 @@ class Guard:
             await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
             return
 
-        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)
-        if checked is None:
-            return
-        await self.app(scope, self._capped(checked), self._with_headers(send, nonce))
+        await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
 
-    # ---- pieces ----------------------------------------------------------------------------------------
+    # ---- the body ------------------------------------------------------------------------------------------
 
-    def _too_large(self) -> dict[str, int]:
+    def too_large_fmt(self) -> dict[str, int]:
+        """The figures the 413 message names: the body cap and the learner's file cap, in KiB."""
         return {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
 
-    async def _announced_too_large(self, headers: dict[str, str], send: Send, nonce: str, lang: str) -> bool:
-        """Refuse (413) a body whose Content-Length is past the cap, before anything else is done for it."""
-        length = headers.get("content-length")
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, **self._too_large())
-            return True
-        return False
+    def _announced_too_large(self, headers: dict[str, str]) -> bool:
+        length = headers.get("content-length", "")
+        return length.isdigit() and int(length) > self.max_body
 
-    async def _checked_body(
+    async def _read_checked_body(
         self,
-        method: str,
+        scope: Scope,
         headers: dict[str, str],
         receive: Receive,
         send: Send,
@@ -190,17 +181,18 @@ class Guard:
         lang: str,
         is_api: bool,
     ) -> Receive | None:
-        """The request's body, read here and handed on (a `receive` that replays it), or None once the request
-        was refused: over the cap (413, also when sent chunked, without Content-Length) or JSON nested too
-        deep (422). FastAPI itself would answer both with a bare 400 "There was an error parsing the body"."""
-        if await self._announced_too_large(headers, send, nonce, lang):
-            return None
+        """Read a request's body here (at most the cap), so that one sent without Content-Length (chunked) and
+        past the cap gets the same 413 as one that announced its size, and JSON nested too deep a clear
+        refusal (FastAPI would answer a bare 400 "There was an error parsing the body" to both). Returns the
+        channel to hand the app (the body replayed), or None once this answered the request."""
         length = headers.get("content-length")
-        if not (method in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0")):
+        if not (
+            scope["method"] in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0")
+        ):
             return receive
         body = await self._read_body(receive)
         if body is None:
-            await self._deny(send, 413, "too_large", True, nonce, lang, **self._too_large())
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
             return None
         ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
@@ -209,6 +201,8 @@ class Guard:
             await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
             return None
         return self._replay(body, receive)
+
+    # ---- pieces ----------------------------------------------------------------------------------------
 
     def _cookie(self, headers: dict[str, str], name: str | None = None) -> str:
         jar: SimpleCookie = SimpleCookie()

@@ -7,6 +7,7 @@ Modules:
 - `ownership.py`: runs and quiz attempts remember who started them; one run per learner, a rate limit.
 - `login.py`: log in, log out, join with the class's link, and their pages.
 - `oidc.py`: `/auth/`: log-in through the class's OpenID provider (code flow + PKCE), and logout.
+- `ratelimit.py`: `PerKey`, a sliding-window rate limit per client address (joins).
 - `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link).
 - `leaderboard.py`: the opt-in speed leaderboard's page and API.
 
@@ -33,6 +34,7 @@ def install(app, classroom: Classroom, service: Service, allowed_hosts, public_u
     app.state.jobs = OwnedJobs()
     app.state.quiz_attempts = OwnedAttempts()
     oidc.install(app, classroom)  # the class's OpenID provider, if it has one (app.state.sso)
+    app.state.join_limit = login.join_limit()
     app.add_middleware(
         ClassroomGuard,
         classroom=classroom,

@@ -136,8 +136,15 @@ class ClassroomGuard(Guard):
         if self.allowed is not None and host_name(host) not in self.allowed:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
-        if await self._announced_too_large(headers, send, nonce, lang):
+        # The body is checked before anything else (with or without a session, on every route): over the cap,
+        # announced or sent chunked, it is a 413; nested too deep, a 422. Never read past the cap.
+        if self._announced_too_large(headers):
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
             return
+        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
+        receive = checked
 
         raw = self._cookie(headers, self.session_cookie)
         session_id = self.unsign(raw) if raw else None
@@ -171,10 +178,6 @@ class ClassroomGuard(Guard):
             await _json(send, 403, {"error": "only a teacher may open this", "reason": "teacher only"}, nonce)
             return
 
-        # the body past the cap (also sent chunked) is a 413 and JSON nested too deep a 422, as for one learner
-        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)
-        if checked is None:
-            return
         state["user"] = user
         state["session_id"] = session_id
         state["csrf"] = csrf
@@ -182,7 +185,7 @@ class ClassroomGuard(Guard):
             state["service"] = learner
         token = current_user.set(user)
         try:
-            await self.app(scope, self._capped(checked), self._with_headers(send, nonce))
+            await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
         finally:
             current_user.reset(token)
 
