@@ -28,6 +28,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
     # ~60 ms per hash here, more under load; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")
+    config.stash[_INTERPRET_AT_START] = os.environ.get("TRITON_INTERPRET")
+
+
+_INTERPRET_AT_START = pytest.StashKey["str | None"]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """No test module may set TRITON_INTERPRET while it is imported: Triton reads it when a kernel is decorated,
+    so every later in-process kernel of the session would run on the interpreter, GPU tests included (the H200
+    run 2026-12-04 (bda3280) lost five GPU tests to a module-level setdefault). Set it in a subprocess's env or
+    with monkeypatch inside the test instead."""
+    before = session.config.stash.get(_INTERPRET_AT_START, None)
+    if os.environ.get("TRITON_INTERPRET") != before:
+        raise pytest.UsageError(
+            f"TRITON_INTERPRET changed from {before!r} to {os.environ.get('TRITON_INTERPRET')!r} while the test "
+            "modules were collected: a test module sets it at import time (see tests/conftest.py)"
+        )
 
 
 def has_cuda() -> bool:

@@ -258,11 +258,14 @@ class Zygote:
 
     def cache_folder(self, name: str) -> Path:
         """The compile cache folder `name` for this worker's runs (runs/caches.py), emptied first when nearly
-        full and no run uses it."""
+        full and no run is running with it. A warm child bound to it ahead (hardened with a pool) does not
+        count: it has compiled nothing yet, and one is always bound to a learner's cache while the pool keeps
+        their next run warm, so counting it kept a full cache full for good (every later run of that learner
+        failed with ENOSPC: dev check on the H200 run 2026-12-04 (bda3280))."""
         path = caches.folder(name, self.hardened)
         with self._lock:
             self._cache_paths.add(path)
-            idle = not self._cache_use.get(name) and not any(c == name for _, c in self._warm_dirs)
+            idle = not self._cache_use.get(name)
         if idle and caches.nearly_full(path):
             caches.empty(path)
         return path
