@@ -139,8 +139,6 @@ def produced_outputs(entry: dict, indices: tuple[int, ...] | None) -> bool:
     """Whether the outputs the launches must give hold any element (an empty case computes nothing)."""
     outputs = [o for o in entry.get("outputs", []) if isinstance(o, dict)]
     picked = [outputs[k] for k in (indices or range(len(outputs))) if k < len(outputs)]
-    if not picked:
-        return bool(entry.get("arrays")) or not outputs
     return any(int(np.prod(o.get("shape") or [1])) > 0 for o in picked)
 
 

@@ -69,6 +69,7 @@ class Replayer:
         # what the host may have chosen is judged when set (trust.HostValues: scalars, fills, constants)
         self.trust: HostValues | None = None
         self.allocs: dict[int, tuple[int, int, int]] = {}  # buffer index -> (interior numel, guard, itemsize)
+        self.constants: dict[int, float] = {}  # buffer index -> the constant a factory filled it with
 
     def build_buffers(self, record: dict, inputs: dict[str, Any]) -> None:
         import torch
@@ -101,8 +102,7 @@ class Replayer:
                     width = bits.element_size() * 8
                     value = _int(init["bits"], "fill bits", -(1 << (width - 1)), (1 << width) - 1)
                     bits.fill_(value - (1 << width) if value >= 1 << (width - 1) and width > 8 else value)
-                    if self.trust is not None:
-                        self.trust.check_constant(g.interior[:1].double().item(), f"allocation {k}")
+                    self.constants[k] = g.interior[:1].double().item()  # judged when an event names it
                 self.allocs[k] = (numel, g.guard, g.buffer.element_size())
                 self.buffers.append(g.buffer)
             elif kind == "scratch":
@@ -138,6 +138,8 @@ class Replayer:
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
         if self.buffers[buf] is None:
             raise Refused("an allocation of your function cannot be re-created from the record")
+        if self.trust is not None and buf in self.constants:  # an allocation no event names cannot matter
+            self.trust.check_constant(self.constants.pop(buf), f"allocation {buf}")
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
         offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if len(stride) != len(shape):

@@ -7,9 +7,10 @@ before any event runs (docs/grader.md, "What the replay trusts"):
 - **constant allocations and fills** (`torch.zeros`/`full`, `fill_`/`zero_`): the value must be one the
   exercise's `[host]` policy lists under `fills` (default: zero, which says nothing about the inputs), and a
   fill must cover a whole allocation (where a partial fill lands is a choice of the host's too);
-- **integer launch arguments** (constexpr or not): sizes, strides and offsets of the case's tensors and of
-  the record's views, the case's declared integers, the file's own literals, powers of two, the grid, and
-  one sum, difference, product, quotient, ceiling quotient or remainder of two of those;
+- **integer launch arguments** (constexpr or not): |v| ≤ 256; sizes, strides and offsets of the case's
+  tensors and of the record's views, the case's declared integers, the file's own literals, powers of two,
+  the grids; their quotients, ceiling quotients and remainders; and one sum, difference or product of two
+  of those (`cdiv(M, BM) * cdiv(N, BN)`);
 - **float launch arguments**: the case's declared scalars (eps, p, scale), the file's literals, a few
   constants (log2(e), ln 2, ±inf ...) and the case's sizes, through one common function (1/x, √x, 1/√x,
   x·log2(e), 1 − x, 1/(1 − x), ...) and at most one product or quotient of two such values.
@@ -27,7 +28,8 @@ from typing import Any
 
 from tritonlab.grading.replay import Refused
 
-MAX_LITERALS = 4096  # a file's own numbers taken as constants (a longer file's tail adds none)
+MAX_LITERALS = 512  # a file's own numbers taken as constants (a longer file's tail adds none)
+SMALL_INT = 256  # integers this small pass as they are (chunk counts, group sizes: a few bits each)
 REL_TOL = 1e-6  # a float argument may be rounded through float32 on the host (2**-24 ≈ 6e-8)
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 
@@ -117,7 +119,7 @@ class HostValues:
         for spec in record.get("outputs", [])[:64] if isinstance(record.get("outputs"), list) else []:
             _tensor_ints(spec, ints)
         self.ints = ints
-        self._pairs = sorted(ints)
+        self._level1: set[int] | None = None
         self._seen: dict[tuple[str, float], bool] = {}
         base = declared_floats | lit_floats | {0.0, 1.0, -1.0, 2.0, 0.5, LOG2E, LN2, math.e, math.pi}
         base |= {float(d) for d in self.sizes if 0 < abs(d) < 1 << 53}
@@ -130,24 +132,33 @@ class HostValues:
     # ---- integers -----------------------------------------------------------------------------------------
 
     def int_ok(self, v: int) -> bool:
-        if v in self.ints:
+        if v in self.ints or abs(v) <= SMALL_INT:
             return True
         if ("i", v) not in self._seen:
             self._seen["i", v] = self._int_pair(v)
         return self._seen["i", v]
 
+    def _quotients(self) -> set[int]:
+        """The base integers and every quotient, ceiling quotient and remainder of two of them (built on first
+        need: most arguments are base integers)."""
+        if self._level1 is None:
+            base = sorted(self.ints)
+            level = set(base)
+            for a in base:
+                for b in base:
+                    if b > 0:
+                        level.update((a // b, -(-a // b), a % b))
+            self._level1 = level
+        return self._level1
+
     def _int_pair(self, v: int) -> bool:
-        for a in self._pairs:
-            if v - a in self.ints or a - v in self.ints:
+        """One sum, difference or product of two quotients of base integers (`cdiv(M, BM) * cdiv(N, BN)`)."""
+        level = self._quotients()
+        if v in level:
+            return True
+        for a in level:
+            if v - a in level or (a not in (0, 1, -1) and v % a == 0 and v // a in level):
                 return True
-            if a not in (0, 1, -1) and v % a == 0 and v // a in self.ints:
-                return True
-        for a in self._pairs:  # quotients, ceiling quotients, remainders of two sizes
-            if a <= 0:
-                continue
-            for b in self._pairs:
-                if b > 0 and (a // b == v or -(-a // b) == v or a % b == v):
-                    return True
         return False
 
     # ---- floats -------------------------------------------------------------------------------------------
