@@ -64,15 +64,7 @@ def judge_all(
                 case, entry, judge_case(contract, case, entry) + judge_host(case, entry, policy, costs)
             )
         if entry.get("no_launch") and not any(f.kind == "no-kernel-launch" for f in judged):
-            judged.append(
-                Failure(
-                    case.name,
-                    "no-kernel-launch",
-                    "no Triton launch produced this case's output: your function's launch record holds none",
-                    "the output must be written by your kernel; whatever the host code does in its own "
-                    "process (counting launches included) is not what the grader trusts",
-                )
-            )
+            judged.append(no_launch(case))
         failures = [where_to_look(f, file, function) for f in judged]
         verdict.failures.extend(failures)
         verdict.cases.append(CaseResult(case.name, not failures))
@@ -91,6 +83,18 @@ def not_run(case: Case) -> Failure:
         "crash",
         "the check run reported this case as skipped; only the grader decides which cases may be skipped",
         "nothing in your file may change how the grader runs its cases",
+    )
+
+
+def no_launch(case: Case) -> Failure:
+    """A returned case whose launch record holds no launch (check/replay.py sets `no_launch`), whatever the
+    check child reported about its launches."""
+    return Failure(
+        case.name,
+        "no-kernel-launch",
+        "no Triton launch produced this case's output: your function's launch record holds none",
+        "the output must be written by your kernel; whatever the host code does in its own process "
+        "(counting launches included) is not what the grader trusts",
     )
 
 
