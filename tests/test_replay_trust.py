@@ -138,3 +138,17 @@ def test_no_launch_is_judged_from_the_record_and_a_skip_only_by_the_parent() -> 
     verdict = Verdict(exercise="vector-add", backend="interpreter", seed=1, file="f.py")
     judge.judge_all(verdict, Contract(), [f32], result, run, Path("f.py"), "vector_add")
     assert [f.kind for f in verdict.failures] == ["no-kernel-launch"]
+
+
+def test_an_integer_is_not_laundered_through_a_view_offset_or_a_broadcast_dimension() -> None:
+    """The host picks a view's storage offset and a stride-0 dimension's size freely: neither vouches for an
+    integer argument."""
+    x = torch.empty(37, 160)[:, :129]
+    smuggled = 987_654_321
+    views = [{"tensor": {"shape": [smuggled], "stride": [0], "offset": smuggled, "buf": 0}}]
+    record = {"events": [{"op": "launch", "grid": [1], "args": views}], "outputs": []}
+    host = HostValues(file_literals(SOURCE), {"args": [], "kwargs": {}}, record, [x], [0])
+    with pytest.raises(Refused):
+        host.check_scalar(smuggled, "arg")
+    record["events"][0]["args"] = [{"tensor": {"shape": [4, 160], "stride": [160, 1], "offset": 0, "buf": 0}}]
+    HostValues(file_literals(SOURCE), {"args": [], "kwargs": {}}, record, [x], [0]).check_scalar(640, "arg")

@@ -79,15 +79,18 @@ def _scalars(spec: Any, ints: set[int], floats: set[float], depth: int = 0) -> N
 
 
 def _tensor_ints(spec: Any, out: set[int]) -> None:
-    """Shape, strides, offset and element count of a record's tensor spec (views of the record's buffers)."""
+    """Shape, strides and element count of a record's tensor spec (a view of the record's buffers). Not its
+    storage offset, nor the size of a dimension with stride 0: the host picks those freely (`buf[v:]`,
+    `as_strided((v,), (0,))`) without a buffer to match, so they could carry any integer."""
     if not isinstance(spec, dict):
         return
     shape = spec.get("shape") if isinstance(spec.get("shape"), list) else []
     stride = spec.get("stride") if isinstance(spec.get("stride"), list) else []
-    dims = [d for d in [*shape[:8], *stride[:8], spec.get("offset")] if type(d) is int]
-    out.update(dims)
-    if shape and all(type(d) is int for d in shape[:8]):
-        out.add(math.prod(shape[:8]))
+    pairs = [(d, s) for d, s in zip(shape[:8], stride[:8], strict=False) if type(d) is int and type(s) is int]
+    out.update(d for d, s in pairs if s != 0)
+    out.update(s for _d, s in pairs)
+    if len(pairs) == len(shape) and all(s != 0 for _d, s in pairs):
+        out.add(math.prod(d for d, _s in pairs))
 
 
 class HostValues:
