@@ -77,7 +77,10 @@ def replay_cases(
         job_cases = []
         for i, _entry, record in todo:
             args, kwargs = encode_case(cases[i], i, getattr(contract, "ARG_NAMES", None), replay_dir)
-            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record}
+            # the numbers the grader itself hands the function beyond the arguments (dropout's seed + 1 and
+            # offset + shift come from the case's extra): declared scalars too (replay/trust.py)
+            extra = [v for v in cases[i].extra.values() if isinstance(v, (int, float, list))][:64]
+            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record, "declared": extra}
             if cases[i].extra.get("huge"):
                 job_case["huge"] = cases[i].extra["huge"]
             job_cases.append(job_case)

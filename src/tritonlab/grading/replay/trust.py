@@ -100,7 +100,8 @@ class HostValues:
         lit_ints, lit_floats, self.strings = source_literals
         declared_ints: set[int] = set()
         declared_floats: set[float] = set()
-        for spec in [*case.get("args", []), *case.get("kwargs", {}).values()]:
+        declared = case.get("declared") if isinstance(case.get("declared"), list) else []
+        for spec in [*case.get("args", []), *case.get("kwargs", {}).values(), *declared[:64]]:
             _scalars(spec, declared_ints, declared_floats)
         sizes: set[int] = set()
         for v in views:  # the case's inputs as the check child received them
