@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tritonlab import config
 from tritonlab.content.course import load_course
-from tritonlab.grading import case_cache, contracts, grader
+from tritonlab.grading import case_cache, contracts, grader, retry
 from tritonlab.grading.kernel_inspect import FEATURE_LABELS as INSPECT_FEATURES
 from tritonlab.grading.kernel_inspect import TARGETS as INSPECT_TARGETS
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
@@ -450,18 +450,22 @@ class Service:
         gate.acquire(waiting)
         queued = time.monotonic() - asked
         try:
-            verdict = grader.check(
-                exercise,
-                target.resolve(),
-                self.backend,
-                zygote,
-                seed=seed,
-                on_output=on_output,
-                on_start=started,
-                timeout=timeout,
-                source=source,
-                huge_cases=huge,
-                cache=self.cache_name,
+            verdict = retry.check_retrying(  # graded again, once, when the harness died under it
+                lambda worker: grader.check(
+                    exercise,
+                    target.resolve(),
+                    self.backend,
+                    worker,
+                    seed=seed,
+                    on_output=on_output,
+                    on_start=started,
+                    timeout=timeout,
+                    source=source,
+                    huge_cases=huge,
+                    cache=self.cache_name,
+                ),
+                self.zygote,
+                first=zygote,
             )
         except executors.WorkerLost as lost:
             return self._lost_verdict(exercise, target, seed, lost)
@@ -591,7 +595,8 @@ class Service:
                 "(none)",
                 "worker-lost",
                 f"worker lost, nothing was graded: {lost}",
-                "not your code: a machine of the course's cluster went away. Check again.",
+                "not your code: what runs checks went away (a machine of the course's cluster, or this "
+                "server's sandbox worker). Check again.",
             )
         )
         return verdict
