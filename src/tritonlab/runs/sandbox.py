@@ -210,7 +210,7 @@ class Zygote:
             # Found at once through NSpid; by name (gVisor) only once the held child has named itself, which
             # can come just after the zygote reported its pid: look again for a moment before giving up.
             deadline = time.monotonic() + 3.0
-            level = self._pid_level()
+            level = self.pid_level()
             while (
                 host := rungroup.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id), level)
             ) is None:
@@ -235,7 +235,7 @@ class Zygote:
             return
         self.send({"op": "go", "id": run.id})
 
-    def _pid_level(self) -> int:
+    def pid_level(self) -> int:
         """Which field of a process's `NSpid` line is its pid in the zygote's namespace (the pid the zygote
         reports): the worker's own depth, one deeper inside bubblewrap (`--unshare-pid`). Runs live one or more
         namespaces further down (runs/pidns.py), so a run's own last field says nothing about the zygote's."""
