@@ -13,7 +13,7 @@ import pytest
 from tritonlab.grading import contracts
 from tritonlab.grading.contracts import Case, Tensor, layout_geometry, quantize
 from tritonlab.grading.contracts._layout import read_as, storage_image
-from tritonlab.grading.contracts.compare import unwritten_cause_2d
+from tritonlab.grading.contracts._values import unwritten_cause_2d
 
 EXERCISES = [
     "vector-copy",
@@ -32,6 +32,9 @@ EXERCISES = [
     "rmsnorm-backward",
     "autograd-wrap",
     "attention-forward",
+    "attention-backward",
+    "dropout",
+    "cumsum",
 ]
 
 
@@ -258,36 +261,79 @@ def test_attention_reference_groups_consecutive_query_heads() -> None:
         assert np.allclose(got["lse"][0, h], np.log(np.exp(s).sum(-1)))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_autograd_wrap_accepts_every_output_rounded_to_nearest_even_below_the_normal_range(
-    dtype: str,
-) -> None:
-    """A float16 y, dx or dw that lands among the subnormals has a fixed step (2**-24), which no relative
-    tolerance covers: CI's content phase once failed the course's own solution on one element, y 3.89e-7
-    rounded to 4.17e-7 (seed 133606958). The float64 values rounded to the case's dtype must always pass."""
+def aw_result(case: Case, triples: int = 1) -> dict:
+    """A child's result holding the float64 values of c, da, db rounded to the case's dtype (`triples` times:
+    a compile case returns the eager triple and the compiled one)."""
     from tritonlab.grading.contracts import autograd_wrap as aw
 
-    rng = np.random.default_rng(5)
-    case = aw._case(rng, "", (3, 5, 96), dtype)
-    x = case.args[0].values
-    x[0, 0, :8] = quantize(np.array([3e-7, -4e-7, 1e-6, 2e-6, 5e-6, 1e-5, -3e-5, 5e-5]), dtype)
     exp = aw.expected(case)
-    if dtype == "float16":
-        y16 = quantize(exp["y"], dtype)
-        assert np.count_nonzero((y16 != 0) & (np.abs(y16) < 2.0**-14)) >= 6  # the subnormals are tested
-    result = result_with(exp["y"], dtype)
-    for key, out_dtype in (("loss", "float64"), ("dx", dtype), ("dw", dtype)):
-        extra = result_with(np.asarray(exp[key]).reshape(-1) if key == "loss" else exp[key], out_dtype)
+    dtype = case.args[0].dtype
+    result = result_with(exp["c"], dtype)
+    for key in ("da", "db", "c", "da", "db")[: 3 * triples - 1]:
+        extra = result_with(exp[key], dtype)
         result["outputs"].append(extra["outputs"][0])
         result["arrays"].append(extra["arrays"][0])
     result["data"] = {
         "returned": "Tensor",
         "fwd_launches": 1,
-        "bwd_launches": 2,
+        "bwd_launches": 1,
         "requires_grad": True,
-        "x_grad": True,
-        "w_grad": True,
+        "same_shape": True,
+        "a_grad": True,
+        "b_grad": True,
     }
+    return result
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_autograd_wrap_accepts_every_output_rounded_to_nearest_even_below_the_normal_range(
+    dtype: str,
+) -> None:
+    """A float16 c, da or db that lands among the subnormals has a fixed step (2**-24), which no relative
+    tolerance covers: the float64 values rounded to the case's dtype must always pass (CI once failed a course
+    solution on one such element), while an output off by a few units of its dtype fails."""
+    from tritonlab.grading.contracts import autograd_wrap as aw
+
+    rng = np.random.default_rng(5)
+    case = aw._case(rng, "", (3, 5, 96), dtype)
+    a = case.args[0].values
+    a[0, 0, :8] = quantize(np.array([3e-7, -4e-7, 1e-6, 2e-6, 5e-6, 1e-5, -3e-5, 5e-5]), dtype)
+    if dtype == "float16":
+        c16 = quantize(aw.expected(case)["c"], dtype)
+        assert np.count_nonzero((c16 != 0) & (np.abs(c16) < 2.0**-14)) >= 6  # the subnormals are tested
+    result = aw_result(case)
     assert aw.check(case, result) == []
-    result["arrays"][0] = contracts.to_storage(quantize(exp["y"], dtype) * (1 + 8 * 2.0**-10), dtype)
-    assert [f.kind for f in aw.check(case, result)] == ["wrong-result"]  # while a wrong y still fails
+    unit = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}[dtype]
+    result["arrays"][0] = contracts.to_storage(
+        quantize(aw.expected(case)["c"], dtype) * (1 + 64 * unit), dtype
+    )
+    assert [f.kind for f in aw.check(case, result)] == ["wrong-result"]  # while a wrong c still fails
+
+
+def test_autograd_wrap_judges_the_gradcheck_and_compile_reports_of_the_child() -> None:
+    """The child's gradcheck can fail a case (its message shown) but never pass one; a compile case failing
+    under fullgraph=True is an `exception` naming the graph break's usual causes; a c of the wrong shape is
+    `wrong-shape`, with no gradient asked of it."""
+    from tritonlab.grading.contracts import autograd_wrap as aw
+
+    rng = np.random.default_rng(3)
+    plan = aw.cases(rng, "gpu")
+    gc = next(c for c in plan if c.extra.get("gradcheck"))
+    comp = next(c for c in plan if c.extra.get("compile"))
+    assert gc.args[0].dtype == "float64" and comp.name.startswith("torch.compile(fullgraph=True)")
+    assert not any(c.extra.get("compile") for c in aw.cases(rng, "interpreter"))
+    ok = aw_result(gc)
+    assert aw.check(gc, ok) == []
+    ok["data"]["gradcheck"] = "GradcheckError: Jacobian mismatch for output 0 with respect to input 0"
+    failed = aw.check(gc, ok)
+    assert [f.kind for f in failed] == ["wrong-result"] and "gradcheck failed" in failed[0].message
+    both = aw_result(comp, triples=2)
+    assert len(both["arrays"]) == 6 and aw.check(comp, both) == []
+    both["arrays"][4] = both["arrays"][0]  # the compiled da is the eager c: the compiled run is judged too
+    assert "compiled: a.grad" in " ".join(f.message for f in aw.check(comp, both))
+    both["data"]["compile_error"] = "Unsupported: Tensor.item() call with capture_scalar_outputs=False"
+    failed = aw.check(comp, both)
+    assert [f.kind for f in failed] == ["exception"] and ".item()" in failed[0].cause
+    flat = result_with(aw.expected(gc)["c"].reshape(-1, 3), "float64")
+    flat["data"] = {"returned": "Tensor", "fwd_launches": 1, "requires_grad": True, "same_shape": False}
+    assert [f.kind for f in aw.check(gc, flat)] == ["wrong-shape"]

@@ -45,6 +45,9 @@ class Exercise:
     hints: dict[str, tuple[str, ...]]
     outcomes: tuple[str, ...]
     speed_goal: float | None = None  # shown after a passing GPU check: × the course reference; never graded
+    # exercise.toml `hint_after_failures`: hint i opens after that many failed checks of the exercise (or a
+    # pass); empty when no hint waits
+    hint_after_failures: tuple[int, ...] = ()
 
     @property
     def starter(self) -> Path:
@@ -60,6 +63,22 @@ class Exercise:
 
     def hint_list(self, lang: str) -> tuple[str, ...]:
         return self.hints.get(lang) or self.hints.get("en", ())
+
+    def hint_gate(self, index: int) -> int:
+        """Failed checks of this exercise that hint `index` (0-based) waits for; 0 when it waits for none."""
+        gates = self.hint_after_failures
+        return gates[index] if 0 <= index < len(gates) else 0
+
+
+@dataclass(frozen=True)
+class HintLocked:
+    """The next hint is not shown yet: it waits for more failed checks of its exercise. Not a tuple on purpose:
+    a caller that unpacks `(number, total, text)` without looking fails instead of showing nothing useful."""
+
+    number: int  # the hint's number, from 1
+    total: int
+    needed: int  # failed checks it waits for
+    failed: int  # failed checks so far
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,13 @@ def lse_update_kernel(
 
 
 @triton.jit
-def ce_grad_kernel(logits_ptr, target_ptr, lse_ptr, v_start, n_cols, stride_l, scale, BLOCK_V: tl.constexpr):
+def ce_grad_kernel(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, v_start, n_cols, stride_l, inv_bt, BLOCK_V: tl.constexpr
+):
     row = tl.program_id(0).to(tl.int64)
     lse = tl.load(lse_ptr + row)
     t = tl.load(target_ptr + row) - v_start
+    scale = tl.load(grad_ptr) * inv_bt  # the upstream gradient, loaded here: no .item()
     for start in range(0, n_cols, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         ok = cols < n_cols
@@ -93,10 +96,11 @@ class ChunkedLinearCE(torch.autograd.Function):
                 logits,
                 target,
                 lse,
+                grad,
                 v0,
                 logits.shape[1],
                 logits.stride(0),
-                grad.item() / BT,
+                1.0 / BT,
                 BLOCK_V=min(1024, triton.next_power_of_2(logits.shape[1])),
             )
             dh += (logits @ Wc).float()

@@ -97,23 +97,28 @@ def hint(
     exercise_id: Annotated[str, typer.Argument(metavar="EXERCISE")],
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Show the next hint for an exercise (one more each time)."""
+    """Show the next hint for an exercise (one more each time; a hint may wait for failed checks)."""
     from rich.markup import escape
+
+    from tritonlab.models import HintLocked
 
     service = make_service(backend="interpreter")
     exercise = find_exercise(service, exercise_id)
     result = service.next_hint(exercise)
+    locked = result if isinstance(result, HintLocked) else None
     if json_out:
-        print(
-            json.dumps(
-                {
-                    "exercise": exercise.id,
-                    "hint": None
-                    if result is None
-                    else {"number": result[0], "total": result[1], "text": result[2]},
-                }
-            )
-        )
+        data: dict = {"exercise": exercise.id, "hint": None}
+        if locked:
+            data["locked"] = {"number": locked.number, "needed": locked.needed, "failed": locked.failed}
+        elif result is not None:
+            data["hint"] = {"number": result[0], "total": result[1], "text": result[2]}
+        print(json.dumps(data))
+        return
+    if locked:
+        console().print(
+            tr("cli.hint.locked", number=locked.number, total=locked.total, id=exercise.id, needed=locked.needed,
+               failed=locked.failed)
+        )  # fmt: skip
         return
     if service.lang != "en" and not exercise.hints.get(service.lang):
         note = tr("cli.hint.fallback", language=language_name(service.lang, service.lang))

@@ -146,15 +146,18 @@ def run_server(
     classroom: bool = False,
     public_url: str | None = None,
     executor: str | None = None,
+    trusted_proxies: list[str] | None = None,
 ) -> None:
     import uvicorn
 
     from tritonlab.content.course import CourseError
     from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
+    from tritonlab.web.proxy import TrustedProxies
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
+    proxies = trusted(trusted_proxies)
     room = open_classroom(host) if classroom else None
     if room is None:
         check_host(host, token)
@@ -198,6 +201,7 @@ def run_server(
     else:
         allowed = (*LOOPBACK_HOSTS, host.strip("[]"))
     app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
+    app.add_middleware(TrustedProxies, trusted=proxies)  # outermost: the client address every layer sees
     actual = sock.getsockname()[1]
     shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
     url = f"http://{shown}:{actual}/?token={secret}"
@@ -208,9 +212,16 @@ def run_server(
     typer.echo(t("serve.open_url", service.lang))
     typer.secho(f"    {url}", bold=True)
     typer.echo(t("serve.stop", service.lang), err=False)
+    if proxies:
+        typer.echo("Forwarded headers believed only from: " + ", ".join(str(n) for n in proxies))
     server = stopping_server(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+            proxy_headers=False,  # uvicorn believes X-Forwarded-* from 127.0.0.1; web/proxy.py decides instead
         ),
         app.state.jobs.stop_all,
     )
@@ -228,6 +239,17 @@ def run_server(
         sock.close()
         if room is not None:
             room.close()
+
+
+def trusted(values: list[str] | None) -> tuple:
+    """The proxies whose X-Forwarded-* headers are believed: --trusted-proxy, else TRITONLAB_TRUSTED_PROXIES,
+    else none (web/proxy.py)."""
+    from tritonlab.web import proxy
+
+    try:
+        return proxy.parse_networks(values) if values else proxy.from_env()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
 
 def check_argon2(host: str) -> None:
@@ -309,6 +331,13 @@ def register(app: typer.Typer) -> None:
             help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
             "TRITONLAB_EXECUTOR). See docs/scale.md.",
         ),
+        trusted_proxy: list[str] = typer.Option(
+            [],
+            "--trusted-proxy",
+            metavar="ADDR",
+            help="Believe X-Forwarded-For/-Proto only from this proxy address or network (repeatable; default: "
+            "TRITONLAB_TRUSTED_PROXIES, else from nobody). See docs/deploy.md.",
+        ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
         run_server(
@@ -321,6 +350,7 @@ def register(app: typer.Typer) -> None:
             classroom=classroom,
             public_url=public_url,
             executor=executor,
+            trusted_proxies=trusted_proxy,
         )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from rich.markup import escape
 
 from tritonlab.i18n import t
+from tritonlab.models import HintLocked
 from tritonlab.service import Service
 
 POLL_SECONDS = 0.25  # the key letters (h n l r q) are the same in every language
@@ -104,11 +105,13 @@ def watch_loop(service: Service, out: Any, max_seconds: float | None = None) -> 
                     return 0
                 if key == "h":
                     hint = service.next_hint(exercise)
-                    text = (
-                        t("watch.hint", lang, number=hint[0], total=hint[1], text=hint[2])
-                        if hint
-                        else t("watch.no_more_hints", lang)
-                    )
+                    if isinstance(hint, HintLocked):
+                        text = t("watch.hint_locked", lang, number=hint.number, total=hint.total,
+                                 needed=hint.needed, failed=hint.failed)  # fmt: skip
+                    elif hint:
+                        text = t("watch.hint", lang, number=hint[0], total=hint[1], text=hint[2])
+                    else:
+                        text = t("watch.no_more_hints", lang)
                     out.print(f"[yellow]{escape(text)}[/]")
                 elif key == "n":
                     index = (index + 1) % len(exercises)

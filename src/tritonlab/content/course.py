@@ -91,6 +91,7 @@ def load_exercise(ex_dir: Path, lesson_id: str) -> Exercise:
         hints[lang] = tuple(items)
     if len(hints["en"]) < 2:
         raise CourseError(path, "hints.en", f"has {len(hints['en'])} hint(s); at least two are needed")
+    gates = _hint_gates(data, path, len(hints["en"]))
     for name in ("starter.py", "solution.py"):
         if not (ex_dir / name).is_file():
             raise CourseError(ex_dir / name, "", "file is missing")
@@ -113,7 +114,25 @@ def load_exercise(ex_dir: Path, lesson_id: str) -> Exercise:
         hints=hints,
         outcomes=outcomes,
         speed_goal=float(goal) if goal is not None else None,
+        hint_after_failures=gates,
     )
+
+
+def _hint_gates(data: dict, path: Path, count: int) -> tuple[int, ...]:
+    """`hint_after_failures = [0, 0, 2]`: one whole number per hint, never decreasing (hints open in order)."""
+    if "hint_after_failures" not in data:
+        return ()
+    value = data["hint_after_failures"]
+    field = "hint_after_failures"
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise CourseError(path, field, "must be a list of whole numbers, one per hint, e.g. [0, 0, 2]")
+    if len(value) != count:
+        raise CourseError(path, field, f"has {len(value)} number(s) for {count} hints: give one per hint")
+    if any(v < 0 or v > 100 for v in value):
+        raise CourseError(path, field, "each number is a count of failed checks, from 0 to 100")
+    if any(b < a for a, b in zip(value, value[1:], strict=False)):
+        raise CourseError(path, field, "hints are shown in order, so the numbers may not decrease")
+    return tuple(value)
 
 
 def load_lesson(lesson_dir: Path) -> Lesson:

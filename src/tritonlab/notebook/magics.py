@@ -18,6 +18,7 @@ import shlex
 from typing import Any
 
 from tritonlab.i18n import t
+from tritonlab.models import HintLocked
 from tritonlab.notebook import render
 from tritonlab.notebook.session import get_session
 
@@ -98,7 +99,11 @@ def hint_line(line: str) -> None:
     except Exception as exc:  # noqa: BLE001
         show_failure(exc)
         return
-    if found is not None:
+    if isinstance(found, HintLocked):
+        text = t("notebook.hint_locked", session.language, number=found.number, total=found.total,
+                 exercise=exercise.id, needed=found.needed, failed=found.failed)  # fmt: skip
+        show_html(render.message(text))
+    elif found is not None:
         number, total, text = found
         show_html(render.hint_html(exercise.id, number, total, text, lang=session.language))
     elif hints:

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t
+from tritonlab.models import HintLocked
 from tritonlab.service import ConflictError
 from tritonlab.web import lang as weblang
 from tritonlab.web.api import MAX_TEXT, conflict_response, find_exercise, jobs_of, save, service_of
@@ -76,6 +77,14 @@ def hint(exercise_id: str, request: Request) -> dict:
     total = len(exercise.hint_list(lang))
     if found is None:
         return {"number": None, "total": total, "text": None, "done": True}
+    if isinstance(found, HintLocked):  # the hint is not sent until it opens
+        return {
+            "number": None,
+            "total": total,
+            "text": None,
+            "done": False,
+            "locked": {"number": found.number, "needed": found.needed, "failed": found.failed},
+        }
     number, total, text = found
     return {
         "number": number,

@@ -13,8 +13,8 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from tritonlab import config, i18n
-from tritonlab.models import Exercise, Lesson, pick
-from tritonlab.service import Service
+from tritonlab.models import Exercise, HintLocked, Lesson, pick
+from tritonlab.service import Service, take_hint
 
 COOKIE = "tritonlab_lang"
 MAX_AGE = 365 * 24 * 3600
@@ -62,11 +62,7 @@ def hints_so_far(service: Service, exercise: Exercise, lang: str) -> list[str]:
     return list(exercise.hint_list(lang)[: service.store.hints_shown(exercise.id)])
 
 
-def next_hint(service: Service, exercise: Exercise, lang: str) -> tuple[int, int, str] | None:
-    """Service.next_hint for an explicit language: (number, total, text), else None when all were shown."""
-    hints = exercise.hint_list(lang)
-    shown = service.store.hints_shown(exercise.id)
-    if shown >= len(hints):
-        return None
-    service.store.record_hint(exercise.id, shown)
-    return shown + 1, len(hints), hints[shown]
+def next_hint(service: Service, exercise: Exercise, lang: str) -> tuple[int, int, str] | HintLocked | None:
+    """Service.next_hint for an explicit language: (number, total, text), HintLocked while the next hint waits
+    for more failed checks, else None when all were shown."""
+    return take_hint(service.store, exercise, lang)

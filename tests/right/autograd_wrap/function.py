@@ -1,4 +1,4 @@
-"""Right: a torch.autograd.Function around the kernels."""
+"""Right: always copies to contiguous rows (simple, costs a copy for some layouts); the grid uses a fixed BLOCK."""
 
 import torch
 import triton
@@ -8,131 +8,93 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def rms_fwd_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, N, stride_xm, stride_ym, eps, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-    tl.store(rstd_ptr + row, rstd)  # saved for the backward pass: one fp32 per row
-    tl.store(y_ptr + row * stride_ym + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def rms_bwd_kernel(
-    x_ptr,
-    w_ptr,
-    dy_ptr,
-    rstd_ptr,
-    dx_ptr,
-    partial_ptr,
-    M,
-    N,
-    rows_per_program,
-    stride_xm,
-    stride_dym,
-    stride_dxm,
-    BLOCK_N: tl.constexpr,
+def swiglu_fwd_kernel(
+    a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c, BLOCK: tl.constexpr, FP64: tl.constexpr
 ):
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    first = (pid * rows_per_program).to(tl.int64)
-    for i in range(0, tl.minimum(rows_per_program, M - first)):
-        row = first + i
-        x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + row)
-        g = dy * w
-        c = tl.sum(g * x, axis=0) / N
-        tl.store(
-            dx_ptr + row * stride_dxm + cols,
-            (rstd * g - x * (rstd * rstd * rstd * c)).to(dx_ptr.dtype.element_ty),
-            mask=mask,
-        )
-        dw_acc += dy * x * rstd
-    tl.store(partial_ptr + pid * N + cols, dw_acc, mask=mask)
+    acc = tl.float64 if FP64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
+    b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
+    sig = 1.0 / (1.0 + tl.exp(-a))
+    tl.store(c_ptr + row * stride_c + cols, (a * sig * b).to(c_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def dw_reduce_kernel(partial_ptr, dw_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
-    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
-    cmask = cols < N
-    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(0, P, BLOCK_P):
-        rows = start + tl.arange(0, BLOCK_P)
-        mask = (rows < P)[:, None] & cmask[None, :]
-        acc += tl.sum(tl.load(partial_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0), axis=0)
-    tl.store(dw_ptr + cols, acc.to(dw_ptr.dtype.element_ty), mask=cmask)
+def swiglu_bwd_kernel(
+    dc_ptr,
+    a_ptr,
+    b_ptr,
+    da_ptr,
+    db_ptr,
+    n_cols,
+    stride_dc,
+    stride_a,
+    stride_b,
+    stride_da,
+    stride_db,
+    BLOCK: tl.constexpr,
+    FP64: tl.constexpr,
+):
+    acc = tl.float64 if FP64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    dc = tl.load(dc_ptr + row * stride_dc + cols, mask=mask, other=0.0).to(acc)
+    a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
+    b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
+    sig = 1.0 / (1.0 + tl.exp(-a))  # recomputed: cheaper than saving it
+    tl.store(db_ptr + row * stride_db + cols, (dc * a * sig).to(db_ptr.dtype.element_ty), mask=mask)
+    da = dc * b * sig * (1.0 + a * (1.0 - sig))
+    tl.store(da_ptr + row * stride_da + cols, da.to(da_ptr.dtype.element_ty), mask=mask)
 
 
-def rms_norm_forward(x2d, weight, eps):
-    """x2d: (M, N) with unit column stride. Returns y (M, N) and rstd (M,) fp32."""
-    M, N = x2d.shape
-    y = torch.empty((M, N), device=x2d.device, dtype=x2d.dtype)
-    rstd = torch.empty((M,), device=x2d.device, dtype=torch.float32)
-    if M > 0:
-        rms_fwd_kernel[(M,)](
-            x2d, weight, y, rstd, N, x2d.stride(0), y.stride(0), eps, BLOCK_N=triton.next_power_of_2(N)
+BLOCK = 64
+
+
+def launch_grid(m, n):
+    return (m, triton.cdiv(n, BLOCK))
+
+
+class SwiGLUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        shape = a.shape
+        n = shape[-1]
+        a2 = a.contiguous().view(-1, n)
+        b2 = b.contiguous().view(-1, n)
+        c = torch.empty_like(a2)
+        swiglu_fwd_kernel[launch_grid(*a2.shape)](
+            a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0), BLOCK=BLOCK, FP64=a.dtype == torch.float64
         )
-    return y, rstd
-
-
-def rms_norm_backward(x2d, weight, rstd, dy2d):
-    """Gradients of rms_norm_forward: dx (M, N) in x's dtype, dw (N,) in weight's dtype, deterministic."""
-    M, N = x2d.shape
-    dx = torch.empty((M, N), device=x2d.device, dtype=x2d.dtype)
-    dw = torch.empty((N,), device=x2d.device, dtype=weight.dtype)
-    programs = max(1, min(M, 132 * 4 if x2d.is_cuda else 8))
-    rows_per_program = triton.cdiv(max(M, 1), programs)
-    programs = max(1, triton.cdiv(M, rows_per_program))
-    partial = torch.empty((programs, N), device=x2d.device, dtype=torch.float32)
-    BLOCK_N = triton.next_power_of_2(N)
-    rms_bwd_kernel[(programs,)](
-        x2d,
-        weight,
-        dy2d,
-        rstd,
-        dx,
-        partial,
-        M,
-        N,
-        rows_per_program,
-        x2d.stride(0),
-        dy2d.stride(0),
-        dx.stride(0),
-        BLOCK_N=BLOCK_N,
-    )
-    BLOCK_C = min(128, BLOCK_N)
-    dw_reduce_kernel[(triton.cdiv(N, BLOCK_C),)](partial, dw, programs, N, BLOCK_P=32, BLOCK_C=BLOCK_C)
-    return dx, dw
-
-
-class RMSNormFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, eps):
-        shape = x.shape
-        x2d = x.reshape(-1, shape[-1])
-        if x2d.stride(-1) != 1:
-            x2d = x2d.contiguous()
-        w = weight.contiguous()
-        y, rstd = rms_norm_forward(x2d, w, eps)
-        ctx.save_for_backward(x2d, w, rstd)
+        ctx.save_for_backward(a2, b2)
         ctx.shape = shape
-        return y.reshape(shape)
+        return c.view(shape)
 
     @staticmethod
-    def backward(ctx, dy):
-        x2d, w, rstd = ctx.saved_tensors
-        dy2d = dy.reshape(x2d.shape)
-        if dy2d.stride(-1) != 1:
-            dy2d = dy2d.contiguous()
-        dx, dw = rms_norm_backward(x2d, w, rstd, dy2d)
-        return dx.reshape(ctx.shape), dw, None  # one gradient per forward input; eps gets None
+    def backward(ctx, dc):
+        a2, b2 = ctx.saved_tensors
+        n = a2.shape[1]
+        dc2 = dc.contiguous().view(-1, n)
+        da, db = torch.empty_like(a2), torch.empty_like(b2)
+        swiglu_bwd_kernel[launch_grid(*a2.shape)](
+            dc2,
+            a2,
+            b2,
+            da,
+            db,
+            n,
+            dc2.stride(0),
+            a2.stride(0),
+            b2.stride(0),
+            da.stride(0),
+            db.stride(0),
+            BLOCK=BLOCK,
+            FP64=a2.dtype == torch.float64,
+        )
+        return da.view(ctx.shape), db.view(ctx.shape)
 
 
-def rms_norm(x, weight, eps=1e-6):
-    return RMSNormFunction.apply(x, weight, eps)
+def swiglu(a, b):
+    return SwiGLUFunction.apply(a, b)

@@ -1,4 +1,4 @@
-"""Wrong: the backward is written with torch autograd, no Triton kernel."""
+"""Wrong: the backward computes the gradients with torch operations instead of the backward kernel."""
 
 import torch
 import triton
@@ -8,136 +8,90 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @triton.jit
-def rms_fwd_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, N, stride_xm, stride_ym, eps, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-    tl.store(rstd_ptr + row, rstd)  # saved for the backward pass: one fp32 per row
-    tl.store(y_ptr + row * stride_ym + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def rms_bwd_kernel(
-    x_ptr,
-    w_ptr,
-    dy_ptr,
-    rstd_ptr,
-    dx_ptr,
-    partial_ptr,
-    M,
-    N,
-    rows_per_program,
-    stride_xm,
-    stride_dym,
-    stride_dxm,
-    BLOCK_N: tl.constexpr,
+def swiglu_fwd_kernel(
+    a_ptr, b_ptr, c_ptr, n_cols, stride_a, stride_b, stride_c, BLOCK: tl.constexpr, FP64: tl.constexpr
 ):
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    first = (pid * rows_per_program).to(tl.int64)
-    for i in range(0, tl.minimum(rows_per_program, M - first)):
-        row = first + i
-        x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + row)
-        g = dy * w
-        c = tl.sum(g * x, axis=0) / N
-        tl.store(
-            dx_ptr + row * stride_dxm + cols,
-            (rstd * g - x * (rstd * rstd * rstd * c)).to(dx_ptr.dtype.element_ty),
-            mask=mask,
-        )
-        dw_acc += dy * x * rstd
-    tl.store(partial_ptr + pid * N + cols, dw_acc, mask=mask)
+    acc = tl.float64 if FP64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
+    b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
+    sig = 1.0 / (1.0 + tl.exp(-a))
+    tl.store(c_ptr + row * stride_c + cols, (a * sig * b).to(c_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def dw_reduce_kernel(partial_ptr, dw_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
-    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
-    cmask = cols < N
-    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for start in range(0, P, BLOCK_P):
-        rows = start + tl.arange(0, BLOCK_P)
-        mask = (rows < P)[:, None] & cmask[None, :]
-        acc += tl.sum(tl.load(partial_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0), axis=0)
-    tl.store(dw_ptr + cols, acc.to(dw_ptr.dtype.element_ty), mask=cmask)
+def swiglu_bwd_kernel(
+    dc_ptr,
+    a_ptr,
+    b_ptr,
+    da_ptr,
+    db_ptr,
+    n_cols,
+    stride_dc,
+    stride_a,
+    stride_b,
+    stride_da,
+    stride_db,
+    BLOCK: tl.constexpr,
+    FP64: tl.constexpr,
+):
+    acc = tl.float64 if FP64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    dc = tl.load(dc_ptr + row * stride_dc + cols, mask=mask, other=0.0).to(acc)
+    a = tl.load(a_ptr + row * stride_a + cols, mask=mask, other=0.0).to(acc)
+    b = tl.load(b_ptr + row * stride_b + cols, mask=mask, other=0.0).to(acc)
+    sig = 1.0 / (1.0 + tl.exp(-a))  # recomputed: cheaper than saving it
+    tl.store(db_ptr + row * stride_db + cols, (dc * a * sig).to(db_ptr.dtype.element_ty), mask=mask)
+    da = dc * b * sig * (1.0 + a * (1.0 - sig))
+    tl.store(da_ptr + row * stride_da + cols, da.to(da_ptr.dtype.element_ty), mask=mask)
 
 
-def rms_norm_forward(x2d, weight, eps):
-    """x2d: (M, N) with unit column stride. Returns y (M, N) and rstd (M,) fp32."""
-    M, N = x2d.shape
-    y = torch.empty((M, N), device=x2d.device, dtype=x2d.dtype)
-    rstd = torch.empty((M,), device=x2d.device, dtype=torch.float32)
-    if M > 0:
-        rms_fwd_kernel[(M,)](
-            x2d, weight, y, rstd, N, x2d.stride(0), y.stride(0), eps, BLOCK_N=triton.next_power_of_2(N)
-        )
-    return y, rstd
+def rows_of(t, n):
+    """t as (M, n) rows with a column stride of 1: a view when the layout allows it, else a copy."""
+    t2 = t.reshape(-1, n)
+    return t2 if t2.stride(-1) == 1 else t2.contiguous()
 
 
-def rms_norm_backward(x2d, weight, rstd, dy2d):
-    """Gradients of rms_norm_forward: dx (M, N) in x's dtype, dw (N,) in weight's dtype, deterministic."""
-    M, N = x2d.shape
-    dx = torch.empty((M, N), device=x2d.device, dtype=x2d.dtype)
-    dw = torch.empty((N,), device=x2d.device, dtype=weight.dtype)
-    programs = max(1, min(M, 132 * 4 if x2d.is_cuda else 8))
-    rows_per_program = triton.cdiv(max(M, 1), programs)
-    programs = max(1, triton.cdiv(M, rows_per_program))
-    partial = torch.empty((programs, N), device=x2d.device, dtype=torch.float32)
-    BLOCK_N = triton.next_power_of_2(N)
-    rms_bwd_kernel[(programs,)](
-        x2d,
-        weight,
-        dy2d,
-        rstd,
-        dx,
-        partial,
-        M,
-        N,
-        rows_per_program,
-        x2d.stride(0),
-        dy2d.stride(0),
-        dx.stride(0),
-        BLOCK_N=BLOCK_N,
-    )
-    BLOCK_C = min(128, BLOCK_N)
-    dw_reduce_kernel[(triton.cdiv(N, BLOCK_C),)](partial, dw, programs, N, BLOCK_P=32, BLOCK_C=BLOCK_C)
-    return dx, dw
+def is_fp64(t):
+    return t.dtype == torch.float64
 
 
-class RMSNormFunction(torch.autograd.Function):
+def grid_and_block(m, n):
+    block = min(1024, triton.next_power_of_2(n))
+    return (m, triton.cdiv(n, block)), block
+
+
+class SwiGLUFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, eps):
-        shape = x.shape
-        x2d = x.reshape(-1, shape[-1])
-        if x2d.stride(-1) != 1:
-            x2d = x2d.contiguous()
-        w = weight.contiguous()
-        y, rstd = rms_norm_forward(x2d, w, eps)
-        ctx.save_for_backward(x2d, w, rstd)
-        ctx.shape = shape
-        return y.reshape(shape)
+    def forward(ctx, a, b):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ValueError(f"a {tuple(a.shape)} {a.dtype} and b {tuple(b.shape)} {b.dtype} must match")
+        n = a.shape[-1]
+        a2, b2 = rows_of(a, n), rows_of(b, n)
+        c = torch.empty(a2.shape, device=a.device, dtype=a.dtype)
+        if c.numel():
+            grid, block = grid_and_block(*a2.shape)
+            swiglu_fwd_kernel[grid](
+                a2, b2, c, n, a2.stride(0), b2.stride(0), c.stride(0), BLOCK=block, FP64=is_fp64(a)
+            )
+        ctx.save_for_backward(a2, b2)  # the 2-D views the backward kernel reads
+        ctx.shape = a.shape
+        return c.reshape(a.shape)
 
     @staticmethod
-    def backward(ctx, dy):
-        x2d, w, rstd = ctx.saved_tensors
-        dy2d = dy.reshape(x2d.shape)
-        if dy2d.stride(-1) != 1:
-            dy2d = dy2d.contiguous()
-        with torch.enable_grad():
-            xr = x2d.detach().float().requires_grad_()
-            wr = w.detach().float().requires_grad_()
-            yr = xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * wr
-            dx, dw = torch.autograd.grad(yr, (xr, wr), dy2d.float())
-        dx, dw = dx.to(x2d.dtype), dw.to(w.dtype)
-        return dx.reshape(ctx.shape), dw, None  # one gradient per forward input; eps gets None
+    def backward(ctx, dc):
+        a2, b2 = ctx.saved_tensors
+        n = a2.shape[1]
+        dc2 = rows_of(dc, n)  # dc may be any layout, even broadcast (stride 0)
+        sig = torch.sigmoid(a2)
+        db = dc2 * a2 * sig
+        da = dc2 * b2 * sig * (1 + a2 * (1 - sig))
+        return da.reshape(ctx.shape), db.reshape(ctx.shape)  # one gradient per input of forward
 
 
-def rms_norm(x, weight, eps=1e-6):
-    return RMSNormFunction.apply(x, weight, eps)
+def swiglu(a, b):
+    return SwiGLUFunction.apply(a, b)

@@ -1,11 +1,16 @@
 """Exercise rmsnorm-backward: the gradients of RMSNorm, dx per row and dw reduced across programs.
 
-Forward (lesson 10):  y = x * rstd * weight,  rstd = rsqrt(mean(x**2, -1) + eps)   (per row of x)
-rms_norm_backward(x, weight, dy, eps=1e-6) -> (dx, dw)
-    g  = dy * weight
-    dx = rstd * g - x * rstd**3 * mean(g * x, -1)      shape (M, N), x's dtype
-    dw = sum over rows of dy * x * rstd                shape (N,),   weight's dtype
-x and dy: (M, N) with any strides, fp32 / fp16 / bf16. Compute in fp32 inside the kernels.
+The forward (lesson 10), for each row of x (N values):
+    rstd = rsqrt(mean(x**2) + eps)      y = x * rstd * weight
+
+rms_norm_backward(x, weight, dy, eps=1e-6) -> (dx, dw): the gradients with respect to x and weight when y
+receives the upstream gradient dy (what autograd would put in x.grad and weight.grad after y.backward(dy)).
+    x, dy:   (M, N), any strides (the column stride need not be 1), float32 / float16 / bfloat16
+    weight:  (N,), the same dtype
+    returns  dx: (M, N) in x's dtype, and dw: (N,) in weight's dtype
+Derive both yourself, the way lesson 11 derives LayerNorm's (RMSNorm has no mean and no bias), and check the
+formulas against torch.autograd in float64 on a small tensor before you write the kernel. Compute in fp32 inside
+the kernels; the forward's rstd is not given, so recompute it from x.
 dw must be deterministic: two calls on the same inputs return the same bits. So no atomics here: each
 program writes one row of partial sums, and a second kernel adds those rows in a fixed order.
 The grader also rejects torch arithmetic on the host (no `partial.sum(0)`): the reduction is a kernel too.
@@ -34,10 +39,9 @@ def rms_norm_bwd_kernel(x_ptr, w_ptr, dy_ptr, dx_ptr, partial_ptr, M, N, rows_pe
         x = tl.load(x_ptr + row * stride_xm + cols * stride_xn, mask=cmask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + row * stride_dym + cols * stride_dyn, mask=cmask, other=0.0).to(tl.float32)
         rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-        g = dy * w
-        dx = rstd * g  # TODO: rstd depends on x as well: subtract x * rstd**3 * mean(g * x)
+        dx = tl.zeros([BLOCK_N], dtype=tl.float32)  # TODO: this row's dx, from your derivation
         tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=cmask)
-        # TODO: accumulate this row's contribution to dw (dy * x * rstd) in an fp32 block
+        # TODO: accumulate this row's contribution to dw in an fp32 block
     # TODO: store the accumulated block as row `pid` of partial_ptr (a (programs, N) fp32 buffer)
 
 

@@ -1,18 +1,29 @@
-"""autograd-wrap (lesson 11): `rms_norm(x, weight, eps=1e-6)` is differentiable: its forward and backward run
-Triton kernels, glued by a `torch.autograd.Function`. Graded eagerly, on every backend, inside a tiny model:
+"""autograd-wrap (lesson 11): `swiglu(a, b)` = silu(a) · b is differentiable, its forward and backward computed
+by two given Triton kernels (a fused SwiGLU) that the learner joins with a `torch.autograd.Function`:
 
-    y = rms_norm(x, weight)            x: (..., N) in fp32/fp16/bf16 (2-D or 3-D, some strided), weight (N,)
-    loss = Σ (y.double() @ P) * T      P (N, K) and T (..., K) fixed float64 tensors
-    dx, dw = torch.autograd.grad(y, (x, weight), grad_outputs=dy)
+    c = swiglu(a, b)                             a, b: (..., N), same shape and dtype, any layout;
+                                                 fp16 / bf16 / fp32 / fp64
+    da, db = torch.autograd.grad(c, (a, b), grad_outputs=dy)
 
-where dy = T @ Pᵀ rounded to y's dtype is d loss / d y, computed by the parent and handed in as a case input
-(what `loss.backward()` would feed the learner's backward). The child records the output, loss, both gradients
-and how many kernels the forward and the backward launched. The parent compares them with float64 values: y,
-the loss (within the rounding of y), and the gradients of RMSNorm for dy. A backward that launches no Triton
-kernel, or a forward whose output does not require grad, is named as such.
+dy (d loss / d c) is a case input, drawn by the parent, in c's dtype and in a layout of its own: transposed,
+or one value broadcast to c's shape with stride 0 (what `c.sum().backward()` feeds a backward). The child
+records c, da and db; the parent compares them with float64 values. Every case is replayed: the forward's and
+the backward's launches, redone from a, b and dy alone, must give c, da and db (`REPLAY_OUTPUTS`), so a pass
+cannot come from torch or numpy arithmetic on the host; torch compute ops in the learner's code fail as
+`torch-fallback` (`host_checks`).
 
-Launch replay: dy is an input like x, so the forward's and the backward's launches replayed from the inputs
-alone must give y, dx and dw (the loss is the grader's own arithmetic on y, not replayed).
+Two kinds of case do more, in the child, under `guards.paused()` (not the learner's recorded work; their
+launches are cut from the record, as rmsnorm-backward's second call is):
+- `gradcheck` (float64): `torch.autograd.gradcheck(swiglu, (a, b), fast_mode=True)` on fresh copies of the
+  inputs. Only its failure counts (it can fail a case, never pass one): the float64 comparison in the parent
+  is the proof, gradcheck's message is what a learner recognises.
+- `compile` (GPU only): the same function under `torch.compile(fullgraph=True)` — a graph break, or a call the
+  tracer cannot follow, raises — forward and backward on the same inputs; its c, da, db are returned after the
+  eager ones and compared with the float64 values too.
+
+Cost model: reads a, b (and dc, a, b in the backward), writes c (da, db): 3 + 5 tensors of the input's size.
+Tolerance: each output's rounding plus fp32 (fp64) arithmetic error on the magnitudes of its terms, with room
+for an approximate exp (`ex2.approx` on NVIDIA GPUs) that grows with |a|.
 """
 
 from __future__ import annotations
@@ -21,19 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
-from tritonlab.grading.contracts import rmsnorm_backward as rb
-from tritonlab.grading.contracts.compare import compare_values, exception_failure
+from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, random_values
+from tritonlab.grading.contracts.compare import compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
 
-# The upstream gradient is a grader-provided input (not computed by torch's autograd from the loss), so the
-# forward's and backward's launches can be replayed from the inputs alone: y, dx, dw (returned outputs 0, 2, 3).
 REPLAY = True
-REPLAY_OUTPUTS = (0, 2, 3)
+REPLAY_OUTPUTS = (0, 1, 2)  # c, da, db of the eager run; a compile case's second triple is not replayed
 
-FUNCTION = "rms_norm"
-ARG_NAMES = ["x", "weight", "proj", "target", "dy"]
-U32 = UNIT_ROUNDOFF["float32"]
+FUNCTION = "swiglu"
+ARG_NAMES = ["a", "b", "dy"]
+COMPILE_BACKEND = "aot_eager"  # traces forward and backward like Inductor, without generating code
 
 
 def _case(
@@ -42,82 +50,126 @@ def _case(
     shape: tuple[int, ...],
     dtype: str,
     *,
-    layout: str = "contiguous",
-    k: int = 6,
-    eps: float | None = None,
+    a_layout: str = "contiguous",
+    b_layout: str = "contiguous",
+    dy_layout: str = "contiguous",
+    broadcast_dy: bool = False,
+    scale: float = 2.0,
+    gradcheck: bool = False,
+    compile_: bool = False,
 ) -> Case:
-    n = shape[-1]
-    x = Tensor(random_values(rng, shape, dtype), dtype, layout)
-    w = Tensor(quantize(1.0 + 0.3 * rng.standard_normal(n), dtype), dtype)
-    proj = Tensor(random_values(rng, (n, k), "float64", 1.0 / np.sqrt(n)), "float64")
-    target = Tensor(random_values(rng, shape[:-1] + (k,), "float64"), "float64")
-    dy = Tensor(quantize(target.values @ proj.values.T, dtype), dtype)  # d loss / d y, in y's dtype
-    kwargs = {} if eps is None else {"eps": eps}
+    a = Tensor(random_values(rng, shape, dtype, scale), dtype, a_layout)
+    b = Tensor(random_values(rng, shape, dtype), dtype, b_layout)
+    dy_shape = (1,) * len(shape) if broadcast_dy else shape
+    dy = Tensor(random_values(rng, dy_shape, dtype), dtype, dy_layout)
     dims = "×".join(str(d) for d in shape)
-    name = (
-        f"{label}x {dims} {dtype}"
-        + ("" if layout == "contiguous" else f" {layout}")
-        + ("" if eps is None else f", eps={eps:g}")
+    where = "".join(
+        f", {name} {lay}"
+        for name, lay in (("a", a_layout), ("b", b_layout), ("dy", dy_layout))
+        if lay != "contiguous"
     )
-    extra = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
-    return Case(name, (x, w, proj, target, dy), kwargs, extra=extra)
+    name = f"{label}{dims} {dtype}{where}"
+    extra: dict[str, Any] = {"bf16_arithmetic": True} if dtype == "bfloat16" else {}
+    if broadcast_dy:
+        extra["broadcast_dy"] = True
+    if gradcheck:
+        extra["gradcheck"] = True
+    if compile_:
+        extra["compile"] = True
+    return Case(name, (a, b, dy), {}, extra=extra)
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     out = [
+        _case(
+            rng, "gradcheck: ", (2, 2, 3), "float64", gradcheck=True
+        ),  # small: a failing gradcheck reruns slowly
         _case(rng, "", (1, 1), "float32"),
         _case(rng, "", (5, 33), "float32"),
         _case(rng, "batch × sequence: ", (2, 7, 40), "float32"),
-        _case(rng, "many rows: ", (48, 20), "float32"),
         _case(rng, "", (int(rng.integers(3, 20)), int(rng.integers(10, 300))), "float32"),
-        _case(rng, "transposed x: ", (24, 36), "float32", layout="transposed"),
-        _case(rng, "row stride ≠ N: ", (9, 50), "float32", layout="padded"),
-        _case(rng, "eps given: ", (4, 64), "float32", eps=1e-2),
+        _case(rng, "a transposed: ", (24, 36), "float32", a_layout="transposed"),
+        _case(rng, "row stride ≠ N: ", (9, 50), "float32", a_layout="padded", b_layout="padded"),
+        _case(rng, "dy transposed: ", (20, 30), "float32", dy_layout="transposed"),
+        _case(rng, "dy broadcast (c.sum().backward()): ", (3, 4, 16), "float32", broadcast_dy=True),
+        _case(rng, "b strided: ", (6, 70), "float64", b_layout="strided"),
         _case(rng, "batch × sequence: ", (3, 5, 96), "float16"),
+        _case(rng, "large |a|: ", (7, 300), "float16", scale=12.0),
         _case(rng, "", (6, 130), "bfloat16"),
     ]
     if backend == "gpu":
         out += [
-            _case(rng, "large: ", (8, 512, 1024), "bfloat16", k=16),
-            _case(rng, "large: ", (4096, 768), "float32", k=16),
+            _case(rng, "large: ", (8, 512, 1024), "bfloat16"),
+            _case(rng, "large: ", (4096, 768), "float32", a_layout="transposed"),
+            _case(rng, "torch.compile(fullgraph=True): ", (4, 64, 256), "bfloat16", compile_=True),
         ]
     return out
 
 
-def expected(case: Case) -> dict[str, Any]:
-    x, w, proj, target, dy_in = case.args
-    eps = float(case.kwargs.get("eps", 1e-6))
-    n = x.values.shape[-1]
-    x2 = x.values.reshape(-1, n)
-    rstd = 1.0 / np.sqrt(np.sum(x2 * x2, axis=1, keepdims=True) / n + eps)
-    y = x2 * rstd * w.values[None, :]
-    t2 = target.values.reshape(-1, proj.values.shape[1])
-    upstream = t2 @ proj.values.T
-    dy = dy_in.values.reshape(-1, n)
-    p = rb.parts(x2, w.values, dy, eps)
-    loss = float(np.sum((y @ proj.values) * t2))
-    loss_tol = 4 * UNIT_ROUNDOFF[x.dtype] * float(np.sum(np.abs(y) * np.abs(upstream))) + 1e-9 * abs(loss)
-    m = x2.shape[0]
-    k_dx = 16 + 4 * np.log2(max(n, 2)) + n / 64
-    k_dw = 16 + 4 * np.log2(max(m, 2)) + m / 16 + k_dx
-    dy_slack, dw_slack = 0.0, 0.0  # dy is the case's own input: no rounding of the upstream gradient to allow
+def _expected(case: Case) -> dict[str, Any]:
+    a_t, b_t, dy_t = case.args
+    a, b = a_t.values, b_t.values
+    dy = np.broadcast_to(dy_t.values, a.shape)
+    sig = 1.0 / (1.0 + np.exp(-a))
+    silu = a * sig
+    bend = 1.0 + a * (1.0 - sig)
+    dtype = a_t.dtype
+    u = UNIT_ROUNDOFF["float64" if dtype == "float64" else "float32"]
+    k = 32.0 + 8.0 * np.abs(a)  # a handful of operations, plus an approximate exp whose error grows with |a|
+    out_r = 2 * UNIT_ROUNDOFF[dtype]
+    tiny = 4 * TINY[dtype]
     return {
-        "y": y.reshape(x.values.shape),
-        "loss": np.array(loss),
-        "loss_tol": loss_tol,
-        "dx": p["dx"].reshape(x.values.shape),
-        "dx_tol": (
-            2 * UNIT_ROUNDOFF[x.dtype],
-            (U32 * k_dx * p["dx_mag"] + dy_slack).reshape(x.values.shape) + 4 * TINY[x.dtype],
-        ),
-        "dw": p["dw"],
-        "dw_tol": (2 * UNIT_ROUNDOFF[w.dtype], U32 * k_dw * p["dw_mag"] + dw_slack + 4 * TINY[w.dtype]),
-        "y_tol": (
-            2 * UNIT_ROUNDOFF[x.dtype],
-            U32 * (32 + 4 * np.log2(max(n, 2)) + n / 64) * np.abs(y).reshape(x.values.shape)
-            + 4 * TINY[x.dtype],
-        ),
+        "c": silu * b,
+        "c_tol": (out_r, u * k * np.abs(silu * b) + tiny),
+        "da": dy * b * sig * bend,
+        "da_tol": (out_r, u * k * np.abs(dy * b) * sig * (1.0 + np.abs(a) * (1.0 - sig)) + tiny),
+        "db": dy * silu,
+        "db_tol": (out_r, u * k * np.abs(dy * silu) + tiny),
     }
+
+
+def expected(case: Case) -> dict[str, Any]:
+    return cached(case, "expected", lambda: _expected(case))
+
+
+# ---- the child: run the learner's function (torch and the grading guards are imported here only) -----------
+
+
+def _grad_or_empty(g: Any, like: Any) -> Any:
+    import torch
+
+    return g if g is not None else torch.zeros(0, dtype=like.dtype)
+
+
+def _gradcheck(fn: Any, a0: Any, b0: Any) -> str:
+    """ "" when torch.autograd.gradcheck passes on copies of the inputs, else its message (shortened)."""
+    import torch
+
+    a = a0.detach().clone().requires_grad_()
+    b = b0.detach().clone().requires_grad_()
+    try:
+        torch.autograd.gradcheck(fn, (a, b), fast_mode=True)
+    except Exception as exc:  # noqa: BLE001 - any failure of the learner's code is the message
+        return f"{type(exc).__name__}: {exc}"[:600]
+    return ""
+
+
+def _compiled(fn: Any, a0: Any, b0: Any, dy: Any) -> tuple[list, str]:
+    """c, da, db of fn under torch.compile(fullgraph=True), or the error that stopped it."""
+    import torch
+
+    a = a0.detach().clone().requires_grad_()
+    b = b0.detach().clone().requires_grad_()
+    try:
+        import torch._dynamo
+
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, fullgraph=True, backend=COMPILE_BACKEND)
+        c = compiled(a, b)
+        da, db = torch.autograd.grad(c, (a, b), grad_outputs=dy, allow_unused=True)
+    except Exception as exc:  # noqa: BLE001 - a graph break or an untraceable call: the learner's to fix
+        return [], f"{type(exc).__name__}: {exc}"[:600]
+    return [c.detach(), _grad_or_empty(da, a), _grad_or_empty(db, b)], ""
 
 
 def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
@@ -125,77 +177,118 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
 
     from tritonlab.grading import guards
 
-    x0, w0, proj, target, dy = (tools.build_arg(a) for a in case_spec["args"])
-    kwargs = {k: tools.build_arg(v) for k, v in case_spec.get("kwargs", {}).items()}
+    a0, b0, dy = (tools.build_arg(x) for x in case_spec["args"])
+    extra = case_spec.get("extra", {})
     rec = guards._ACTIVE
     with guards.paused():
-        x = x0.detach().requires_grad_()
-        w = w0.detach().requires_grad_()
+        a = a0.detach().requires_grad_()
+        b = b0.detach().requires_grad_()
+        if extra.get("broadcast_dy"):
+            dy = dy.expand(a0.shape)  # one value for every element, stride 0: as c.sum().backward() gives
     before = len(rec.launches) if rec is not None else 0
-    y = fn(x, w, **kwargs)
+    c = fn(a, b)
     mid = len(rec.launches) if rec is not None else 0
-    info: dict[str, Any] = {"fwd_launches": mid - before, "returned": type(y).__name__}
-    if not isinstance(y, torch.Tensor):
+    info: dict[str, Any] = {"fwd_launches": mid - before, "returned": type(c).__name__}
+    if not isinstance(c, torch.Tensor):
         return {"json": info, "tensors": []}
-    info["requires_grad"] = bool(y.requires_grad)
-    info["grad_fn"] = type(y.grad_fn).__name__ if y.grad_fn is not None else None
-    with guards.paused():
-        loss = (
-            (y.detach().double() @ proj) * target
-        ).sum()  # the grader's arithmetic: reported, not replayed
-    if not y.requires_grad:
-        return {"json": info, "tensors": [y.detach()], "replay": [y.detach()]}
-    # what loss.backward() would do, with the upstream gradient d loss / d y handed in as an input
-    dx, dw = torch.autograd.grad(y, (x, w), grad_outputs=dy, allow_unused=True)
+    info["requires_grad"] = bool(c.requires_grad)
+    info["same_shape"] = tuple(c.shape) == tuple(a0.shape)
+    if not c.requires_grad or not info["same_shape"]:  # judged from c alone: no gradient can be asked of it
+        return {"json": info, "tensors": [c.detach()], "replay": [c.detach()]}
+    da, db = torch.autograd.grad(c, (a, b), grad_outputs=dy, allow_unused=True)
     info["bwd_launches"] = (len(rec.launches) if rec is not None else 0) - mid
-    info["x_grad"] = dx is not None
-    info["w_grad"] = dw is not None
+    info["a_grad"], info["b_grad"] = da is not None, db is not None
     with guards.paused():
-        zero = torch.zeros(0, dtype=torch.float64)
-        tensors = [
-            y.detach(),
-            loss.reshape(1),
-            dx if dx is not None else zero,
-            dw if dw is not None else zero,
-        ]
-    return {"json": info, "tensors": tensors, "replay": [tensors[0], tensors[2], tensors[3]]}
+        tensors = [c.detach(), _grad_or_empty(da, a0), _grad_or_empty(db, b0)]
+    launches = len(rec.launches) if rec is not None else 0
+    events = len(rec.trace) if rec is not None else 0
+    with guards.paused():  # the grader's extra checks: not the learner's recorded work
+        if extra.get("gradcheck"):
+            info["gradcheck"] = _gradcheck(fn, a0, b0)
+        if extra.get("compile"):
+            more, error = _compiled(fn, a0, b0, dy)
+            info["compile_error"] = error
+            tensors += more
+    if rec is not None:  # their launches are not replayed: the record keeps the eager call's
+        del rec.launches[launches:]
+        del rec.trace[events:]
+    return {"json": info, "tensors": tensors, "replay": tensors[:3]}
+
+
+# ---- the parent: judge one case ------------------------------------------------------------------------------
+
+
+def _exception_cause(message: str) -> str:
+    if "NotImplementedError" in message:
+        return "write the Function's forward and backward: each launches its Triton kernel"
+    if "incorrect number of gradients" in message:
+        return (
+            "backward returns exactly one gradient per input of forward after ctx, in order: (da, db) here — "
+            "no None for an `eps` this function does not have"
+        )
+    if "does not require grad" in message:
+        return "the output must carry a grad_fn: return SwiGLUFunction.apply(a, b)"
+    return ""
+
+
+OUTPUTS = (("c", "c"), ("da", "a.grad"), ("db", "b.grad"))
+
+
+def _compare(
+    case: Case, result: dict, exp: dict, first: int, label: str, which: tuple[int, ...]
+) -> list[Failure]:
+    """Outputs `which` (0: c, 1: da, 2: db) of the triple that starts at returned output `first`."""
+    dtype = case.args[0].dtype
+    failures = []
+    for k in which:
+        key, what = OUTPUTS[k]
+        failures += compare_values(
+            case, result, exp[key], dtype, *exp[f"{key}_tol"], output_index=first + k, label=f"{label}{what}"
+        )
+    return failures
+
+
+def _float64_cause(case: Case, failures: list[Failure]) -> list[Failure]:
+    if case.args[0].dtype != "float64" or not any(f.kind == "wrong-result" for f in failures):
+        return failures
+    cause = "a float64 case computed at fp32 precision: pass FP64=True to the kernels for float64 tensors"
+    return [
+        Failure(f.case, f.kind, f.message, f.cause or cause, f.where) if f.kind == "wrong-result" else f
+        for f in failures
+    ]
 
 
 def check(case: Case, result: dict) -> list[Failure]:
-    x, w, _proj, _target, _dy = case.args
     exc = exception_failure(case, result)
     if exc is not None:
-        cause = ""
-        if "NotImplementedError" in exc.message:
-            cause = "implement the Function's backward: it must return (dx, dw, None), computed by the Triton kernels"
-        elif "does not require grad" in exc.message:
-            cause = "the output must carry a grad_fn: return YourFunction.apply(x, weight, eps)"
-        if cause and not exc.cause:
-            exc = Failure(exc.case, exc.kind, exc.message, cause, exc.where)
-        return [exc]
+        cause = _exception_cause(exc.message)
+        return [Failure(exc.case, exc.kind, exc.message, exc.cause or cause, exc.where)]
     data = result.get("data") or {}
     name = case.name
     fn = result.get("function", FUNCTION)
     if data.get("returned") != "Tensor":
         return [Failure(name, "wrong-result", f"{fn} returned {data.get('returned')}, expected a tensor", "")]
+    failures = host_checks(case, result, allow_copies=True, needs_launch=True)
     if not data.get("fwd_launches"):
-        return [
+        failures.append(
             Failure(
                 name,
                 "no-kernel-launch",
-                f"{fn} launched no Triton kernel in the forward pass",
-                "the forward of your autograd.Function must run the Triton forward kernel",
+                f"{fn}(a, b) launched no Triton kernel in the forward pass",
+                "the Function's forward must launch swiglu_fwd_kernel",
             )
-        ]
+        )
     exp = expected(case)
-    failures = compare_values(case, result, exp["y"], x.dtype, *exp["y_tol"], output_index=0, label="y")
+    failures += _compare(case, result, exp, 0, "", (0,))
+    if data.get("same_shape") is False:
+        return failures  # wrong-shape: c must come back with a's shape before gradients can flow into it
     if not data.get("requires_grad"):
         failures.append(
             Failure(
                 name,
                 "wrong-result",
-                f"the output of {fn} does not require grad, so the loss cannot be differentiated",
-                "return `RMSNormFunction.apply(x, weight, eps)`: autograd records the call only through .apply",
+                f"the output of {fn} does not require grad, so nothing can be differentiated through it",
+                "return `SwiGLUFunction.apply(a, b)`: autograd records the call only through .apply",
             )
         )
         return failures
@@ -204,27 +297,45 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "no-kernel-launch",
-                "loss.backward() ran without launching a Triton kernel: the gradients did not come from your "
-                "backward kernels",
-                "call the Triton backward (rms_norm_backward) inside the Function's backward",
+                "the backward pass ran without launching a Triton kernel: the gradients did not come from "
+                "swiglu_bwd_kernel",
+                "launch swiglu_bwd_kernel inside the Function's backward",
             )
         )
-    failures += compare_values(
-        case, result, exp["loss"].reshape(1), "float64", 0.0, exp["loss_tol"], output_index=1, label="loss"
-    )
-    for idx, key, dtype, present in ((2, "dx", x.dtype, "x_grad"), (3, "dw", w.dtype, "w_grad")):
-        what = "x.grad" if key == "dx" else "weight.grad"
+    for present, what in (("a_grad", "a.grad"), ("b_grad", "b.grad")):
         if not data.get(present):
             failures.append(
                 Failure(
                     name,
                     "wrong-result",
                     f"{what} is None: the backward returned no gradient for it",
-                    "backward must return one gradient per input of forward, in order: (dx, dw, None for eps)",
+                    "backward returns one gradient per input of forward, in order: (da, db)",
                 )
             )
-            continue
-        failures += compare_values(
-            case, result, exp[key], dtype, *exp[f"{key}_tol"], output_index=idx, label=what
+    if data.get("a_grad") and data.get("b_grad"):
+        failures += _compare(case, result, exp, 0, "", (1, 2))
+    if case.extra.get("gradcheck") and data.get("gradcheck"):
+        failures.append(
+            Failure(
+                name,
+                "wrong-result",
+                f"torch.autograd.gradcheck failed: {data['gradcheck']}",
+                "the backward's gradients differ from finite differences of the forward: check that dc reaches "
+                "the kernel in its layout, that da and db come back in the order of forward's inputs, and the "
+                "dtype of the arithmetic",
+            )
         )
-    return failures
+    if case.extra.get("compile"):
+        if data.get("compile_error"):
+            failures.append(
+                Failure(
+                    name,
+                    "exception",
+                    f"torch.compile(fullgraph=True) of {fn} failed: {data['compile_error']}",
+                    "fullgraph=True turns every graph break into an error: keep host values (.item(), "
+                    ".tolist(), numpy) and torch.compiler.disable out of the Function",
+                )
+            )
+        else:
+            failures += _compare(case, result, exp, 3, "compiled: ", (0, 1, 2))
+    return _float64_cause(case, failures)

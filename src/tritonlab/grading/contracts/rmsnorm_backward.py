@@ -29,7 +29,7 @@ from tritonlab.grading.contracts.compare import add_hint, compare_values, except
 from tritonlab.models import Failure
 
 # Each case calls the function twice (dw must come back with the same bits). The launch replay
-# (grading/replay.py) redoes the first call's trace only: run_case cuts the second call's events from it, and
+# (grading/replay/) redoes the first call's trace only: run_case cuts the second call's events from it, and
 # the first call's (dx, dw) must come out of those launches alone.
 REPLAY = True
 
@@ -222,9 +222,24 @@ def diagnosis_dx(case: Case, result: dict, tol: dict) -> str:
         )
 
     if close(rstd * g):
-        return "dx misses the second term: rstd depends on x too, so dx = rstd·g − x·rstd³·mean(g·x) with g = dy·w"
+        return (
+            "dx misses the second term: rstd depends on every x of the row, so dx also has a path through rstd "
+            "(the lesson's variance path) — work out ∂rstd/∂x_i and add that term"
+        )
     if close(rstd * dy.values - x.values * rstd**3 * np.mean(dy.values * x.values, axis=1, keepdims=True)):
         return "the weight is missing from dx: use g = dy · weight in both terms"
+    xhat = x.values * rstd
+    mean_g = np.mean(g, axis=1, keepdims=True)
+    if close(rstd * (g - mean_g - xhat * np.mean(g * xhat, axis=1, keepdims=True))):
+        return (
+            "dx has a −mean(g) term: that is the path through LayerNorm's mean, and RMSNorm has no mean — "
+            "derive RMSNorm's gradient from its own rstd rather than copying LayerNorm's"
+        )
+    mu = np.mean(x.values, axis=1, keepdims=True)
+    r_ln = 1.0 / np.sqrt(np.mean((x.values - mu) ** 2, axis=1, keepdims=True) + eps)
+    xc = (x.values - mu) * r_ln
+    if close(r_ln * (g - mean_g - xc * np.mean(g * xc, axis=1, keepdims=True))):
+        return "dx is LayerNorm's gradient (x centred by its mean): RMSNorm divides x by its rms and never centres it"
     block = 1 << max(n - 1, 0).bit_length()
     if block != n and close(
         rstd * g - x.values * rstd**3 * np.sum(g * x.values, axis=1, keepdims=True) / block

@@ -451,6 +451,11 @@
       const r = await api("POST", this.url("/hint"));
       const button = this.section.querySelector("[data-action=hint]");
       if (!r.ok) { this.setState(r.data.error, "error"); return; }
+      if (r.data.locked) {
+        this.setState(t("js.editor.hint_locked", { number: r.data.locked.number, total: r.data.total,
+          needed: r.data.locked.needed, failed: r.data.locked.failed }), "pending");
+        return;
+      }
       if (r.data.text) {
         this.hintsNode.hidden = false;
         const item = el("li", { html: r.data.html }); // server-rendered Markdown (escaped)
