@@ -185,3 +185,56 @@ def test_a_worker_killed_under_a_check_is_retried_on_a_new_one(bench: Bench) -> 
     assert zygote.dead and bench.service.zygote() is not zygote, "the worker was not replaced"
     assert verdict.passed, summary([verdict])
     assert verdict.timings.get("harness_retries") == 1
+
+
+def test_a_held_child_killed_before_its_release_leaves_the_worker_alive(bench: Bench) -> None:
+    """A held run (waiting to be placed in its cgroup) killed from outside before the worker releases it: the
+    worker's release hits a closed pipe, which once killed the worker (BrokenPipeError out of its loop) and,
+    with it, every run in flight. Here the replay child is killed at that moment, every time: the check is
+    graded again (its retry killed the same way would be worker-lost, so only the first is) and the worker
+    lives on."""
+    zygote = bench.service.zygote()
+    zygote.wait_ready()
+    if not zygote.run_cgroups:
+        pytest.skip("runs are not held on this machine (no per-run cgroups): there is no release to race")
+    runs: dict[str, sandbox.Run] = {}
+    killed: list[int] = []
+    start, send = zygote.start, zygote.send
+
+    def watched_start(run_dir: Path, limits: Limits) -> sandbox.Run:
+        run = start(run_dir, limits)
+        if json.loads((run_dir / "job.json").read_text()).get("mode") == "replay":
+            runs[run.id] = run
+        return run
+
+    def kill_then_send(msg: dict) -> None:
+        run = runs.get(msg.get("id", "")) if msg.get("op") == "go" else None
+        if run is not None and not killed:
+            host = run.pid  # layer 1: the worker's namespace is this machine's
+            if zygote.hardened:
+                host = rungroup.host_pid(int(run.pid), zygote.proc.pid, level=zygote.pid_level())
+            os.kill(int(host), signal.SIGKILL)
+            killed.append(int(host))
+            deadline = time.monotonic() + 10
+            # gone, or a zombie the worker has not reaped yet: either way its end of the pipe is closed
+            while time.monotonic() < deadline and not gone_or_zombie(int(host)):
+                time.sleep(0.005)
+        send(msg)
+
+    zygote.start, zygote.send = watched_start, kill_then_send  # type: ignore[method-assign]
+    try:
+        verdict = check_solution(bench)
+    finally:
+        zygote.start, zygote.send = start, send  # type: ignore[method-assign]
+    assert killed, "no replay child was held: nothing was tested"
+    assert zygote.proc.poll() is None and not zygote.dead, "the worker died when it released a dead child"
+    assert bench.service.zygote() is zygote
+    assert verdict.passed, summary([verdict])
+    assert verdict.timings.get("harness_retries") == 1, verdict.notes
+
+
+def gone_or_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True

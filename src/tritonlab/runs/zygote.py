@@ -343,6 +343,8 @@ def main() -> None:
                     if fd is not None:
                         try:
                             os.write(fd, b"g")
+                        except OSError:
+                            pass  # it died while held (killed from outside): waitpid below reports its end
                         finally:
                             os.close(fd)
                 elif msg["op"] == "kill":
