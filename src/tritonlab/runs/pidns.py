@@ -23,7 +23,7 @@ Three processes carry a run, one fork more than before and one for the init:
 - The run is an ordinary process (PID 2): its signals behave as before (SIGXCPU at the CPU limit, SIGABRT, a
   signal it sends itself), which a PID 1 would ignore.
 
-`Walls` says which of these a worker's runs get; the zygote proves them once at start (jail.self_check) and
+`Walls` says which of these a worker's runs get; the zygote proves them once at start (basicwalls.self_check) and
 then holds every run to them, and `doctor` lists only what that check proved.
 """
 

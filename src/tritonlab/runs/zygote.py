@@ -154,9 +154,8 @@ def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
 def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bool = False) -> None:
     """In the forked child: new session, limits, private cwd, output to a file, then the harness.
     `isolated`: a warm hardened child (pool.BoundPool) that isolated itself into `run_dir` already."""
-    _prctl(
-        PR_SET_PDEATHSIG, signal.SIGKILL
-    )  # the zygote gone, so is the run (its init and all: runs/pidns.py)
+    # the zygote gone, so is the run (its init and all: runs/pidns.py)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setsid()
     os.umask(0o077)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
