@@ -103,6 +103,21 @@ def mounts_under(folder: Path) -> list[str]:
     return sorted((m for m in runfolder.mount_points() if m.startswith(inside)), reverse=True)
 
 
+def processes_with_argument(text: str) -> list[int]:
+    """Host pids of the live processes with `text` among their command-line arguments: how a test finds a
+    run's process from outside, since a run knows only its pid in its own PID namespace (runs/pidns.py)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if text.encode() in argv:
+                found.append(int(entry))
+    return found
+
+
 def detach_mounts_under(folder: Path) -> None:
     from tritonlab.runs import runfolder
 

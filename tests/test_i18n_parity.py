@@ -268,10 +268,10 @@ def test_known_english_messages_are_translated() -> None:
     from tritonlab.cli import doctor
     from tritonlab.content.quiz import QuizInputError, parse_response
     from tritonlab.content.quiz_bank import Question
-    from tritonlab.runs import backend
+    from tritonlab.runs import backend, jailprobe
 
     untranslated = []
-    for layer in doctor.LAYER_ONE:
+    for layer in [*doctor.LAYER_ONE, doctor.RUN_PID_NAMESPACE, *(t for _ok, t in jailprobe.between_runs({}))]:
         for lang in TRANSLATIONS:
             if i18n.translate_known("doctor_text", layer, lang) == layer:
                 untranslated.append(f"doctor.LAYER_ONE {layer!r} ({lang})")
