@@ -5,10 +5,7 @@ to end through the sandbox: the issue-33 files of tests/wrong and tests/right.""
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
-
-os.environ.setdefault("TRITON_INTERPRET", "1")  # as in the interpreter zygote, before triton is imported
 
 import numpy as np
 import pytest
@@ -21,6 +18,14 @@ from tritonlab.grading.replay import Refused
 from tritonlab.grading.replay.trust import HostValues, covers, file_literals
 from tritonlab.models import Verdict
 from tritonlab.runs.collect import RunResult
+
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in the interpreter zygote, only while each test runs (set at import it would make every later
+    in-process kernel of the session an interpreted one; tests/conftest.py refuses that)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
 
 SOURCE = "BLOCK = 128\nLOG2E = 1.4426950408889634\nMODE = 'rn'\n"
 
