@@ -266,8 +266,14 @@ def _code_problem(bank: Bank, question: Question, timeout: float) -> str:
         script.write_text(question.code, encoding="utf-8")  # a file: @triton.jit reads the kernel's source
         env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONWARNINGS": "ignore"}
         try:
+            # run as __main__ with Triton 3.6's interpreter index fix (grading/preload.py: its `range()` over a
+            # kernel argument fails under NumPy >= 2.4), as every check child runs
+            runner = (
+                "import runpy, sys; from tritonlab.grading.preload import fix_interpreter_index; "
+                "fix_interpreter_index(); runpy.run_path(sys.argv[1], run_name='__main__')"
+            )
             done = subprocess.run(
-                [sys.executable, str(script)],
+                [sys.executable, "-c", runner, str(script)],
                 capture_output=True,
                 text=True,
                 timeout=timeout,

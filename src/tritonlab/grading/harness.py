@@ -287,7 +287,8 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
     (run_dir / RECORD.format(index)).write_text(json.dumps(record))
     stray = guards.stray_threads(threads)
     if stray:
-        return f"your function returned while {len(stray)} thread(s) it started were still running"
+        names = ", ".join(repr(n) for n in stray[:4])
+        return f"your function returned while {len(stray)} thread(s) it started were still running ({names})"
     if rec.host_hooks:
         return (
             f"autotune hooks of your own on `{rec.host_hooks[0]}` (pre_hook/post_hook) run host code between "
