@@ -6,6 +6,8 @@ Modules:
 - `auth.py`: the Authenticator seam, argon2id passwords, generated passwords, the log-in back-off.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
+- `insights.py`: the numbers of the teacher's pictures (who is stuck on which failure kind, time to a first
+  pass, failed checks before it, GPU speeds against the roof) and the learners behind a picture's cell.
 
 May import: `tritonlab.config`, `tritonlab.models`, `tritonlab.store`, `tritonlab.runs` (the run folder's
 location), `tritonlab.service`.
