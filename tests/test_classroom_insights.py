@@ -169,8 +169,12 @@ def test_the_classes_pictures_count_what_the_store_holds(graded: dict, classroom
         )
 
         # a drill-down: the learners of one cell with their latest failure and their code as it is now
-        assert insights.stuck_learners(found, "vector-copy", "exception") == [ids["dan"]]
-        assert insights.stuck_learners(found, "vector-copy", None) == sorted([ids["cara"], ids["dan"]])
+        assert insights.learners_of(found, "vector-copy", "exception") == [ids["dan"]]
+        assert insights.learners_of(found, "vector-copy", "*") == sorted([ids["cara"], ids["dan"]])
+        assert insights.learners_of(found, "vector-copy", None) == sorted(
+            ids[n] for n in ("anna", "ben", "cara", "dan")
+        )
+        assert insights.learners_of(found, "vector-add", "exception") == []
         room.db.code(ids["dan"], course).save(course.exercise("vector-copy"), "# dan's try <b>\n", None)
         (dan,) = room.learner_details(course, "vector-copy", [ids["dan"]])
         assert dan["user"].username == "dan" and dan["checks"] == 2 and not dan["passed"]

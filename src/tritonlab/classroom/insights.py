@@ -151,14 +151,18 @@ def class_insights(db: ClassroomDB, exercises: list[str]) -> dict:
     }
 
 
-def stuck_learners(insights: dict, exercise: str, kind: str | None) -> list[int]:
-    """The learners of one heat-map cell (`kind` None: every learner stuck on the exercise), ids sorted."""
+def learners_of(insights: dict, exercise: str, kind: str | None) -> list[int]:
+    """The learners behind a picture's cell, ids sorted: `kind` a failure kind (or NO_KIND): the heat map's
+    cell; "*": every learner stuck on the exercise; None: every learner who checked it."""
     row = next((r for r in insights["exercises"] if r["id"] == exercise), None)
     if row is None:
         return []
-    if kind is None:
-        return sorted(u for users in row["stuck"].values() for u in users)
-    return list(row["stuck"].get(kind, []))
+    stuck = sorted(u for users in row["stuck"].values() for u in users)
+    if kind == "*":
+        return stuck
+    if kind is not None:
+        return list(row["stuck"].get(kind, []))
+    return sorted({*stuck, *(tm["user_id"] for tm in row["times"])})
 
 
 def learner_details(db: ClassroomDB, course: Course, exercise: str, user_ids: list[int]) -> list[dict]:

@@ -199,14 +199,16 @@ def run_server(
         allowed = (*LOOPBACK_HOSTS, host.strip("[]"))
     app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
     actual = sock.getsockname()[1]
-    shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
-    url = f"http://{shown}:{actual}/?token={secret}"
-    if room is not None:
-        url = (public_url.rstrip("/") if public_url else f"http://{shown}:{actual}") + "/login"
-        typer.echo(f"Classroom {room.the_class()['name']!r} ({room.where}); learners log in at:")  # type: ignore[index]
     typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
-    typer.echo(t("serve.open_url", service.lang))
-    typer.secho(f"    {url}", bold=True)
+    if room is None:
+        shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
+        url = f"http://{shown}:{actual}/?token={secret}"
+        typer.echo(t("serve.open_url", service.lang))
+        typer.secho(f"    {url}", bold=True)
+    else:
+        url, lines = classroom_banner(room, base_url(host, actual, public_url), service.lang)
+        for line in lines:
+            typer.secho(line, bold=line.startswith("    "))
     typer.echo(t("serve.stop", service.lang), err=False)
     server = stopping_server(
         uvicorn.Config(
@@ -228,6 +230,34 @@ def run_server(
         sock.close()
         if room is not None:
             room.close()
+
+
+def base_url(host: str, port: int, public_url: str | None = None) -> str:
+    """The address people open: `--public-url` when given, else the bound address (a wildcard bind names this
+    machine by its host name; loopback stays loopback)."""
+    if public_url:
+        return public_url.rstrip("/")
+    if host in WILDCARD_HOSTS:
+        shown = socket.gethostname() or "127.0.0.1"
+    else:
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def classroom_banner(room, base: str, language: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
+    """What `serve --classroom` prints: the class, where everyone logs in and the join link, as full URLs
+    (no token: a class logs in with accounts). Returns (the log-in URL, the lines)."""
+    klass = room.the_class() or {}
+    login = base + "/login"
+    lines = [
+        t("serve.classroom", language, name=klass.get("name", "?"), where=room.where),
+        t("serve.classroom_login", language),
+        f"    {login}",
+    ]
+    if klass.get("join_code"):
+        state = "serve.classroom_join_open" if klass.get("join_open") else "serve.classroom_join_closed"
+        lines += [t(state, language), f"    {base}/join/{klass['join_code']}"]
+    return login, lines
 
 
 def check_argon2(host: str) -> None:

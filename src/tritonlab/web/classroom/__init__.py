@@ -6,7 +6,10 @@ Modules:
 - `guard.py`: `ClassroomGuard`, the middleware: sessions, CSRF and Origin, teachers-only paths.
 - `ownership.py`: runs and quiz attempts remember who started them; one run per learner, a rate limit.
 - `login.py`: log in, log out, join with the class's link, and their pages.
-- `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link).
+- `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link), a picture's cell
+  drilled down to its learners and their code.
+- `pictures.py`: the teacher's pictures as inline SVG (the numbers: classroom/insights.py).
+- `exports.py`: the pictures' numbers as JSON and CSV, and as PNG drawn by matplotlib (bounded, rate-limited).
 - `leaderboard.py`: the opt-in speed leaderboard's page and API.
 
 May import what web/ may. Imported only when `serve --classroom` builds its app.
@@ -18,11 +21,11 @@ from fastapi import APIRouter
 
 from tritonlab.classroom.room import Classroom
 from tritonlab.service import Service
-from tritonlab.web.classroom import leaderboard, login, teacher
+from tritonlab.web.classroom import exports, leaderboard, login, teacher
 from tritonlab.web.classroom.guard import ClassroomGuard
 from tritonlab.web.classroom.ownership import OwnedAttempts, OwnedJobs
 
-routers: tuple[APIRouter, ...] = (login.router, teacher.router, leaderboard.router)
+routers: tuple[APIRouter, ...] = (login.router, teacher.router, exports.router, leaderboard.router)
 
 
 def install(app, classroom: Classroom, service: Service, allowed_hosts, public_url: str | None) -> None:  # type: ignore[no-untyped-def]
