@@ -43,11 +43,14 @@ def highlight_code(code: str, language: str = "python") -> str:
     return highlight(code, lexer, _FORMATTER)
 
 
-def numbered_code(code: str, language: str = "python", anchor: str = "L", label: str = "") -> str:
+def numbered_code(
+    code: str, language: str = "python", anchor: str = "L", label: str = "", mark: int | None = None
+) -> str:
     """Highlighted code with line numbers: the <pre class="hl numbered"> of a learner's file, one
     <span class="line" id="{anchor}{n}"> per line (a link to `#L12` shows that line) whose number is a
     separate span that copying and screen readers skip. Pygments' classes and escaping, as in `highlight_code`.
-    The block scrolls sideways, so it is focusable (keyboard users scroll it too); `label` names it."""
+    The block scrolls sideways, so it is focusable (keyboard users scroll it too); `label` names it. Line
+    `mark` (a failure's line) gets the class `mark`."""
     from pygments.token import STANDARD_TYPES
 
     name = _LANG_ALIASES.get(language, language)
@@ -71,7 +74,8 @@ def numbered_code(code: str, language: str = "python", anchor: str = "L", label:
         lines.pop()
     width = len(str(len(lines)))
     out = [
-        f'<span class="line" id="{anchor}{n}"><span class="ln" aria-hidden="true">{n:>{width}}</span>'
+        f'<span class="line{" mark" if n == mark else ""}" id="{anchor}{n}">'
+        f'<span class="ln" aria-hidden="true">{n:>{width}}</span>'
         f"{''.join(parts)}</span>"
         for n, parts in enumerate(lines, 1)
     ]

@@ -38,6 +38,11 @@ def pct(value: float) -> str:
     return f"{value:.1f} %"
 
 
+def num(value: float) -> str:
+    """A number as a `data-value` attribute: every digit kept (repr), so a test reads back the stored float."""
+    return repr(float(value))
+
+
 def _attrs(**values: object) -> Markup:
     """` name="value"` pairs, escaped; a trailing _ is dropped (class_) and _ becomes - (data_x → data-x)."""
     parts = []
@@ -96,17 +101,20 @@ def stuck_map(data: dict, lang: str) -> Markup | None:
     kinds = data["kinds"]
     if not rows:
         return None
-    label_w, cell_w, head_h = _label_width(rows), 56.0, 120.0
     columns = [*kinds, ""]  # the last column: every stuck learner of the exercise
+    names = [
+        t("classroom_ui.pictures.no_kind", lang) if k == "none" else kind_label(k, lang) if k else
+        t("classroom_ui.pictures.all_kinds", lang) for k in columns
+    ]  # fmt: skip
+    # the column names are written at 40°: their height is what the longest needs (sin 40° ≈ 0.64)
+    label_w, cell_w = _label_width(rows), 56.0
+    head_h = 24 + 0.64 * FONT_W * 0.92 * max(len(n) for n in names)
     width = label_w + cell_w * len(columns) + 12
     height = head_h + ROW * len(rows) + 8
     most = max(len(u) for r in rows for u in r["stuck"].values())
     body: list[Markup] = []
-    for j, kind in enumerate(columns):
+    for j, name in enumerate(names):
         x = label_w + cell_w * j + cell_w / 2
-        name = kind_label(kind, lang) if kind else t("classroom_ui.pictures.all_kinds", lang)
-        if kind == "none":
-            name = t("classroom_ui.pictures.no_kind", lang)
         body.append(
             _text(x, head_h - 8, name, class_="axis-label", transform=f"rotate(-40 {x:.1f} {head_h - 8:.1f})")
         )
@@ -190,7 +198,10 @@ def time_to_pass(data: dict, lang: str) -> Markup | None:
         x = _time_x(tick, label_w, span, top)
         body.append(_tag("line", (), x1=f"{x:.1f}", x2=f"{x:.1f}", y1=f"{head_h:.1f}", y2=f"{axis_y:.1f}",
                          class_="grid"))  # fmt: skip
-        body.append(_text(x, axis_y + 16, duration(tick, lang), class_="axis-label", text_anchor="middle"))
+        label = (
+            "≤ " + duration(tick, lang) if tick == 1 else duration(tick, lang)
+        )  # 0 s (a first-try pass) sits here
+        body.append(_text(x, axis_y + 16, label, class_="axis-label", text_anchor="middle"))
     names = data["learners"]
     for i, row in enumerate(rows):
         y = head_h + ROW * i + ROW / 2
@@ -200,11 +211,11 @@ def time_to_pass(data: dict, lang: str) -> Markup | None:
             who = names.get(tm["user_id"], {}).get("username", "?")
             marks.append((_time_x(tm["seconds"], label_w, span, top), tm["seconds"],
                           f"{who}: {duration(tm['seconds'], lang)}",
-                          {"data_exercise": row["id"], "data_user": who, "data_value": f"{tm['seconds']:g}"}))  # fmt: skip
+                          {"data_exercise": row["id"], "data_user": who, "data_value": num(tm["seconds"])}))  # fmt: skip
         median = row["time_spread"]["median"]
         _dot_row(body, y, marks, _time_x(median, label_w, span, top),
                  t("classroom_ui.pictures.median", lang, value=duration(median, lang)),
-                 {"data_exercise": row["id"], "data_value": f"{median:g}"})  # fmt: skip
+                 {"data_exercise": row["id"], "data_value": num(median)})  # fmt: skip
     title = t("classroom_ui.pictures.time_title", lang)
     return _svg("time", width, height, title, t("classroom_ui.pictures.time_desc", lang), body, "img")
 
@@ -262,7 +273,7 @@ def speed_roof(data: dict, lang: str) -> Markup | None:
         cls = "roof" if tick == 100 else "grid"
         body.append(_tag("line", (), x1=f"{x_of(tick):.1f}", x2=f"{x_of(tick):.1f}", y1=f"{head_h - 14:.1f}",
                          y2=f"{axis_y:.1f}", class_=cls))  # fmt: skip
-        body.append(_text(x_of(tick), axis_y + 16, pct(tick), class_="axis-label", text_anchor="middle"))
+        body.append(_text(x_of(tick), axis_y + 16, f"{tick} %", class_="axis-label", text_anchor="middle"))
     body.append(_text(x_of(100) - 4, head_h - 16, t("classroom_ui.pictures.roof", lang), class_="roof-label",
                       text_anchor="end"))  # fmt: skip
     names = data["learners"]
@@ -276,10 +287,10 @@ def speed_roof(data: dict, lang: str) -> Markup | None:
             who = names.get(sp["user_id"], {}).get("username", "?")
             rate = f"{sp['achieved']:g} {sp['unit']}" if sp["achieved"] is not None and sp["unit"] else ""
             marks.append((x_of(sp["pct"]), sp["pct"], f"{who}: {pct(sp['pct'])} {rate}".strip(),
-                          {"data_exercise": row["id"], "data_user": who, "data_value": f"{sp['pct']:g}"}))  # fmt: skip
+                          {"data_exercise": row["id"], "data_user": who, "data_value": num(sp["pct"])}))  # fmt: skip
         median = row["speed_spread"]["median"]
         _dot_row(body, y, marks, x_of(median), t("classroom_ui.pictures.median", lang, value=pct(median)),
-                 {"data_exercise": row["id"], "data_value": f"{median:g}"})  # fmt: skip
+                 {"data_exercise": row["id"], "data_value": num(median)})  # fmt: skip
     title = t("classroom_ui.pictures.speed_title", lang)
     return _svg("speed", width, height, title, t("classroom_ui.pictures.speed_desc", lang), body, "img")
 

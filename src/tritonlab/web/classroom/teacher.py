@@ -6,6 +6,7 @@ password, disable, unlock), and opening or closing the join link. The pictures' 
 
 from __future__ import annotations
 
+import re
 import time
 
 from fastapi import APIRouter, HTTPException, Request
@@ -39,7 +40,7 @@ def _kind(ctx: Context, kind: str) -> str:
     return kind_label(kind, ctx.get("lang"))
 
 
-templates.env.globals.update(duration=_duration, pct=pictures.pct, kind_label=_kind)
+templates.env.globals.update(duration=_duration, pct=pictures.pct, num=pictures.num, kind_label=_kind)
 
 
 class NewUserBody(BaseModel):
@@ -68,11 +69,15 @@ def teacher_page(request: Request) -> Response:
     context = base_context(request, service, weblang.tr(request, "classroom_ui.teacher.title"))
     data = classroom.insights(service.course)
     lang = context["lang"]
+    public = getattr(request.state, "classroom_guard", None)
+    public = public.public if public is not None else None
+    base = public.geturl().rstrip("/") if public is not None else str(request.base_url).rstrip("/")
     return page(
         request,
         "classroom_teacher.html",
         **{k: v for k, v in context.items() if k != "request"},
         klass=classroom.the_class(),
+        base_url=base,  # the join link in full: --public-url behind a proxy, else the address asked for
         matrix=classroom.matrix(service.course),
         insights=data,
         pictures={name: draw(data, lang) for name, draw in pictures.PICTURES.items()},
@@ -103,9 +108,13 @@ def drilldown_page(exercise_id: str, request: Request, kind: str | None = None) 
     ids = class_insights.learners_of(classroom.insights(service.course), exercise.id, kind)
     details = classroom.learner_details(service.course, exercise.id, ids[:MAX_DRILLDOWN])
     for item in details:
-        user = item["user"]
+        user, failure = item["user"], item["failure"] or {}
+        line = re.search(r":(\d+)$", failure.get("where", ""))
+        item["line"] = int(line.group(1)) if line else None  # the failure's line, marked in the code
         item["code_html"] = Markup(
-            numbered_code(item["code"], "python", f"u{user.id}-L", f"{user.username}: {exercise.id}")
+            numbered_code(
+                item["code"], "python", f"u{user.id}-L", f"{user.username}: {exercise.id}", item["line"]
+            )
         )
     if kind in (None, "*"):
         heading = weblang.tr(request, "classroom_ui.drilldown.title", exercise=exercise.id)
