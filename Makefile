@@ -32,9 +32,11 @@ run: install
 
 # System packages for the tests, from Debian when we may (root with apt-get), never downloaded binaries:
 # chromium for the browser tests, bubblewrap for the hardened sandbox, postgresql for the classroom tests on a
-# real PostgreSQL (started by the test run as `nobody`). Without them those tests skip and say why.
+# real PostgreSQL (started by the test run as `nobody`), nginx and caddy for the deployment tests (the shipped
+# deploy/ files run in front of a real server). Without them those tests skip and say why.
 SYSTEM_PACKAGES := $(if $(wildcard /usr/bin/chromium),,chromium) $(if $(shell command -v bwrap),,bubblewrap) \
-	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) $(if $(wildcard /usr/sbin/nginx),,nginx) \
+	$(if $(wildcard /usr/bin/caddy),,caddy)
 system-deps:
 	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		echo "installing Debian packages for the tests: $(strip $(SYSTEM_PACKAGES))"; \

@@ -4,7 +4,7 @@ time follows the load (docs/performance.md), the children's CPU time much less.
     python benchmarks/profile_check.py softmax [--runs 5] [--profile | --cases]
 
 Each run is two fresh processes, as in a real check: the check child's work (`harness.run_check` on the course
-solution, TRITON_INTERPRET=1) and then the replay child's (`replay.run_replay` on the records it wrote). Prints
+solution, TRITON_INTERPRET=1) and then the replay child's (`replay/child.run_replay` on the records it wrote). Prints
 the median CPU seconds of each. `--profile` prints the check child's cProfile instead (by own time); `--cases`
 does one run and prints what the check child timed per case and the replay child's lowering and total. With
 PYTHONPATH pointing at another checkout's src, it measures that checkout (a before/after comparison).
@@ -30,19 +30,22 @@ def child(phase: str, exercise_id: str, run_dir: Path, profile: bool) -> None:
     import torch  # noqa: F401 - imported by the zygote before a child forks: not part of a check
     import triton  # noqa: F401
 
-    from tritonlab.grading import contracts, grader, harness, replay
+    from tritonlab.grading import contracts, harness
+    from tritonlab.grading.check.cases import make_cases
+    from tritonlab.grading.check.job import write_job
+    from tritonlab.grading.replay.child import run_replay
     from tritonlab.models import Exercise
 
     contract = contracts.get(exercise_id)
     solution = next((ROOT / "course").glob(f"*/exercises/{exercise_id}/solution.py")).resolve()
-    cases = grader.make_cases(contract, 7, "interpreter")
+    cases = make_cases(contract, 7, "interpreter")
     names = getattr(contract, "ARG_NAMES", None)
     started = time.process_time()
     if phase == "check":
         exercise = Exercise(
             exercise_id, "", solution.parent, contract.FUNCTION, {"en": exercise_id}, {}, {}, ()
         )
-        grader.write_job(exercise, solution, "interpreter", cases, run_dir, names)
+        write_job(exercise, solution, "interpreter", cases, run_dir, names)
         os.chdir(run_dir)
         job = json.loads((run_dir / "job.json").read_text())
         started = time.process_time()
@@ -59,13 +62,13 @@ def child(phase: str, exercise_id: str, run_dir: Path, profile: bool) -> None:
         job = replay_job(cases, names, run_dir, solution, "interpreter")
         os.chdir(run_dir)
         started = time.process_time()
-        replay.run_replay(job, run_dir)
+        run_replay(job, run_dir)
     print(json.dumps({"cpu": round(time.process_time() - started, 3)}))
 
 
 def replay_job(cases: list, names: list | None, run_dir: Path, solution: Path, backend: str) -> dict:
     """The replay job the grader would write after the check child in `run_dir` (its records and results)."""
-    from tritonlab.grading import grader
+    from tritonlab.grading.check.job import encode_case
 
     (run_dir / "source.py").write_text(solution.read_text())
     result = json.loads((run_dir / "result.json").read_text())
@@ -74,7 +77,7 @@ def replay_job(cases: list, names: list | None, run_dir: Path, solution: Path, b
     for i, case in enumerate(cases):
         record = run_dir / f"c{i}_launches.json"
         if case.name in returned and record.is_file():
-            args, kwargs = grader.encode_case(case, i, names, run_dir)
+            args, kwargs = encode_case(case, i, names, run_dir)
             job_cases.append(
                 {"index": i, "args": args, "kwargs": kwargs, "record": json.loads(record.read_text())}
             )

@@ -4,9 +4,9 @@
 
 For each exercise, through one long-lived Service (what `serve`, `watch` and the check daemon hold; the sandbox
 as configured): `--repeats` checks of the course solution without the speed run, each verdict's `timings`
-kept whole, and the parent's cProfile of the last one (the calling thread runs `grader.check`: case lookup,
+kept whole, and the parent's cProfile of the last one (the calling thread runs `CheckRun` (grading/check/pipeline.py): case lookup,
 job writing, waiting on the runs, the replay's staging, judging). Then the children's side without the
-sandbox: the check child's and the replay child's work (`harness.run_check`, `replay.run_replay`) on the same
+sandbox: the check child's and the replay child's work (`harness.run_check`, `replay/child.run_replay`) on the same
 cases, profiled in fresh processes after one warm-up (the Triton cache filled). Writes `profile.json` and one
 `*.txt` per profile into DIR. Needs a GPU (`--backend interpreter` runs the same steps on the CPU, for testing
 the script).
@@ -78,27 +78,30 @@ def child_phase(phase: str, exercise_id: str, run_dir: Path, backend: str, profi
     import torch
     import triton  # noqa: F401 - the zygote imported both before forking the child
 
-    from tritonlab.grading import contracts, grader, harness, replay
+    from tritonlab.grading import contracts, harness
+    from tritonlab.grading.check.cases import make_cases
+    from tritonlab.grading.check.job import write_job
+    from tritonlab.grading.replay.child import run_replay
     from tritonlab.models import Exercise
 
     if backend == "gpu":
         torch.zeros(1, device="cuda")  # a warm child has its CUDA context before the job arrives
     contract = contracts.get(exercise_id)
     solution = next((ROOT / "course").glob(f"*/exercises/{exercise_id}/solution.py")).resolve()
-    cases = grader.make_cases(contract, 7, backend)
+    cases = make_cases(contract, 7, backend)
     names = getattr(contract, "ARG_NAMES", None)
     if phase == "check":
         exercise = Exercise(
             exercise_id, "", solution.parent, contract.FUNCTION, {"en": exercise_id}, {}, {}, ()
         )
-        grader.write_job(exercise, solution, backend, cases, run_dir, names)
+        write_job(exercise, solution, backend, cases, run_dir, names)
         job = json.loads((run_dir / "job.json").read_text())
         work = (harness.run_check, job, run_dir)
     else:
         from profile_check import replay_job  # the same job, built the same way (this folder is on sys.path)
 
         job = replay_job(cases, names, run_dir, solution, backend)
-        work = (replay.run_replay, job, run_dir)
+        work = (run_replay, job, run_dir)
     os.chdir(run_dir)
     prof = cProfile.Profile()
     began = time.perf_counter()

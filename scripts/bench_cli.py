@@ -26,7 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 # tl.dot exercises: interpreted GEMM tiles take longer (≤ 10 s)
-MATMUL_FAMILY = {"matmul", "matmul-bias", "autotune", "grouped-matmul-order", "attention-forward"}
+MATMUL_FAMILY = {
+    "matmul",
+    "matmul-bias",
+    "autotune",
+    "grouped-matmul-order",
+    "attention-forward",
+    "attention-backward",
+}
 
 
 def time_command(args: list[str], runs: int, env: dict, warm_up: bool = True) -> list[float]:

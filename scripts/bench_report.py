@@ -22,7 +22,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonlab.perf import bench, targets  # noqa: E402
+from tritonlab.perf import plots as charts  # noqa: E402
+from tritonlab.perf import targets  # noqa: E402
 
 
 def recorded_run(prefix: str = "h200", runs: Path = ROOT / "docs" / "gpu-runs") -> Path | None:
@@ -159,7 +160,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
     rows = res.get("rows", [])
     peaks = res.get("peaks") or data.get("roofline", {}).get("peaks")
     if rows and peaks:
-        bench.plot_roofline(
+        charts.plot_roofline(
             rows, peaks, path("roofline"), title=f"Roofline, {res['env'].get('gpu')} (measured roof)"
         )
     sweeps = res.get("size_sweeps", {})
@@ -169,7 +170,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
             for impl, t in r["impls"].items():
                 if "gbps" in t:
                     series.setdefault(impl, []).append((r["shape"][0], t["gbps"]))
-        bench.plot_sweep(
+        charts.plot_sweep(
             series,
             path("vector-add-sizes"),
             xlabel="elements (fp32)",
@@ -192,7 +193,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
                 }
                 for r in sel
             }
-            bench.plot_bars(
+            charts.plot_bars(
                 groups,
                 path(f"{kernel}-bars"),
                 ylabel="GB/s" if unit == "gbps" else "TFLOP/s",
@@ -200,7 +201,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
             )
     bs = data.get("block-sweep")
     if bs and "values" in bs:
-        bench.plot_heatmap(
+        charts.plot_heatmap(
             bs,
             path("block-sweep"),
             title=f"vector add 2^26 fp32 on {bs['env'].get('gpu')}: GB/s",
@@ -212,7 +213,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
             shape_str(r["shape"]): {k: v["tflops"] for k, v in r["impls"].items() if "tflops" in v}
             for r in fu["rows"]
         }
-        bench.plot_bars(
+        charts.plot_bars(
             groups,
             path("fusion"),
             ylabel="TFLOP/s (matmul FLOPs)",
@@ -228,7 +229,7 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
             }
             for r in at["report"]
         }
-        bench.plot_bars(
+        charts.plot_bars(
             groups,
             path("autotune-holdout"),
             ylabel="TFLOP/s",

@@ -78,7 +78,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "lifo-queue",
-        "service.py",
+        "service/gate.py",
         "self._queue.append(ticket)",
         "self._queue.insert(0, ticket)",
         k(G, "first_come"),
@@ -273,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "oob-read-by-guard-value-removed",
-        "grading/contracts/compare.py",
+        "grading/contracts/_values.py",
         "oob = np.flatnonzero(bits == guard) if guard is not None else np.array([], int)",
         "oob = np.array([], int)",
         k(G, "input_guard"),
@@ -282,7 +282,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "unwritten-not-detected",
-        "grading/contracts/compare.py",
+        "grading/contracts/_values.py",
         'np.flatnonzero(bits == poison) if poison is not None and meta.get("guarded") else np.array([], int)',
         "np.array([], int)",
         ("tests/test_contracts.py",),
@@ -291,7 +291,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # ---- queue, caps, streaming, serving ----
     Mutation(
         "gate-admits-one-more",
-        "service.py",
+        "service/gate.py",
         "while self._queue[0] is not ticket or self._active >= self.size:",
         "while self._queue[0] is not ticket or self._active > self.size:",
         k(G, "exactly_its_size"),
@@ -352,7 +352,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "discarded-read-passes",
-        "grading/grader.py",
+        "grading/check/judge.py",
         "        return reads_outside(case, entry)",
         "        return []",
         k("tests/test_wrong_solutions.py", "unmasked_load"),

@@ -282,15 +282,15 @@ def _fake_row(kernel: str, bound: str, flops: int) -> dict:
 
 def test_plots_from_json(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from tritonlab.perf import bench
+    from tritonlab.perf import plots
 
     peaks = {"copy_gbps": 4000.0, "matmul_bf16_tflops": 700.0}
     rows = [_fake_row("softmax", "memory", 5 * 64 * 64), _fake_row("matmul", "compute", 2 * 64**3)]
-    assert bench.plot_roofline(rows, peaks, tmp_path / "r.png").stat().st_size > 1000
+    assert plots.plot_roofline(rows, peaks, tmp_path / "r.png").stat().st_size > 1000
     grid = {"x": [128, 256], "y": [1, 2], "values": [[1.0, None], [3.0, 4.0]], "xlabel": "B", "ylabel": "W"}
-    assert bench.plot_heatmap(grid, tmp_path / "h.png", title="t").stat().st_size > 1000
+    assert plots.plot_heatmap(grid, tmp_path / "h.png", title="t").stat().st_size > 1000
     assert (
-        bench.plot_sweep(
+        plots.plot_sweep(
             {"triton": [(1, 2.0), (2, 3.0)]},
             tmp_path / "s.png",
             xlabel="x",
@@ -303,7 +303,7 @@ def test_plots_from_json(tmp_path: Path) -> None:
         > 1000
     )
     assert (
-        bench.plot_bars({"a": {"triton": 1.0, "torch": 2.0}}, tmp_path / "b.png", ylabel="y", title="t")
+        plots.plot_bars({"a": {"triton": 1.0, "torch": 2.0}}, tmp_path / "b.png", ylabel="y", title="t")
         .stat()
         .st_size
         > 1000

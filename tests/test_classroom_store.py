@@ -453,6 +453,8 @@ CLASSROOM_DATABASE_TESTS = (
     "test_sessions_revoked.py",
     "test_join_link.py",
     "test_per_learner_tables.py",
+    "test_classroom_backup.py",
+    "test_code_backup_bounds.py",
 )
 
 

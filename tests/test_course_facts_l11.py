@@ -390,7 +390,8 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 @pytest.mark.parametrize("exercise", sorted(PASTED))
 def test_the_lessons_code_pasted_as_the_answer_fails(exercise: str, zygote, tmp_path: Path) -> None:
-    from tritonlab.grading import contracts, grader
+    from tritonlab.grading import contracts
+    from tritonlab.grading.check import pipeline
     from tritonlab.models import Exercise
 
     folder = LESSON / "exercises" / exercise
@@ -403,7 +404,7 @@ def test_the_lessons_code_pasted_as_the_answer_fails(exercise: str, zygote, tmp_
         exercise, "11-training", folder, contracts.get(exercise).FUNCTION, {"en": exercise}, {}, {}, ()
     )
     seed = zlib.crc32(exercise.encode()) % 100_000 + 1
-    verdict = grader.check(ex, answer, "interpreter", zygote, seed=seed, timeout=120)
+    verdict = pipeline.check(ex, answer, "interpreter", zygote, seed=seed, timeout=120)
     kinds = {f.kind for f in verdict.failures}
     assert not verdict.passed, (exercise, seed)
     if exercise == "rmsnorm-backward":  # it runs and launches kernels; its gradients are LayerNorm's

@@ -233,12 +233,12 @@ def compiled() -> Iterator[dict]:
 def test_head_dim_256_compiles_and_registers_and_shared_memory_limit_it(compiled: dict) -> None:
     """The tl.dot rule allows D = 256; what changes is the chip's budget: twice the shared memory
     (48 -> 96 KiB) and more than the 255 registers a thread has (it spills), where D = 128 does not."""
-    from tritonlab.grading import kernel_inspect
+    from tritonlab.grading import kernel_compile, kernel_inspect
 
     assert compiled[128].metadata.shared == 48 * 1024
     assert compiled[256].metadata.shared == 96 * 1024
-    small = kernel_inspect.parse_ptxas(kernel_inspect._ptxas_log(compiled[128].asm["ptx"], 90))
-    large = kernel_inspect.parse_ptxas(kernel_inspect._ptxas_log(compiled[256].asm["ptx"], 90))
+    small = kernel_inspect.parse_ptxas(kernel_compile._ptxas_log(compiled[128].asm["ptx"], 90))
+    large = kernel_inspect.parse_ptxas(kernel_compile._ptxas_log(compiled[256].asm["ptx"], 90))
     assert small["spill_stores"] == 0 and small["registers"] <= 255
     assert large["registers"] == 255 and large["spill_stores"] > 0
 
@@ -372,7 +372,8 @@ def test_the_lesson_code_pasted_as_the_answer_fails_attention_forward(zygote: ob
     """Every python block of lesson 12, in order, as one learner file: it defines `attention_forward`, runs, and
     fails the exercise — for lack of the causal mask where the head counts match, for the grouped heads it does
     not map (the lesson's launcher refuses them), and for the head-count check it does not make."""
-    from tritonlab.grading import contracts, grader
+    from tritonlab.grading import contracts
+    from tritonlab.grading.check import pipeline
     from tritonlab.models import Exercise
 
     blocks = [
@@ -386,7 +387,7 @@ def test_the_lesson_code_pasted_as_the_answer_fails_attention_forward(zygote: ob
     assert "def attention_forward(" in answer.read_text()
     exercise = Exercise("attention-forward", "", tmp_path, contracts.get("attention-forward").FUNCTION,
                         {"en": "attention-forward"}, {}, {}, ())  # fmt: skip
-    verdict = grader.check(exercise, answer, "interpreter", zygote, seed=12, timeout=120)
+    verdict = pipeline.check(exercise, answer, "interpreter", zygote, seed=12, timeout=120)
     assert not verdict.passed
     by_kind: dict[str, list] = {}
     for f in verdict.failures:

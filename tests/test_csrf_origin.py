@@ -283,7 +283,7 @@ def test_look_alike_origins_are_refused_by_the_classroom(sqlite_server: ClassSer
     "arrives_as",
     [
         "http",  # the documented nginx: TLS ends at the proxy, which forwards the Host but not the scheme
-        "https",  # a proxy that forwards the scheme (X-Forwarded-Proto, which uvicorn trusts from loopback)
+        "https",  # a proxy that forwards the scheme (X-Forwarded-Proto, believed from --trusted-proxy)
     ],
 )
 def test_look_alike_origins_are_refused_behind_a_tls_proxy(

@@ -121,7 +121,7 @@ def test_the_cli_client_imports_no_torch_triton_or_numpy(forced: Path) -> None:
         assert "tritonlab.cli.daemon" in imported  # it went through the daemon ...
         heavy = {m for m in imported if m.split(".")[0] in ("torch", "triton", "numpy")}
         assert heavy == set(), heavy  # ... and loaded nothing heavy
-        assert "tritonlab.service" not in imported and "tritonlab.grading.grader" not in imported
+        assert "tritonlab.service" not in imported and "tritonlab.grading.check.pipeline" not in imported
     socks = list((forced / "daemon").glob("*.sock"))
     assert len(socks) == 1
     assert stat.S_IMODE(socks[0].stat().st_mode) == 0o600

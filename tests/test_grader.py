@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.failures import process_failure
 from tritonlab.models import FAILURE_KINDS, Exercise, Verdict
 from tritonlab.runs import sandbox
 from tritonlab.runs.collect import RunResult
@@ -71,7 +73,7 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]
 
 
 def check(path: Path, zygote: sandbox.Zygote, seed: int = 11, timeout: float = 60.0) -> Verdict:
-    return grader.check(vector_copy(), path, "interpreter", zygote, seed=seed, timeout=timeout)
+    return pipeline.check(vector_copy(), path, "interpreter", zygote, seed=seed, timeout=timeout)
 
 
 def kinds(verdict: Verdict) -> set[str]:
@@ -151,10 +153,10 @@ def test_the_harness_exit_status_is_not_blamed_on_an_out_of_bounds_store(tmp_pat
     def died(exit_code: int) -> RunResult:
         return RunResult(tmp_path, exit_code, None, False, False, False, "", 0.1)
 
-    harness = grader.process_failure("c", died(pool.HARNESS_EXIT))
+    harness = process_failure("c", died(pool.HARNESS_EXIT))
     assert harness.kind == "crash" and "exit status 70" in harness.message
     assert "out-of-bounds" not in harness.cause and "tritonlab doctor" in harness.cause
-    assert "out-of-bounds store" in grader.process_failure("c", died(3)).cause
+    assert "out-of-bounds store" in process_failure("c", died(3)).cause
 
 
 PROMISED_OUTPUT_CAP = 1 << 20  # docs/reliability.md: "gigabytes of output … output cap (1 MiB)"

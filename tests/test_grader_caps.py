@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.cases import make_cases
+from tritonlab.grading.check.read import output_budget, read_result
 from tritonlab.models import Exercise, Verdict
 from tritonlab.runs import rundir, sandbox
 
@@ -68,11 +71,11 @@ def padded_learner(tmp_path: Path, name_pattern: str, size: int) -> Path:
 
 
 def check(path: Path, zygote: sandbox.Zygote) -> Verdict:
-    return grader.check(vector_copy(), path, "interpreter", zygote, seed=SEED, timeout=120)
+    return pipeline.check(vector_copy(), path, "interpreter", zygote, seed=SEED, timeout=120)
 
 
 def case_names() -> list[str]:
-    return [c.name for c in grader.make_cases(contracts.get("vector-copy"), SEED, "interpreter")]
+    return [c.name for c in make_cases(contracts.get("vector-copy"), SEED, "interpreter")]
 
 
 def test_result_json_is_read_up_to_16_mib_and_refused_one_byte_past(
@@ -113,10 +116,10 @@ def sparse_npy(path: Path, elements: int) -> None:
 
 
 def test_output_arrays_are_read_up_to_64_mib_per_check_and_refused_past(tmp_path: Path) -> None:
-    """The parent's reader (grader.read_result) on a run directory holding what a hostile run could leave: two
+    """The parent's reader (read_result) on a run directory holding what a hostile run could leave: two
     outputs that together fill the budget exactly, then one element more."""
-    cases = grader.make_cases(contracts.get("vector-copy"), SEED, "interpreter")
-    assert grader.output_budget(cases) == OUTPUT_BUDGET  # small inputs: the promised floor
+    cases = make_cases(contracts.get("vector-copy"), SEED, "interpreter")
+    assert output_budget(cases) == OUTPUT_BUDGET  # small inputs: the promised floor
     half = OUTPUT_BUDGET // 8  # float32 elements in half the budget
     for extra, fits in ((0, True), (1, False)):
         run = tmp_path / f"run{extra}"
@@ -129,8 +132,27 @@ def test_output_arrays_are_read_up_to_64_mib_per_check_and_refused_past(tmp_path
         ]
         (run / "result.json").write_text(json.dumps({"cases": [{"name": "c", "outputs": outputs}]}))
         if fits:
-            arrays = grader.read_result(run, grader.output_budget(cases))["cases"][0]["arrays"]
+            arrays = read_result(run, output_budget(cases))["cases"][0]["arrays"]
             assert sum(a.nbytes for a in arrays) == OUTPUT_BUDGET
         else:
             with pytest.raises(rundir.Malformed, match=f"may return {OUTPUT_BUDGET} bytes in all"):
-                grader.read_result(run, grader.output_budget(cases))
+                read_result(run, output_budget(cases))
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "uint8", "int16", "uint32", "float32", "uint64", "float64"]
+)
+def test_an_output_of_another_element_width_than_declared_is_refused(tmp_path: Path, dtype: str) -> None:
+    """Every dtype a result may declare has its element width checked against the file: an output declared as
+    `dtype` whose .npy holds elements of another width (here the next width up) is malformed, never read as
+    something else. (Until the check pipeline's split, a second, smaller width table in the same module hid
+    the first one, so bool, int8, uint8, uint32 and uint64 outputs were read at whatever width they held.)"""
+    width = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint32": 4, "float32": 4, "uint64": 8}.get(
+        dtype, 8
+    )
+    wrong = {1: np.int16, 2: np.int32, 4: np.int64, 8: np.int32}[width]
+    np.save(tmp_path / "o.npy", np.zeros(4, dtype=wrong), allow_pickle=False)
+    outputs = [{"file": "o.npy", "dtype": dtype, "shape": [4]}]
+    (tmp_path / "result.json").write_text(json.dumps({"cases": [{"name": "c", "outputs": outputs}]}))
+    with pytest.raises(rundir.Malformed, match=f"expected {width}"):
+        read_result(tmp_path)

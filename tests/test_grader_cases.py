@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
 from tritonlab.grading.contracts import DEVICE, Case, Tensor, layout_geometry
 from tritonlab.runs import sandbox
 
@@ -73,7 +74,7 @@ def case_signature(case: Case) -> tuple:
 
 
 def contract_cases(exercise_id: str) -> list[Case]:
-    """The cases the contract makes for the grader's seed (grader.make_cases draws them the same way)."""
+    """The cases the contract makes for the grader's seed (make_cases draws them the same way)."""
     return contracts.get(exercise_id).cases(np.random.default_rng(SEED), BACKEND)
 
 
@@ -102,7 +103,7 @@ def test_a_file_wrong_only_on_the_last_case_fails_naming_it(
     wrong.write_text(
         exercise.solution.read_text() + WRAPPER.format(function=exercise.function, last=signatures[-1])
     )
-    verdict = grader.check(exercise, wrong, BACKEND, zygote, seed=SEED, timeout=180)
+    verdict = pipeline.check(exercise, wrong, BACKEND, zygote, seed=SEED, timeout=180)
 
     # none dropped: every case the contract made, in order, is judged, except a bf16-arithmetic case that this
     # backend skips, which the verdict names in its notes

@@ -26,11 +26,12 @@ from fastapi.testclient import TestClient
 from starlette.routing import Mount
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
+from tritonlab.grading.check import pipeline
 from tritonlab.runs import runfolder, sandbox
 from tritonlab.runs.collect import RunResult
 from tritonlab.runs.limits import RUN_USER_NAME, Limits
-from tritonlab.service import FairGate, Service
+from tritonlab.service import Service
+from tritonlab.service.gate import FairGate
 from tritonlab.store.progress import Store
 from tritonlab.web import create_app, jobs
 from tritonlab.web.security import cookie_name, cookie_value
@@ -448,7 +449,7 @@ def test_a_sleeping_check_gets_a_timeout_verdict(zygote: sandbox.Zygote, tmp_pat
     learner.write_text("import time\n\n\ndef vector_copy(x):\n    time.sleep(1000)\n")
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
     started = time.monotonic()
-    verdict = grader.check(exercise, learner, "interpreter", zygote, seed=3, timeout=2)
+    verdict = pipeline.check(exercise, learner, "interpreter", zygote, seed=3, timeout=2)
     assert time.monotonic() - started < 20
     assert not verdict.passed and verdict.failures[0].kind == "timeout", verdict
 

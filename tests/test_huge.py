@@ -18,7 +18,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from tritonlab.grading import contracts, grader, huge
+from tritonlab.grading import contracts, huge
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.run import run_limits
 from tritonlab.grading.contracts import Case
 from tritonlab.models import Exercise
 from tritonlab.runs import sandbox
@@ -78,7 +80,7 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]
 def check(path: Path, zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch, seed: int):
     monkeypatch.setattr(contracts.get("vector-copy"), "huge_cases", small_huge_cases)
     exercise = Exercise("vector-copy", "", path.parent, "vector_copy", {"en": "vector-copy"}, {}, {}, ())
-    return grader.check(exercise, path, "interpreter", zygote, seed=seed, timeout=90, huge_cases=True)
+    return pipeline.check(exercise, path, "interpreter", zygote, seed=seed, timeout=90, huge_cases=True)
 
 
 def test_generated_values_are_exact_and_the_summary_counts_bad_elements() -> None:
@@ -164,8 +166,8 @@ def test_a_huge_case_raises_the_runs_gpu_memory_cap_to_what_it_holds() -> None:
     for exercise_id, tensors, itemsize in (("vector-add", 3, 2), ("pid-map", 1, 4), ("vector-copy", 2, 2)):
         cases = contracts.get(exercise_id).huge_cases(rng)
         n = cases[0].extra["huge"]["n"]
-        limits = grader.run_limits("gpu", 60.0, cases)
+        limits = run_limits("gpu", 60.0, cases)
         assert limits.gpu_memory_bytes >= 2 * tensors * n * itemsize > gpu_memory_cap(), exercise_id
     ordinary = contracts.get("vector-add").cases(rng, "gpu")
-    assert grader.run_limits("gpu", 60.0, ordinary).gpu_memory_bytes == gpu_memory_cap()
-    assert grader.run_limits("interpreter", 60.0, cases).gpu_memory_bytes is None
+    assert run_limits("gpu", 60.0, ordinary).gpu_memory_bytes == gpu_memory_cap()
+    assert run_limits("interpreter", 60.0, cases).gpu_memory_bytes is None

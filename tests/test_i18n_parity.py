@@ -360,9 +360,11 @@ def grader_failures() -> list:
     """Real failures and notes, built by the grader's own code paths from results a wrong kernel gives."""
     import numpy as np
 
-    from tritonlab.grading import contracts, grader
+    from tritonlab.grading import contracts
+    from tritonlab.grading.check.host import cost_notes, judge_host
     from tritonlab.grading.contracts import Case, Tensor
-    from tritonlab.grading.contracts.compare import compare_values, host_checks, unwritten_cause
+    from tritonlab.grading.contracts._values import unwritten_cause
+    from tritonlab.grading.contracts.compare import compare_values, host_checks
 
     case = Case("n=100", (Tensor(np.ones(100), "float32"),))
     base = {"status": "returned", "function": "vector_add", "returned": "NoneType"}
@@ -430,8 +432,8 @@ def grader_failures() -> list:
         "host_computed": "output 0: 3 of 100 element(s) differ when the launches run alone",
     }
     costs: dict = {}
-    failures += grader.judge_host(case, entry, {"layout_copies": ["z"]}, costs)
-    texts = [t for f in failures for t in (f.message, f.cause) if t] + causes + grader.cost_notes(costs)
+    failures += judge_host(case, entry, {"layout_copies": ["z"]}, costs)
+    texts = [t for f in failures for t in (f.message, f.cause) if t] + causes + cost_notes(costs)
     return texts
 
 

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from tritonlab.grading import kernel_inspect, triton_api
-kernel_inspect.compiler_mode()
+from tritonlab.grading import kernel_compile, triton_api
+kernel_compile.compiler_mode()
 import torch, triton, triton.language as tl
 
 @triton.jit
@@ -55,10 +55,10 @@ for args, kwargs in launches:
     except Exception as exc:  # another Triton: its private binder differs; ours must still compile
         out["triton"].append(repr(exc))
 sig, cx, attrs, opts = triton_api.bind_launch(k, *launches[0])
-compiled = kernel_inspect.compile_for(k, sig, cx, attrs, opts, "cuda:90")
+compiled = kernel_compile.compile_for(k, sig, cx, attrs, opts, "cuda:90")
 out["ptx"] = compiled.asm["ptx"]
-out["ptxas"] = kernel_inspect._ptxas_log(compiled.asm["ptx"], 90)
-out["described"] = kernel_inspect.describe_compiled(compiled, "cuda:80")["occupancy"]
+out["ptxas"] = kernel_compile._ptxas_log(compiled.asm["ptx"], 90)
+out["described"] = kernel_compile.describe_compiled(compiled, "cuda:80")["occupancy"]
 print(json.dumps(out))
 """
 
@@ -124,7 +124,8 @@ def test_cli_inspect_prints_ptx_and_registers(tmp_path: Path) -> None:
 
 
 def test_adapter_module_is_the_only_place_with_private_triton_calls() -> None:
-    text = (ROOT / "src" / "tritonlab" / "grading" / "kernel_inspect.py").read_text()
+    grading = ROOT / "src" / "tritonlab" / "grading"
+    text = (grading / "kernel_inspect.py").read_text() + (grading / "kernel_compile.py").read_text()
     for private in (
         "_pack_args",
         "create_function_from_signature",

@@ -44,7 +44,8 @@ COMPILE = r"""
 import json, re, sys
 import triton
 import triton.language as tl
-from tritonlab.grading import kernel_inspect as ki, triton_api
+from tritonlab.grading import kernel_compile as kc
+from tritonlab.grading import triton_api
 
 import importlib.util
 spec = importlib.util.spec_from_file_location("lesson14_kernels", sys.argv[1])
@@ -59,8 +60,8 @@ def compile_one(label, name, signature, constexprs, options, target="cuda:90"):
     sig = dict(signature) | {k: "constexpr" for k in constexprs}
     cx = {(names.index(k),): v for k, v in constexprs.items()}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n.startswith("stride")}
-    compiled = ki.compile_for(fn, sig, cx, attrs, options, target)
-    d = ki.describe_compiled(compiled, target)
+    compiled = kc.compile_for(fn, sig, cx, attrs, options, target)
+    d = kc.describe_compiled(compiled, target)
     ptx = d["stages"].get("ptx", "")
     out[label] = {"registers": d["resources"].get("registers"), **d["features"],
                   "wgmma_e4m3": len(re.findall(r"wgmma\.mma_async\S*e4m3", ptx))}
@@ -234,7 +235,8 @@ FAILS_WITH = {
 
 @pytest.mark.parametrize("exercise_id", sorted(ADAPTERS))
 def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, tmp_path: Path) -> None:
-    from tritonlab.grading import contracts, grader
+    from tritonlab.grading import contracts
+    from tritonlab.grading.check import pipeline
     from tritonlab.models import Exercise
     from tritonlab.runs import sandbox
 
@@ -255,7 +257,7 @@ def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, tmp_path:
     try:
         zygote.wait_ready()
         seed = zlib.crc32(exercise_id.encode()) % 1000 + 1
-        verdict = grader.check(exercise, file, "interpreter", zygote, seed=seed, timeout=120)
+        verdict = pipeline.check(exercise, file, "interpreter", zygote, seed=seed, timeout=120)
     finally:
         zygote.close()
     kinds = {f.kind for f in verdict.failures}

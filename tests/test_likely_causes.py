@@ -9,7 +9,8 @@ from tritonlab.grading import contracts
 from tritonlab.grading.contracts import Case, Tensor, quantize
 from tritonlab.grading.contracts import bench_protocol as bench
 from tritonlab.grading.contracts import debug_rmsnorm as rms
-from tritonlab.grading.contracts.compare import MASK_CAUSE, host_checks, unwritten_cause
+from tritonlab.grading.contracts._values import unwritten_cause
+from tritonlab.grading.contracts.compare import MASK_CAUSE, host_checks
 
 
 def result_with(values: np.ndarray, dtype: str = "float32", **extra: object) -> dict:

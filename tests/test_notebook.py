@@ -449,3 +449,42 @@ def test_the_documented_commands_run_a_lesson_notebook_clean(tmp_path: Path) -> 
         assert not [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"], name
         check = next(c for c in code if c.source.startswith("%%check"))
         assert shown in _outputs(check) and "passed" in _outputs(check), (name, _outputs(check)[:500])
+
+
+@pytest.mark.slow
+def test_lesson_13_notebook_executes_in_a_real_kernel(
+    nb_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lesson 13's notebook, built like every lesson's, runs top to bottom in a real kernel on the interpreter
+    (as lesson 5's does above): its five examples print what they check, the three starters' verdicts are
+    shown (they fail, as starters do) without a traceback, and the quiz is printed."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    import os
+
+    from tritonlab.content.course import load_course
+    from tritonlab.notebook.build import execute, kernelspec_for_this_python, write_lesson
+
+    monkeypatch.setenv("JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))  # restored after the test
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    kernel = kernelspec_for_this_python(tmp_path / "jupyter")
+    course = load_course()
+    lesson = course.lesson(13)
+    nb = execute(write_lesson(course, lesson, tmp_path / "nb"), timeout=600, kernel_name=kernel)
+    every = "\n".join(_outputs(c) for c in nb.cells)
+    assert not [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"], every[
+        -3000:
+    ]
+    for shown in (
+        "every gradient matches float64; two calls gave the same bits",  # examples/attention_backward.py
+        "autograd saved 917504 bytes",  # examples/attention_memory.py
+        "forward and backward draw the same mask: True",  # examples/attention_dropout.py
+        "running max equals torch.cummax: True",  # examples/scan_running_max.py
+        "The backward benchmark needs a GPU",  # examples/bench_attention_backward.py, on the interpreter
+    ):
+        assert shown in every, shown
+    for exercise in ("attention-backward", "dropout", "cumsum"):
+        assert f'data-exercise="{exercise}"' in every, exercise
+    assert every.count('data-passed="false"') == 3 and 'data-passed="true"' not in every
+    assert "Traceback" not in every
+    assert "softmax-gradient" in every  # the quiz printed its first question

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURE_COURSE, LEARNERS
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
+from tritonlab.grading.check import pipeline
 from tritonlab.runs import pool, runfolder, sandbox
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.zygote import parent_links
@@ -40,7 +40,7 @@ def warm_pids(z: sandbox.Zygote, count: int, timeout: float = 10.0) -> set[int]:
 
 def check(z: sandbox.Zygote, learner: str, timeout: float = 60, on_start=None):  # noqa: ANN001, ANN201
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-    return grader.check(
+    return pipeline.check(
         exercise, LEARNERS / learner, "interpreter", z, seed=3, timeout=timeout, on_start=on_start
     )
 
@@ -160,7 +160,7 @@ def test_gpu_worker_has_its_cuda_context_before_the_learner_code(
         result = run.wait()
         assert json.loads(result.output.strip().splitlines()[-1])["cuda_initialized_before_learner_code"]
         exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-        verdict = grader.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
+        verdict = pipeline.check(exercise, LEARNERS / "good.py", "gpu", z, seed=3)
         assert verdict.passed, verdict.failures
     finally:
         z.close()

@@ -1,4 +1,4 @@
-"""The fresh replay child's pieces, in-process (grading/replay.py): what it takes from the learner's file, what it
+"""The fresh replay child's pieces, in-process (grading/replay/): what it takes from the learner's file, what it
 refuses in a kernel, and how it treats a hostile launch record. End to end through the sandbox:
 tests/test_wrong_solutions.py (the vector_add cheats) and `tritonlab dev check`."""
 
@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from tritonlab.grading import grader, replay
+from tritonlab.grading.check.replay import compare_replay
+from tritonlab.grading.replay import Refused
+from tritonlab.grading.replay.lower import lower
+from tritonlab.grading.replay.replayer import MAX_EVENTS, Replayer
+from tritonlab.grading.replay.source import build_kernels, extract
 
 KERNEL = """
 import os
@@ -37,17 +41,17 @@ def scale_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
 
 def test_only_kernels_and_literal_constants_are_taken_and_top_level_code_never_runs() -> None:
     os.environ.pop("TRITONLAB_REPLAY_RAN_TOP_LEVEL", None)
-    defs, _options, names = replay.extract(KERNEL)
+    defs, _options, names = extract(KERNEL)
     assert set(defs) == {"scale_kernel"}
     assert (
         names["BLOCK"] == 128 and names["SCALE"].value == 2 and "COMPUTED" not in names and "np" not in names
     )
-    run, lowered = replay.build_kernels(KERNEL, "<learner>")
+    run, lowered = build_kernels(KERNEL, "<learner>")
     assert "TRITONLAB_REPLAY_RAN_TOP_LEVEL" not in os.environ
     x, out = torch.arange(10, dtype=torch.float32), torch.zeros(10)
     run["scale_kernel"][(1,)](x, out, 10, B=16)
     assert torch.equal(out, x * 2)
-    replay.lower(lowered["scale_kernel"], {"x_ptr": x, "out_ptr": out, "n": 10, "B": 16}, {})
+    lower(lowered["scale_kernel"], {"x_ptr": x, "out_ptr": out, "n": 10, "B": 16}, {})
 
 
 @pytest.mark.parametrize(
@@ -63,8 +67,8 @@ def test_only_kernels_and_literal_constants_are_taken_and_top_level_code_never_r
 )
 def test_a_kernel_naming_anything_but_triton_is_refused(body: str, says: str) -> None:
     source = f"import triton\nimport triton.language as tl\nimport numpy as np\n\n\n@triton.jit\ndef k(x, o):\n    {body}\n"
-    with pytest.raises(replay.Refused) as info:
-        replay.build_kernels(source, "<learner>")
+    with pytest.raises(Refused) as info:
+        build_kernels(source, "<learner>")
     assert says in str(info.value)
 
 
@@ -74,8 +78,8 @@ def test_a_kernel_naming_anything_but_triton_is_refused(body: str, says: str) ->
 )
 def test_defaults_and_annotations_that_would_run_code_when_defined_are_refused(signature: str) -> None:
     source = f"import triton\nimport numpy as np\n\n\n@triton.jit\ndef k({signature}):\n    pass\n"
-    with pytest.raises(replay.Refused):
-        replay.build_kernels(source, "<learner>")
+    with pytest.raises(Refused):
+        build_kernels(source, "<learner>")
 
 
 def test_python_hidden_in_a_kernel_is_refused_when_it_lowers() -> None:
@@ -83,9 +87,9 @@ def test_python_hidden_in_a_kernel_is_refused_when_it_lowers() -> None:
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr, n, B: tl.constexpr):\n"
         "    x = tl.load(x_ptr + tl.arange(0, B))\n    x.handle.data[...] = 0\n    tl.store(x_ptr + tl.arange(0, B), x)\n"
     )
-    _run, lowered = replay.build_kernels(source, "<learner>")
-    with pytest.raises(replay.Refused, match="does not compile for a GPU"):
-        replay.lower(lowered["k"], {"x_ptr": torch.zeros(8), "n": 8, "B": 8}, {})
+    _run, lowered = build_kernels(source, "<learner>")
+    with pytest.raises(Refused, match="does not compile for a GPU"):
+        lower(lowered["k"], {"x_ptr": torch.zeros(8), "n": 8, "B": 8}, {})
 
 
 def _record(**changes: object) -> dict:
@@ -114,14 +118,14 @@ def _record(**changes: object) -> dict:
         (_record(events=[{"op": "launch", "kernel": "helper", "grid": [1], "args": []}]), "not a @triton.jit"),
         (_record(events=[{"op": "launch", "kernel": "scale_kernel", "grid": [1], "args": [], "kwargs": {"x": {"eval": "1"}}}]), "malformed"),
         (_record(events=[{"op": "shell"}]), "malformed"),
-        (_record(events=[{"op": "fill"}] * (replay.MAX_EVENTS + 1)), "malformed"),
+        (_record(events=[{"op": "fill"}] * (MAX_EVENTS + 1)), "malformed"),
         (_record(buffers=[{"kind": "alloc", "dtype": "float32", "numel": 10, "init": "unknown"}]), "cannot be re-created"),
     ],
 )  # fmt: skip
 def test_a_hostile_record_is_refused(record: dict, says: str) -> None:
-    run, lowered = replay.build_kernels(KERNEL, "<learner>")
-    replayer = replay.Replayer("cpu", None)  # type: ignore[arg-type]
-    with pytest.raises(replay.Refused) as info:
+    run, lowered = build_kernels(KERNEL, "<learner>")
+    replayer = Replayer("cpu", None)  # type: ignore[arg-type]
+    with pytest.raises(Refused) as info:
         replayer.build_buffers(record, {})
         replayer.run_events(record, run, lowered)
         [replayer.tensor(s) for s in record["outputs"]]
@@ -132,8 +136,8 @@ def test_the_parent_compares_bits_and_tolerates_atomics_only_when_told() -> None
     a = np.array([1.0, 2.0, float("nan")], dtype=np.float32).view(np.int32)
     b = a.copy()
     entry = {"arrays": [a], "outputs": [{"dtype": "float32"}]}
-    assert grader.compare_replay(entry, [b], tolerant=False) == ""
+    assert compare_replay(entry, [b], tolerant=False) == ""
     b[1] += 1  # one ulp
-    assert "1 of 3" in grader.compare_replay(entry, [b], tolerant=False)
-    assert grader.compare_replay(entry, [b], tolerant=True) == ""
-    assert "output(s)" in grader.compare_replay(entry, [], tolerant=False)
+    assert "1 of 3" in compare_replay(entry, [b], tolerant=False)
+    assert compare_replay(entry, [b], tolerant=True) == ""
+    assert "output(s)" in compare_replay(entry, [], tolerant=False)

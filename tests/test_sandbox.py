@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURE_COURSE, LEARNERS
 
 from tritonlab.content.course import load_course
-from tritonlab.grading import grader
+from tritonlab.grading.check import pipeline
 from tritonlab.runs import runfolder, sandbox
 from tritonlab.runs.limits import Limits, child_environment
 
@@ -33,7 +33,7 @@ def run_program(zygote: sandbox.Zygote, file: Path, limits: Limits, argv: list[s
 
 def check(zygote: sandbox.Zygote, learner: str, timeout: float = 60):  # noqa: ANN201
     exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
-    return grader.check(exercise, LEARNERS / learner, "interpreter", zygote, seed=3, timeout=timeout)
+    return pipeline.check(exercise, LEARNERS / learner, "interpreter", zygote, seed=3, timeout=timeout)
 
 
 def test_zygote_is_warm_and_interpreted(zygote: sandbox.Zygote) -> None:

@@ -179,8 +179,8 @@ def test_a_forged_record_is_refused_by_the_timing_run(home: Path, tmp_path: Path
     fake = tmp_path / "vector_add.py"
     fake.write_text(
         "import functools\n"
-        "from tritonlab.grading import guards\n"
-        f"guards.launch_record = lambda *args, **kwargs: {forged}\n" + solution
+        "from tritonlab.grading import launches\n"
+        f"launches.launch_record = lambda *args, **kwargs: {forged}\n" + solution
     )
     data = speed_of(home, "vector-add", fake)
     assert not data.get("rows"), data

@@ -19,7 +19,11 @@ import pytest
 
 from tritonlab import config
 from tritonlab.content.course import load_course
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.cases import make_cases
+from tritonlab.grading.check.judge import judge_case
+from tritonlab.grading.check.read import output_budget, read_result
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.runs import runfolder, sandbox
 
@@ -53,14 +57,14 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             course = load_course()
             for exercise_id in EXERCISES:
                 exercise = course.exercise(exercise_id)
-                verdict = grader.check(
+                verdict = pipeline.check(
                     exercise, exercise.solution, "interpreter", zygote, seed=SEED, keep_run_dir=True
                 )
                 assert verdict.passed, verdict.to_json()
                 (run_dir,) = [p for p in config.runs_dir().glob("run-*") if (p / "result.json").exists()]
-                cases = grader.make_cases(contracts.get(exercise_id), SEED, "interpreter")
+                cases = make_cases(contracts.get(exercise_id), SEED, "interpreter")
                 try:
-                    result = grader.read_result(run_dir, grader.output_budget(cases))
+                    result = read_result(run_dir, output_budget(cases))
                 finally:
                     runfolder.remove_run_dir(run_dir)
                 found[exercise_id] = (cases, {e["name"]: e for e in result["cases"]})
@@ -129,7 +133,7 @@ def test_three_units_off_fails_and_a_quarter_unit_passes(real: dict, exercise_id
                 assert within <= 1, (case.name, within)  # the control really lies inside the bound
             else:
                 assert 1 < within < 10, (case.name, within)  # between 1× and 10× the bound
-            failures = grader.judge_case(contract, case, {**entry, "arrays": [bits]})
+            failures = judge_case(contract, case, {**entry, "arrays": [bits]})
             kinds = [f.kind for f in failures]
             assert kinds == ([] if passes else ["wrong-result"]), (case.name, units, failures)
 
@@ -173,13 +177,13 @@ def test_a_kernel_three_units_off_fails_every_float_case_as_a_wrong_result(
     learner = folder / "vector_add.py"
     learner.write_text(SCALED_ADD.replace("__UNITS__", "3.0"))
     exercise = load_course().exercise("vector-add")
-    cases = grader.make_cases(contracts.get("vector-add"), SEED, "interpreter")
+    cases = make_cases(contracts.get("vector-add"), SEED, "interpreter")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITONLAB_HOME", str(folder / "home"))
         zygote = sandbox.Zygote("interpreter")
         try:
             zygote.wait_ready()
-            verdict = grader.check(exercise, learner, "interpreter", zygote, seed=SEED)
+            verdict = pipeline.check(exercise, learner, "interpreter", zygote, seed=SEED)
         finally:
             zygote.close()
     failed = {f.case for f in verdict.failures}

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tritonlab.grading import grader
 from tritonlab.grading import where as lines
+from tritonlab.grading.check import pipeline
 from tritonlab.models import Exercise, Verdict
 from tritonlab.runs import sandbox
 
@@ -78,7 +78,7 @@ def add_file(tmp_path: Path, name: str, **parts: str) -> tuple[Path, int]:
 
 
 def add_check(path: Path, zygote: sandbox.Zygote) -> Verdict:
-    return grader.check(exercise("vector-add", "vector_add"), path, "interpreter", zygote, seed=5)
+    return pipeline.check(exercise("vector-add", "vector_add"), path, "interpreter", zygote, seed=5)
 
 
 def wheres(verdict: Verdict, kind: str) -> set[str]:
@@ -166,7 +166,7 @@ def test_host_copy_without_launch_names_the_copy_line(tmp_path: Path, zygote: sa
         """
         ),
     )
-    verdict = grader.check(exercise("vector-copy", "vector_copy"), path, "interpreter", zygote, seed=5)
+    verdict = pipeline.check(exercise("vector-copy", "vector_copy"), path, "interpreter", zygote, seed=5)
     assert wheres(verdict, "no-kernel-launch") == {f"{path}:{line}"}
 
 

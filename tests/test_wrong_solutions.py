@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.replay import ROUNDING, compare_replay
 from tritonlab.models import FAILURE_KINDS, Exercise
 from tritonlab.runs import sandbox
 
@@ -164,6 +166,25 @@ EXPECTED: dict[str, str] = {
     "fp8_matmul/scale_once_at_end.py": "wrong-result",
     "fp8_matmul/missing_k_mask.py": "wrong-result",  # the interpreter reads fp8's NaN guard as 480
     "fp8_matmul/two_groups_per_step.py": "wrong-result",
+    # lesson 13
+    "attention_backward/non_causal.py": "wrong-result",  # the lesson's kernels: every query sees every key
+    "attention_backward/dkdv_without_causal_mask.py": "wrong-result",
+    "attention_backward/dq_loop_stops_before_diagonal.py": "wrong-result",
+    "attention_backward/no_delta.py": "wrong-result",
+    "attention_backward/no_scale_on_dq.py": "wrong-result",
+    "attention_backward/torch_dq.py": "torch-fallback",
+    "dropout/same_mask_every_block.py": "wrong-result",
+    "dropout/keeps_with_probability_p.py": "wrong-result",
+    "dropout/no_rescale.py": "wrong-result",
+    "dropout/backward_ignores_offset.py": "wrong-result",
+    "dropout/mask_kept_from_forward.py": "exception",  # the backward runs first: the dict has no mask yet
+    "dropout/two_kernels.py": "too-many-launches",
+    "cumsum/no_carry.py": "wrong-result",
+    "cumsum/exclusive_scan.py": "wrong-result",
+    "cumsum/fp16_accumulation.py": "wrong-result",
+    "cumsum/carry_counted_twice.py": "wrong-result",
+    "cumsum/ignores_column_stride.py": "wrong-result",
+    "cumsum/torch_cumsum.py": "torch-fallback",
 }
 
 # A word the diagnosis must contain, where the bug has a specific one.
@@ -222,6 +243,21 @@ CAUSE_MENTIONS: dict[str, str] = {
     "tma_matmul/pointer_loads.py": "make_tensor_descriptor",
     "fp8_matmul/no_scales.py": "scales were never applied",
     "fp8_matmul/missing_k_mask.py": "mask the last group",
+    "attention_backward/non_causal.py": "NON-causal",
+    "attention_backward/dkdv_without_causal_mask.py": "NON-causal",
+    "attention_backward/dq_loop_stops_before_diagonal.py": "diagonal block",
+    "attention_backward/no_delta.py": "−Δ",
+    "attention_backward/no_scale_on_dq.py": "sm_scale",
+    "dropout/same_mask_every_block.py": "global index",
+    "dropout/keeps_with_probability_p.py": "at least p",
+    "dropout/no_rescale.py": "divided by 1 − p",
+    "dropout/backward_ignores_offset.py": "the same seed",
+    "dropout/mask_kept_from_forward.py": "rebuild the mask",
+    "cumsum/no_carry.py": "carry",
+    "cumsum/exclusive_scan.py": "EXCLUSIVE",
+    "cumsum/fp16_accumulation.py": "fp32",
+    "cumsum/carry_counted_twice.py": "block boundary",
+    "cumsum/ignores_column_stride.py": "stride",
 }
 
 
@@ -252,7 +288,7 @@ def test_every_wrong_file_is_listed() -> None:
 def test_wrong_solution_is_rejected(rel: str, zygote: sandbox.Zygote) -> None:
     folder = rel.split("/")[0]
     seed = zlib.crc32(rel.encode()) % 100_000 + 1
-    verdict = grader.check(exercise_for(folder), WRONG / rel, "interpreter", zygote, seed=seed, timeout=60)
+    verdict = pipeline.check(exercise_for(folder), WRONG / rel, "interpreter", zygote, seed=seed, timeout=60)
     kinds = {f.kind for f in verdict.failures}
     summary = "\n".join(
         f"{f.case} [{f.kind}] {f.message[:160]} :: {f.cause[:160]}" for f in verdict.failures[:8]
@@ -270,7 +306,7 @@ def test_wrong_solution_is_rejected(rel: str, zygote: sandbox.Zygote) -> None:
 def test_host_copy_names_the_line_that_copied(zygote: sandbox.Zygote) -> None:
     """`where` points at the learner's `x = x.contiguous()`, not at the `def` line."""
     rel = "copy_2d/host_contiguous.py"
-    verdict = grader.check(exercise_for("copy_2d"), WRONG / rel, "interpreter", zygote, seed=3, timeout=60)
+    verdict = pipeline.check(exercise_for("copy_2d"), WRONG / rel, "interpreter", zygote, seed=3, timeout=60)
     lines = (WRONG / rel).read_text().splitlines()
     line = next(i for i, text in enumerate(lines, 1) if text.strip() == "x = x.contiguous()")
     copies = [f for f in verdict.failures if f.kind == "host-copy"]
@@ -281,20 +317,20 @@ def test_the_trusted_compile_runs_beside_the_check_and_ends_with_it(
     zygote: sandbox.Zygote, tmp_path: Path
 ) -> None:
     """occupancy's compile for sm_90 needs only the file's text, so it starts with the check run
-    (grader.TrustedCompile): a right file gets its compiled case; a file that cannot even be imported gets no
+    (grading/check/trusted_compile.py): a right file gets its compiled case; a file that cannot even be imported gets no
     compiled case, and its compile child is stopped, not left running for its 180 s limit."""
     from tritonlab.runs.zygote import descendants
 
     exercise = exercise_for("occupancy")
     root = Path(__file__).resolve().parent.parent
     solution = root / "course" / "06-performance" / "exercises" / "occupancy" / "solution.py"
-    verdict = grader.check(exercise, solution, "interpreter", zygote, seed=3, timeout=60)
+    verdict = pipeline.check(exercise, solution, "interpreter", zygote, seed=3, timeout=60)
     assert verdict.passed, [(f.case, f.message) for f in verdict.failures]
     assert any("trusted compile" in c.name for c in verdict.cases)
     assert verdict.timings["compile_s"] > 0
     broken = tmp_path / "occupancy.py"
     broken.write_text(solution.read_text() + "\nraise RuntimeError('broken at import')\n")
-    verdict = grader.check(exercise, broken, "interpreter", zygote, seed=3, timeout=60)
+    verdict = pipeline.check(exercise, broken, "interpreter", zygote, seed=3, timeout=60)
     assert not verdict.passed and {f.kind for f in verdict.failures} == {"exception"}
     assert not any("trusted compile" in c.name for c in verdict.cases)
     assert descendants(zygote.proc.pid) == []  # the compile child is gone with the check
@@ -310,24 +346,24 @@ def test_hostile_text_gets_a_verdict_from_the_trusted_compile(
 ) -> None:
     """The trusted compile reads the text before the check run has said whether it imports, and the check
     writes that text into its run directory: text that makes Python's parser run out of memory, bytes that are
-    not UTF-8 (written back byte for byte, grader.snapshot) or a NUL byte must end as a failed verdict, never
+    not UTF-8 (written back byte for byte, grading/check/job.snapshot) or a NUL byte must end as a failed verdict, never
     as an exception in the server or the CLI."""
     broken = tmp_path / "occupancy.py"
     broken.write_bytes(text)
-    verdict = grader.check(exercise_for("occupancy"), broken, "interpreter", zygote, seed=3, timeout=60)
+    verdict = pipeline.check(exercise_for("occupancy"), broken, "interpreter", zygote, seed=3, timeout=60)
     assert not verdict.passed and verdict.failures
 
 
 def test_the_early_judgement_holds_only_when_the_replay_changes_nothing(zygote: sandbox.Zygote) -> None:
-    """The judge runs beside the replay on a copy of the check child's result (grader.EarlyJudge). A file that
+    """The judge runs beside the replay on a copy of the check child's result (grading/check/judge.EarlyJudge). A file that
     silences every check in its own process returns right values, so that early judgement passes it: only the
     replay finds the host's work, and the early judgement must then be dropped. A right file keeps it."""
     exercise = exercise_for("vector_add")
-    cheat = grader.check(exercise, WRONG / "vector_add/patches_grader.py", "interpreter", zygote, seed=5)
+    cheat = pipeline.check(exercise, WRONG / "vector_add/patches_grader.py", "interpreter", zygote, seed=5)
     assert "host-computed" in {f.kind for f in cheat.failures}, cheat.failures
     assert cheat.timings["judged_early"] is False
     solution = next(ROOT.glob("course/*/exercises/vector-add/solution.py"))
-    right = grader.check(exercise, solution, "interpreter", zygote, seed=5)
+    right = pipeline.check(exercise, solution, "interpreter", zygote, seed=5)
     assert right.passed and right.timings["judged_early"] is True, right.failures
 
 
@@ -344,9 +380,9 @@ def test_results_of_two_executions_are_compared_within_rounding_and_nothing_more
         unit = C.UNIT_ROUNDOFF[dtype]
         nudged = C.to_storage(values * (1 + 2 * unit * rng.choice([-1, 1], values.shape)), dtype)
         entry = {"arrays": [mine], "outputs": [{"dtype": dtype}]}
-        assert grader.compare_replay(entry, [nudged], tolerant=grader.ROUNDING) == "", dtype
-        assert grader.compare_replay(entry, [nudged], tolerant=False) != "", dtype  # bit for bit: differs
+        assert compare_replay(entry, [nudged], tolerant=ROUNDING) == "", dtype
+        assert compare_replay(entry, [nudged], tolerant=False) != "", dtype  # bit for bit: differs
         wrong = C.to_storage(values + 0.01 * np.abs(values).max(), dtype)
-        assert "differ" in grader.compare_replay(entry, [wrong], tolerant=grader.ROUNDING), dtype
+        assert "differ" in compare_replay(entry, [wrong], tolerant=ROUNDING), dtype
     order = [c for c in contracts.get("grouped-matmul-order").cases(rng, "gpu") if c.extra.get("order")]
     assert order and all(contracts.get("grouped-matmul-order").interpreted_on_gpu(c) for c in order)

@@ -77,10 +77,10 @@ def size_sweeps(torch, peaks) -> dict:
 
 
 def bottlenecks(torch, peaks) -> dict:
-    from tritonlab.perf.kernels import cases as C
+    from tritonlab.perf.kernels.cases_memory import elementwise_chain_cases
     from tritonlab.perf.kernels.vector_add import vector_add
 
-    chain = bench.measure_case(C.elementwise_chain_cases(dev(), sz(2**28, 4096))[0], peaks, gpu=common.gpu())
+    chain = bench.measure_case(elementwise_chain_cases(dev(), sz(2**28, 4096))[0], peaks, gpu=common.gpu())
     n = 1024
     x, y = torch.randn(n, device=dev()), torch.randn(n, device=dev())
     tiny: dict[str, Any] = {"n": n, "bytes": 3 * n * 4, "impls": {}}

@@ -10,7 +10,7 @@ Modules:
 - `content/`: the course as data; `runs/`: where learner code runs (the sandbox); `store/`: learner state
   on disk; `grading/`: contracts, the grader and its child side; `viz/`: pictures of a launch;
   `perf/`: benchmarks and reference kernels; `profiling/`: `tritonlab profile` (Proton, in the sandbox).
-- `service.py`: the one surface the interfaces call; `classroom/`: teaching a class over it.
+- `service/`: the one surface the interfaces call; `classroom/`: teaching a class over it.
 - `cli/`, `web/`, `notebook/`: the interfaces; `__main__.py`: `python -m tritonlab`.
 """
 

@@ -72,6 +72,7 @@ def run_bench(
             err=True,
         )
     from tritonlab.perf.kernels import cases as C
+    from tritonlab.perf.kernels import sweeps
     from tritonlab.perf.peaks import get_peaks
 
     device = "cuda" if gpu else "cpu"
@@ -80,7 +81,9 @@ def run_bench(
     cases = []
     for name in targets:
         if sweep:
-            result.setdefault("sweeps", {})[name] = run_sweep(C.sweep_for(name, device, tiny=not gpu), gpu)
+            result.setdefault("sweeps", {})[name] = run_sweep(
+                sweeps.sweep_for(name, device, tiny=not gpu), gpu
+            )
             continue
         cases += C.cases_for(name, device, tiny=not gpu)
     # Interleaved runs: run 1 of every case, then run 2, ...; each case's median and spread (perf/targets.py).
@@ -178,12 +181,12 @@ def format_grid(name: str, grid: dict[str, Any]) -> str:
 
 def write_plots(result: dict[str, Any], plot: Path) -> list[Path]:
     """Roofline (+ size sweep) for measured rows, or one heat map per sweep, next to ``plot``."""
-    from tritonlab.perf import bench
+    from tritonlab.perf import plots
 
     written: list[Path] = []
     for name, grid in result.get("sweeps", {}).items():
         path = plot if len(result["sweeps"]) == 1 else plot.with_name(f"{plot.stem}-{name}{plot.suffix}")
-        written.append(bench.plot_heatmap(grid, path, title=f"{name}: {grid['note']}", unit=grid["unit"]))
+        written.append(plots.plot_heatmap(grid, path, title=f"{name}: {grid['note']}", unit=grid["unit"]))
     rows = result["rows"]
     if rows:
         peaks = result["peaks"] or {"copy_gbps": 1.0, "matmul_bf16_tflops": 1.0}
@@ -192,7 +195,7 @@ def write_plots(result: dict[str, Any], plot: Path) -> list[Path]:
             if result["interpreter"]
             else f"Roofline, {result['env'].get('gpu')}"
         )
-        written.append(bench.plot_roofline(rows, peaks, plot, title=title))
+        written.append(plots.plot_roofline(rows, peaks, plot, title=title))
         series: dict[str, list[tuple[float, float]]] = {}
         compute = all(r["bound"] == "compute" for r in rows)
         for r in rows:
@@ -200,7 +203,7 @@ def write_plots(result: dict[str, Any], plot: Path) -> list[Path]:
                 if "ms" in t:
                     series.setdefault(impl, []).append((r["bytes"], t["tflops"] if compute else t["gbps"]))
         written.append(
-            bench.plot_sweep(
+            plots.plot_sweep(
                 series,
                 plot.with_name(f"{plot.stem}-sizes{plot.suffix}"),
                 xlabel="bytes moved (counted)",

@@ -208,4 +208,7 @@ def join(
 
 
 def register(app: typer.Typer) -> None:
+    from tritonlab.cli.classroom_backup import register as backup_commands  # backup, restore
+
+    backup_commands(classroom_app)
     app.add_typer(classroom_app, name="classroom")

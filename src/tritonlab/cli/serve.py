@@ -146,15 +146,18 @@ def run_server(
     classroom: bool = False,
     public_url: str | None = None,
     executor: str | None = None,
+    trusted_proxies: list[str] | None = None,
 ) -> None:
     import uvicorn
 
     from tritonlab.content.course import CourseError
     from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
+    from tritonlab.web.proxy import TrustedProxies
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
+    proxies = trusted(trusted_proxies)
     room = open_classroom(host) if classroom else None
     if room is None:
         check_host(host, token)
@@ -198,6 +201,7 @@ def run_server(
     else:
         allowed = (*LOOPBACK_HOSTS, host.strip("[]"))
     app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
+    app.add_middleware(TrustedProxies, trusted=proxies)  # outermost: the client address every layer sees
     actual = sock.getsockname()[1]
     typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
     if room is None:
@@ -210,9 +214,16 @@ def run_server(
         for line in lines:
             typer.secho(line, bold=line.startswith("    "))
     typer.echo(t("serve.stop", service.lang), err=False)
+    if proxies:
+        typer.echo("Forwarded headers believed only from: " + ", ".join(str(n) for n in proxies))
     server = stopping_server(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+            proxy_headers=False,  # uvicorn believes X-Forwarded-* from 127.0.0.1; web/proxy.py decides instead
         ),
         app.state.jobs.stop_all,
     )
@@ -258,6 +269,17 @@ def classroom_banner(room, base: str, language: str) -> tuple[str, list[str]]:  
         state = "serve.classroom_join_open" if klass.get("join_open") else "serve.classroom_join_closed"
         lines += [t(state, language), f"    {base}/join/{klass['join_code']}"]
     return login, lines
+
+
+def trusted(values: list[str] | None) -> tuple:
+    """The proxies whose X-Forwarded-* headers are believed: --trusted-proxy, else TRITONLAB_TRUSTED_PROXIES,
+    else none (web/proxy.py)."""
+    from tritonlab.web import proxy
+
+    try:
+        return proxy.parse_networks(values) if values else proxy.from_env()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--trusted-proxy") from None
 
 
 def check_argon2(host: str) -> None:
@@ -339,6 +361,13 @@ def register(app: typer.Typer) -> None:
             help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
             "TRITONLAB_EXECUTOR). See docs/scale.md.",
         ),
+        trusted_proxy: list[str] = typer.Option(
+            [],
+            "--trusted-proxy",
+            metavar="ADDR",
+            help="Believe X-Forwarded-For/-Proto only from this proxy address or network (repeatable; default: "
+            "TRITONLAB_TRUSTED_PROXIES, else from nobody). See docs/deploy.md.",
+        ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
         run_server(
@@ -351,6 +380,7 @@ def register(app: typer.Typer) -> None:
             classroom=classroom,
             public_url=public_url,
             executor=executor,
+            trusted_proxies=trusted_proxy,
         )
 
 

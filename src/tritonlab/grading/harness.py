@@ -162,7 +162,7 @@ def bf16_arithmetic_works() -> bool:
 def run_check(job: dict, run_dir: Path) -> int:
     import torch
 
-    from tritonlab.grading import contracts, guards, interp
+    from tritonlab.grading import contracts, guards, interp, launches, torch_ops
 
     interp.install()  # the interpreter's patching step without its per-call listing (grading/interp.py)
     device = "cuda" if job["backend"] == "gpu" else "cpu"
@@ -194,12 +194,12 @@ def run_check(job: dict, run_dir: Path) -> int:
 
     guards.LEARNER_FILE = learner_file  # the name the learner module is compiled under
     guards.install_factories()
-    guards.install_launch_counter()
+    launches.install_launch_counter()
     if device == "cpu":  # the interpreter: which kernel line made a stray access (feedback only)
         from tritonlab.grading import where
 
         where.install_access_log(lambda: guards._ACTIVE, guards.learner_line)
-    recorder_mode = guards.op_recorder()
+    recorder_mode = torch_ops.op_recorder()
     skip_bf16 = None
     for index, case in enumerate(job["cases"]):
         (run_dir / PROGRESS).write_text(json.dumps({"case": index, "name": case["name"]}))
@@ -268,7 +268,7 @@ def replay_outputs(value: Any) -> Any:
     return value
 
 
-RECORD = "c{}_launches.json"  # per case: the launch record the fresh replay child redoes (grading/replay.py)
+RECORD = "c{}_launches.json"  # per case: the launch record the fresh replay child redoes (grading/replay/)
 
 
 def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Path, index: int) -> str:
@@ -277,13 +277,13 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
     decides: this process ran the learner's module, so nothing it concludes binds the parent."""
     import torch
 
-    from tritonlab.grading import guards
+    from tritonlab.grading import guards, launches
 
     if isinstance(value, dict) and "json" in value:  # a custom run_case: its tensors, beside plain data
         value = value.get("tensors")
     tensors = value if isinstance(value, (tuple, list)) else [value]
     outputs = [t for t in tensors if isinstance(t, torch.Tensor)]
-    record = guards.launch_record(rec, tools.inputs, outputs)
+    record = launches.launch_record(rec, tools.inputs, outputs)
     (run_dir / RECORD.format(index)).write_text(json.dumps(record))
     stray = guards.stray_threads(threads)
     if stray:
@@ -295,7 +295,7 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
         )
     if not rec.launches:
         return ""  # judged as no-kernel-launch (or an empty input, where nothing is to be computed)
-    return guards.unknown_launch_tensor(rec)
+    return launches.unknown_launch_tensor(rec)
 
 
 def record_outputs(

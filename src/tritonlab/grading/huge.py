@@ -5,7 +5,7 @@ Such a case cannot travel like the others: 2³¹ float16 elements are 4 GiB per 
 float64 reference, and the outputs would have to be read back. So an input is `Generated(n, dtype, salt)`, a
 formula of the element index (small integers, exact in every dtype), filled on the device in chunks by each
 child that needs it. The check child (which runs the learner's module) reports only a digest of each returned
-tensor. The replay child (which never imports it, grading/replay.py) regenerates the inputs, replays the
+tensor. The replay child (which never imports it, grading/replay/) regenerates the inputs, replays the
 recorded launches, computes the reference on the device chunk by chunk and reports a summary: the mismatch
 count, the first bad indices and the same digest. The parent judges from that summary alone
 (`judge`): the verdict comes from the launches replayed in the process that ran no learner code, and a digest

@@ -7,7 +7,7 @@ Two sides:
   guard regions, or the gaps of a strided layout) is a stray access; the kernel line that made it, the
   operation and the tensor are kept in the active recorder (`Recorder.strays`). `grid_line(file, line)` names
   the line that computed a launch's grid. Both choose which line a failure shows; one more use: a load with
-  lanes off the allocation itself fails its case (`outside`, judged in `grader.judge_reads`) even when a masked
+  lanes off the allocation itself fails its case (`outside`, judged in `check/judge.py:judge_reads`) even when a masked
   store threw the values away — the read is out of bounds all the same.
 * PARENT: `return_line(file, function)` for a function that launched nothing, and `def_line`.
 
@@ -111,7 +111,7 @@ def note_access(rec: Any, op: str, ptrs: Any, mask: Any, line: Callable[[], str]
     but on none of the known tensors' own elements: the slack around a copy is memory the harness does not
     own, so another tensor may sit there, and a lane on that tensor's elements is a correct access. Of the
     stray lanes, `outside` counts those off the allocation itself (the guard regions, or past either end of a
-    host copy) rather than in the gaps of a strided layout: `grader.judge_reads` fails a load that made any."""
+    host copy) rather than in the gaps of a strided layout: `check/judge.py:judge_reads` fails a load that made any."""
     import numpy as np
 
     addr = np.asarray(ptrs.data).view(np.int64).ravel()

@@ -4,11 +4,11 @@ Two sandboxed runs, after the check passed:
 
 1. **record** (job mode `speed_record`, the learner's compile cache): the learner's module is
    imported and its function called ONCE on the exercise's representative size (the first bench case of its
-   reference kernel in `perf/kernels/cases.py`), with the grader's launch recorder on (grading/guards.py, as
+   reference kernel in `perf/kernels/cases.py`), with the grader's launch recorder on (grading/launches.py, as
    in a check). Nothing is timed here: the run writes the launch record and whether the result agrees with
    the reference kernel.
 2. **time** (job mode `speed`, the replay's cache, a trusted mode: runs/caches.py): the kernels are rebuilt
-   from the file's text alone (grading/replay.py), the inputs are made again here from the same case
+   from the file's text alone (grading/replay/), the inputs are made again here from the same case
    definition, the recorded allocations re-created, the launches replayed once and compared with the course
    reference kernel, then timed with the bench protocol (perf/bench.py: `measure_case`, a short warm-up and
    repetition) next to the reference on the same inputs. Its rows are what the verdict's `"speed"` reports.
@@ -62,7 +62,7 @@ def record_main(job: dict, run_dir: Path) -> int:
     """Run 1, in the learner's sandboxed process: one recorded call on the representative case."""
     import torch
 
-    from tritonlab.grading import guards, harness
+    from tritonlab.grading import guards, harness, launches, torch_ops
     from tritonlab.perf import bench_learner
 
     out: dict[str, Any] = {"problems": []}
@@ -85,7 +85,7 @@ def record_main(job: dict, run_dir: Path) -> int:
     args = case.make()
     guards.LEARNER_FILE = learner_file
     guards.install_factories()
-    guards.install_launch_counter()
+    launches.install_launch_counter()
     call, entries, _buffers = guarded_inputs(args, device)
     rec = guards.Recorder()
     for label, _view, g, _snapshot in entries:
@@ -93,7 +93,7 @@ def record_main(job: dict, run_dir: Path) -> int:
         rec.input_guards.append(g)
     try:
         guards.activate(rec)
-        with guards.op_recorder():
+        with torch_ops.op_recorder():
             value = adapt(fn)(*call)
         guards.activate(None)
         if device == "cuda":
@@ -110,7 +110,7 @@ def record_main(job: dict, run_dir: Path) -> int:
         flush()
         return 0
     outputs = [value] if isinstance(value, torch.Tensor) else []
-    out["record"] = guards.launch_record(rec, entries, outputs)
+    out["record"] = launches.launch_record(rec, entries, outputs)
     flush()
     return 0
 
@@ -119,41 +119,41 @@ def trusted_main(job: dict, run_dir: Path) -> int:
     """Run 2 (mode `speed`, never imports the learner's file): replay the record, compare, time."""
     import torch
 
-    from tritonlab.grading import replay
+    from tritonlab.grading.replay import Refused
+    from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
+    from tritonlab.grading.replay.source import build_kernels
     from tritonlab.perf import bench, bench_learner
 
     out: dict[str, Any] = {"rows": [], "problems": []}
     device = "cuda" if job.get("gpu", True) else "cpu"
     try:
         source = (run_dir / "source.py").read_text(encoding="utf-8", errors="surrogateescape")
-        run_kernels, lower_kernels = replay.build_kernels(source, job.get("file") or "learner.py")
+        run_kernels, lower_kernels = build_kernels(source, job.get("file") or "learner.py")
         exercise = job.get("exercise")
         if exercise not in bench_learner.EXERCISE_KERNELS:
-            raise replay.Refused("this exercise has no speed case")
-        record = replay._dict(job.get("record"), "record")
+            raise Refused("this exercise has no speed case")
+        record = _dict(job.get("record"), "record")
         case = representative_case(exercise, device)
         args = case.make()
         _call, _entries, buffers = guarded_inputs(args, device)
-        replayer = replay.Replayer(device, run_dir)
+        replayer = Replayer(device, run_dir)
         replayer.build_buffers(record, buffers)
         steps = replayer.steps(record, run_kernels, lower_kernels)
         if not any(e.get("op") == "launch" for e in record["events"] if isinstance(e, dict)):
-            raise replay.Refused("the record holds no kernel launch")
+            raise Refused("the record holds no kernel launch")
 
         def launches() -> None:  # the timed call: the recorded launches (and copies and fills) alone
             for step in steps:
                 step()
 
-        outputs = [
-            replayer.tensor(s) for s in replay._list(record.get("outputs"), "outputs", replay.MAX_ARGS)
-        ]
+        outputs = [replayer.tensor(s) for s in _list(record.get("outputs"), "outputs", MAX_ARGS)]
         launches()
         if device == "cuda":
             torch.cuda.synchronize()
         reference = case.ours
         ok, why = bench_learner.agrees(outputs[0] if outputs else None, reference(*args))
         if not ok:
-            raise replay.Refused(f"the recorded launches alone: {why}")
+            raise Refused(f"the recorded launches alone: {why}")
         peaks = bench_learner.peaks_of_this_gpu(job.get("peaks_by_gpu"), device == "cuda")
         case.make = lambda: args  # the replayed launches read these buffers' inputs; the reference the same
         case.ours = lambda *_args: launches()
@@ -161,7 +161,7 @@ def trusted_main(job: dict, run_dir: Path) -> int:
         row = bench.measure_case(case, peaks, gpu=device == "cuda", warmup=10, rep=40)
         out["rows"].append(bench_learner.learner_row(row, peaks))
         out["timed_by"] = "the replay of your recorded launches, in a process that never imported your file"
-    except replay.Refused as exc:
+    except Refused as exc:
         out["problems"].append(f"not timed: {exc}")
     except Exception as exc:  # noqa: BLE001 - launches that fail on their own are reported, not raised
         message = (str(exc).strip().splitlines() or [""])[0][:300]

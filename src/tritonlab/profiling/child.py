@@ -54,7 +54,9 @@ def _contract_case(job: dict, run_dir: Path) -> list[dict]:
     """The largest case of the exercise's contract on the GPU backend, built on the device."""
     import numpy as np
 
-    from tritonlab.grading import contracts, grader, harness
+    from tritonlab.grading import contracts, harness
+    from tritonlab.grading.check.job import encode_arg
+    from tritonlab.grading.check.read import ITEMSIZE
     from tritonlab.grading.contracts import Tensor, any_tensor_numel
 
     contract = contracts.get(job["exercise"])
@@ -62,13 +64,12 @@ def _contract_case(job: dict, run_dir: Path) -> list[dict]:
     case = max(cases, key=any_tensor_numel)
     names = getattr(contract, "ARG_NAMES", None) or [str(j) for j in range(len(case.args))]
     specs = [
-        grader.encode_arg(a, 0, names[j] if j < len(names) else str(j), run_dir)
-        for j, a in enumerate(case.args)
+        encode_arg(a, 0, names[j] if j < len(names) else str(j), run_dir) for j, a in enumerate(case.args)
     ]
-    kwspecs = {k: grader.encode_arg(v, 0, k, run_dir) for k, v in case.kwargs.items()}
+    kwspecs = {k: encode_arg(v, 0, k, run_dir) for k, v in case.kwargs.items()}
     tools = harness.Tools("cuda", run_dir, 0)
     nbytes = sum(
-        a.values.size * grader.ITEMSIZE.get(a.dtype, 4)
+        a.values.size * ITEMSIZE.get(a.dtype, 4)
         for a in [*case.args, *case.kwargs.values()]
         if isinstance(a, Tensor)
     )

@@ -37,12 +37,12 @@ PR_SET_CHILD_SUBREAPER = 36
 # imported: the sandbox stays below the code it runs (docs/architecture.md).
 ENTRIES = {
     "check": "tritonlab.grading.harness:run_check",
-    "replay": "tritonlab.grading.replay:run_replay",
+    "replay": "tritonlab.grading.replay.child:run_replay",
     "run": "tritonlab.grading.harness:run_program",
     "viz": "tritonlab.viz.child:run_viz",
     "bench": "tritonlab.perf.bench_learner:child_main",
-    "inspect": "tritonlab.grading.kernel_inspect:run_inspect",
-    "compile": "tritonlab.grading.kernel_inspect:run_compile",
+    "inspect": "tritonlab.grading.kernel_compile:run_inspect",
+    "compile": "tritonlab.grading.kernel_compile:run_compile",
     "profile": "tritonlab.profiling.child:run_profile",
     "speed_record": "tritonlab.perf.speed:record_main",
     "speed": "tritonlab.perf.speed:trusted_main",
@@ -51,7 +51,7 @@ WARM = (
     "tritonlab.grading.harness",
     "tritonlab.grading.contracts",
     "tritonlab.grading.guards",
-    "tritonlab.grading.replay",
+    "tritonlab.grading.replay.child",
 )
 PRELOAD = "tritonlab.grading.preload:zygote_preload"  # computed once here, inherited by every child
 

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tritonlab.models import Course, Exercise
+from tritonlab.store import code_backups
 from tritonlab.store import schema as s
 from tritonlab.store.database import Database
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, WorkspaceError, version_of
@@ -77,11 +78,7 @@ class LearnerCode:
             conn.execute(s.code.insert().values(user_id=self.user_id, exercise=exercise.id, **values))
 
     def _backup(self, conn: Connection, exercise: Exercise, text: str, why: str) -> str:
-        conn.execute(
-            s.code_backups.insert().values(
-                user_id=self.user_id, exercise=exercise.id, why=why, text=text, at=time.time()
-            )
-        )
+        code_backups.keep(conn, self.user_id, exercise.id, why, text)  # bounded: size, rate, count, bytes
         return f"backup of {exercise.id} ({why}, {version_of(text)[:6]})"
 
     def backup(self, exercise: Exercise, text: str, why: str) -> str:

@@ -35,7 +35,7 @@ def _describer(tools: Any, rec: Any) -> Any:
 
 
 def run_viz(job: dict, run_dir: Path) -> int:
-    from tritonlab.grading import contracts, guards, harness
+    from tritonlab.grading import contracts, guards, harness, launches
     from tritonlab.viz.recorder import AccessLog, recording
 
     learner_file = os.path.realpath(job["file"])
@@ -64,7 +64,7 @@ def run_viz(job: dict, run_dir: Path) -> int:
         flush()
         return 0
     guards.install_factories()
-    guards.install_launch_counter()
+    launches.install_launch_counter()
     for index, case in enumerate(job["cases"]):
         tools = harness.Tools("cpu", run_dir, index)
         rec = guards.Recorder()

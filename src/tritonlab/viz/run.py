@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from tritonlab.grading import contracts, grader
+from tritonlab.grading import contracts
+from tritonlab.grading.check.failures import process_failure
+from tritonlab.grading.check.job import write_job
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.models import Exercise
 from tritonlab.runs import rundir, runfolder, sandbox
@@ -121,7 +123,7 @@ def record(
     run_dir = runfolder.new_run_dir()
     try:
         contract = contracts.get(exercise.id)
-        grader.write_job(
+        write_job(
             exercise,
             Path(file).resolve(),
             "interpreter",
@@ -141,7 +143,7 @@ def record(
             result = {"cases": [], "malformed": problem.message}
         result["output"] = run.output[-4000:]
         if run.exit_code != 0 or run.timed_out:
-            failure = grader.process_failure(
+            failure = process_failure(
                 cases[len(result["cases"])].name if len(result["cases"]) < len(cases) else cases[-1].name, run
             )
             result["process_failure"] = {

@@ -9,6 +9,7 @@ Modules:
   `runs_api.py` (runs and checks, streamed), `viz_api.py` (Visualize and Inspect), `profile_api.py` (Profile),
   `quiz_api.py` (quizzes).
 - `jobs.py`: runs and checks in flight, their ordered events, Stop.
+- `proxy.py`: the client's address and scheme, from forwarded headers only when a trusted proxy sent them.
 - `classroom/`: `serve --classroom`: sessions, CSRF, log-in, the teacher's view, the leaderboard.
 - `__main__.py`: `python -m tritonlab.web serve`.
 

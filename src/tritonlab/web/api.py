@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from tritonlab.i18n import t
 from tritonlab.models import Exercise
-from tritonlab.service import MAX_SOURCE_BYTES, ConflictError, Service, WorkspaceError
+from tritonlab.service import MAX_SOURCE_BYTES, BackupRefused, ConflictError, Service, WorkspaceError
 from tritonlab.web.jobs import Jobs
 
 MAX_TEXT = MAX_SOURCE_BYTES * 2  # characters; the byte limit itself is enforced by the workspace
@@ -60,7 +60,7 @@ def conflict_response(exc: ConflictError, lang: str = "en") -> JSONResponse:
 def save(service: Service, exercise: Exercise, text: str, base: str | None, force: bool = False) -> str:
     try:
         return service.save_code(exercise, text, base, force=force)
-    except ConflictError:
+    except (ConflictError, BackupRefused):  # BackupRefused: web/app.py answers its status
         raise
     except WorkspaceError as exc:
         status = 413 if "larger than" in str(exc) else 400

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tritonlab.i18n import t
-from tritonlab.service import DiskFull, Service
+from tritonlab.service import BackupRefused, DiskFull, Service
 from tritonlab.web import code_api, pages, profile_api, quiz_api, runs_api, viz_api
 from tritonlab.web.jobs import Jobs
 from tritonlab.web.lang import request_lang
@@ -108,6 +108,13 @@ def create_app(
     @app.exception_handler(DiskFull)
     async def disk_full(request: Request, exc: DiskFull) -> Response:
         return error(request, 507, str(exc.strerror or exc))
+
+    @app.exception_handler(BackupRefused)
+    async def backup_refused(request: Request, exc: BackupRefused) -> Response:
+        response = error(request, exc.status, str(exc))  # store/code_backups.py: 413 or 429
+        if exc.retry_after:
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:

@@ -195,7 +195,7 @@ class Guard:
     def _same_scheme(headers: dict[str, str], scheme: str) -> bool:
         """Whether the Origin (else the Referer) has the request's scheme: http://host is not https://host's
         origin (a page a network attacker can serve under the same name). Behind a TLS proxy the request's
-        scheme is https only when the proxy says so (X-Forwarded-Proto, which uvicorn trusts from loopback)."""
+        scheme is https only when a trusted proxy says so (X-Forwarded-Proto; web/proxy.py)."""
         parts = origin_parts(headers)
         return parts is not None and parts.scheme == scheme
 

@@ -107,9 +107,9 @@ def persistent_matmul(a, b, num_sms):
 
 
 def _forge() -> None:
-    from tritonlab.grading import guards
+    from tritonlab.grading import launches
 
-    honest = guards.launch_record
+    honest = launches.launch_record
 
     def launch_record(rec, inputs, outputs):
         record = honest(rec, inputs, outputs)
@@ -118,7 +118,7 @@ def _forge() -> None:
                 event["grid"] = [min(event["grid"][0], 3)]
         return record
 
-    guards.launch_record = launch_record
+    launches.launch_record = launch_record
 
 
 _forge()

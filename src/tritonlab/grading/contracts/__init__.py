@@ -7,6 +7,10 @@ One module per exercise id (`vector-copy` -> `contracts/vector_copy.py`). A cont
     def check(case, result) -> list[Failure]       (parent) judge one case from the child's raw result
     def run_case(fn, case_spec, tools) -> dict     (child, optional) custom way to call the learner
 
+Beside them: `compare.py`, the judgement every contract shares (`judge`, `compare_values` from `_values.py`,
+`host_checks`, ...), and helpers shared by a few contracts, named with a leading underscore (`_layout.py`,
+`_matmul.py`, `_tiles.py`, ...).
+
 Parent-side code here uses numpy only: the parent never imports torch or triton.
 """
 
@@ -21,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
-# The launches the fresh replay ran, read by the parent from the launch record (grader.replayed_launches):
+# The launches the fresh replay ran, read by the parent from the launch record (check/read.py: replayed_launches):
 # a case entry's field that the grader sets itself, after removing whatever the check child wrote there.
 REPLAYED_LAUNCHES = "replayed_launches"
 FP8 = "float8_e4m3fn"  # inputs only (lesson 14): e4m3, no infinities, one NaN pattern per sign, max 448

@@ -1,7 +1,7 @@
 """CHILD side: the program → tile map of interpreted launches (which output rows and columns each program
 stored to), for contracts that grade the order in which programs take their tiles (grouped-matmul-order).
 
-Used in the check child (`run_case`) and in the fresh replay child (grading/replay.py, for contracts with
+Used in the check child (`run_case`) and in the fresh replay child (grading/replay/, for contracts with
 `TILE_MAP = True` on the interpreter backend), which never imported the learner's module: there the map is
 as trustworthy as the replayed outputs. Hook points, the same on Triton 3.6 through 3.9 (see viz/recorder.py):
 `InterpreterBuilder.set_grid_idx` (which program runs), `InterpreterBuilder.create_masked_store` (its store

@@ -22,7 +22,7 @@ from tritonlab.models import Failure
 
 FUNCTION = "matmul_autotuned"
 # The launch record keeps the chosen config's launch (and its reset_to_zero fills) only: the benchmark runs are
-# not recorded (guards._wrap_autotune, and `bench` below deactivates the recorder). The replay must reproduce the
+# not recorded (launches._wrap_autotune, and `bench` below deactivates the recorder). The replay must reproduce the
 # returned tensor; the per-config snapshots this contract takes are its own copies, not the learner's outputs.
 REPLAY = True
 REPLAY_OUTPUTS = (0,)

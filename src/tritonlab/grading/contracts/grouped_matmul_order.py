@@ -9,7 +9,7 @@ and program `pid` must write the tile that the GROUP_M order gives it:
 
 The order is graded from the program → tile map seen on the interpreter (contracts/_tiles.py: which output rows
 and columns each program stored to). The check child records it in `run_case`; on the interpreter backend the
-fresh replay child (grading/replay.py, `TILE_MAP`) records it again without the learner's host code, and that
+fresh replay child (grading/replay/, `TILE_MAP`) records it again without the learner's host code, and that
 map is the one judged. On a GPU check the order cases run the learner's kernels through Triton's interpreter
 (compiled programs record nothing per program), so the map comes from the check child only; the `gpu:` cases
 run compiled and are judged on values. Values are judged like `matmul`, and replayed like every contract.
@@ -32,7 +32,7 @@ from tritonlab.models import Failure
 
 FUNCTION = "grouped_matmul"
 ARG_NAMES = ["a", "b", "block_m", "block_n", "group_m"]
-TILE_MAP = True  # the replay child records the map too (grading/replay.py)
+TILE_MAP = True  # the replay child records the map too (grading/replay/)
 MAX_PROGRAMS = _tiles.MAX_PROGRAMS
 
 # (M, N, K, a layout, b layout, dtype, block_m, block_n, group_m, label)

@@ -4,7 +4,7 @@ that, compiled for an H100 (sm_90), at least twice as many programs AND twice as
 `scale_shift_kernel` are resident on one SM as with the starter's BLOCK=16384, NUM_WARPS=4.
 
 Correctness is graded like every exercise (interpreter or GPU). Occupancy is graded from a TRUSTED compile
-(grader.TrustedCompile): the parent reads `BLOCK`, `NUM_WARPS` (integer literals) and the kernel's source
+(grading/check/trusted_compile.py): the parent reads `BLOCK`, `NUM_WARPS` (integer literals) and the kernel's source
 from the file as text, and a separate sandboxed child that never imports the learner's file compiles that
 one function (decorators, defaults and annotations other than `tl.constexpr` stripped) for sm_90 with this
 contract's signature; registers come from `ptxas -v`, occupancy from grading/kernel_inspect.occupancy. The

@@ -29,7 +29,7 @@ from tritonlab.grading.contracts.compare import add_hint, compare_values, except
 from tritonlab.models import Failure
 
 # Each case calls the function twice (dw must come back with the same bits). The launch replay
-# (grading/replay.py) redoes the first call's trace only: run_case cuts the second call's events from it, and
+# (grading/replay/) redoes the first call's trace only: run_case cuts the second call's events from it, and
 # the first call's (dx, dw) must come out of those launches alone.
 REPLAY = True
 

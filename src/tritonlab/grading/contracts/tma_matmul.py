@@ -4,7 +4,7 @@ every row starts 16 bytes after the previous one, as a tensor descriptor require
 not (the host may copy a and b with `.contiguous()`; a note gives the cost) — computed by one persistent launch
 (contracts/_persistent.py, the same rule as persistent-matmul) whose tiles move through tensor descriptors.
 
-The TMA path is graded from a TRUSTED compile (grader.TrustedCompile, as for occupancy): the parent hands the
+The TMA path is graded from a TRUSTED compile (grading/check/trusted_compile.py, as for occupancy): the parent hands the
 kernel `tma_matmul_kernel`'s source text to a sandboxed child that never imports the learner's file; it
 compiles that one function for sm_90 with the signature and constexprs below, and the parent reads the
 instruction counts kernel_inspect.features found in its PTX and TTGIR: the loads of the tiles must be TMA

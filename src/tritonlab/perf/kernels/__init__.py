@@ -6,6 +6,12 @@ load a kernel module only when you need it (``tritonlab.perf.kernels.load("softm
 Every module holds the kernel(s), a host function with the same name as the module and a docstring with its
 cost model (bytes moved and FLOPs done), which ``tritonlab.perf.bench`` uses to turn times into GB/s and TFLOP/s.
 Kernels are portable to Triton 3.6 and 3.9 and run on the interpreter (``TRITON_INTERPRET=1``) at small sizes.
+
+Beside the kernel modules (one per name in ``NAMES``): helpers with a leading underscore (``_common.py``,
+``_matmul_ptr.py``: matmul's pointer/split-K path), the benchmark cases (``case_base.py``, ``cases.py`` the
+list, ``cases_memory.py``, ``cases_compute.py``), the launch-parameter sweeps (``sweeps.py``), the SDPA
+peers (``sdpa.py``), the lowering for cuda:90 without a GPU (``lowering.py``) and the interpreter self-check
+(``selfcheck.py``, ``selfcheck_compute.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,100 @@
+"""The exercise's `[host]` policy and what the learner's host code may do to the arguments: layout copies the
+exercise allows cost a note (the extra memory traffic in the costliest case), any other copy or a conversion
+fails its case, and so does a result the launches alone do not reproduce (`host-computed`, from the replay)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+
+from tritonlab import config
+from tritonlab.grading.check.read import ITEMSIZE
+from tritonlab.grading.contracts import Case, Tensor
+from tritonlab.models import Exercise, Failure
+
+
+def host_policy(exercise: Exercise) -> dict:
+    """The exercise's `[host]` table: which arguments the host may copy to a new layout or convert. An
+    exercise folder without an exercise.toml (a test's folder of learner files) takes the course's."""
+    path = exercise.dir / "exercise.toml"
+    if not path.is_file():
+        path = next(iter(sorted(config.course_dir().glob(f"*/exercises/{exercise.id}/exercise.toml"))), path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    host = data.get("host", {})
+    return host if isinstance(host, dict) else {}
+
+
+def case_traffic(case: Case, entry: dict) -> int:
+    """Bytes a kernel must move at least: every input read once, every output written once."""
+    total = sum(a.values.size * ITEMSIZE.get(a.dtype, 1) for a in case.args if isinstance(a, Tensor))
+    for out in entry.get("outputs", []):
+        total += int(np.prod(out.get("shape", []))) * ITEMSIZE.get(out.get("dtype", ""), 1)
+    return max(total, 1)
+
+
+def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[float, str]]) -> list[Failure]:
+    """Copies of the arguments the host code made, judged against the exercise's policy. Allowed layout
+    copies add their cost to `costs` (argument -> (worst % of extra traffic, where)); the rest fail."""
+    failures: list[Failure] = []
+    layout_ok = set(policy.get("layout_copies", []))
+    convert_ok = set(policy.get("conversions", []))
+    seen: set[tuple[str, bool]] = set()
+    for copy in entry.get("host_copies", []):
+        arg, convert, where = copy.get("arg", "?"), bool(copy.get("convert")), copy.get("where", "")
+        if (arg, convert) in seen:
+            continue
+        seen.add((arg, convert))
+        if convert and arg not in convert_ok:
+            failures.append(
+                Failure(
+                    case.name,
+                    "host-copy",
+                    f"`{arg}` was converted to another dtype on the host ({copy.get('op')})",
+                    f"load `{arg}` as it is and convert inside the kernel (`.to(tl.float32)`): a conversion on "
+                    "the host is an extra pass over memory that this exercise does not allow",
+                    where,
+                )
+            )
+        elif not convert and arg in layout_ok:
+            pct = 100.0 * 2 * int(copy.get("bytes", 0)) / case_traffic(case, entry)
+            if pct > costs.get(arg, (-1.0, ""))[0]:
+                costs[arg] = (pct, where)
+        elif not convert:
+            why = policy.get("why") or (
+                f"this exercise does not allow copying `{arg}` on the host: read it through its strides in "
+                "the kernel (`x.stride(0)`, `x.stride(1)`)"
+            )
+            failures.append(
+                Failure(
+                    case.name,
+                    "host-copy",
+                    f"`{arg}` was copied on the host ({copy.get('op')}) before your kernel ran",
+                    why,
+                    where,
+                )
+            )
+    reason = entry.get("host_computed")
+    if reason:
+        failures.append(
+            Failure(
+                case.name,
+                "host-computed",
+                f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
+                "compute the result inside your Triton kernel: the host code may validate, allocate, and "
+                "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
+            )
+        )
+    return failures
+
+
+def cost_notes(costs: dict[str, tuple[float, str]]) -> list[str]:
+    return [
+        f"`{arg}` was copied on the host{f' ({where})' if where else ''}: one extra read and write of "
+        f"`{arg}`, +{pct:.0f}% memory traffic in the costliest case — reading it through its strides in "
+        "the kernel avoids the copy"
+        for arg, (pct, where) in sorted(costs.items())
+    ]

@@ -1,0 +1,270 @@
+"""A check, end to end, as one object: `CheckRun`, whose call takes the steps in this order.
+
+    cases → job → run → read → judge → replay → record → show → speed
+
+1. cases    (cases.py)   the contract's cases for the seed, numpy only, made ahead when they could be
+2. job      (job.py)     a run directory: a snapshot of the graded text, the inputs as .npy, job.json
+3. run      (run.py)     the check child from the zygote, under the run's limits; the trusted compile
+                         (trusted_compile.py) starts beside it for the contracts that have one
+4. read     (read.py)    result.json, the output arrays and the launch records, read as hostile data
+5. judge    (judge.py)   every case against the float64 reference, in the parent; started beside step 6
+                         on a copy of the result (`EarlyJudge`) and kept unless the replay changed it
+6. replay   (replay.py)  the recorded launches alone, in a fresh child that never imports the learner's file
+7. record   \
+8. show      } the caller's: grading imports neither store/ nor perf/. `CheckRun` leaves them empty; the
+9. speed    /  service's check (service/check.py) saves the attempt, then shows it, then times a passing
+               GPU check and adds the speed to the saved attempt: nothing is shown that is not saved
+
+Steps 1-6 run inside `queued()`, the caller's place in its queue (the service's fair gate: a check holds one
+slot while it is graded, none while it is saved, shown or timed). `check()` is the grading alone, for a caller
+with no queue and no store (the tests call it directly; the interfaces go through the service).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tritonlab.grading import contracts
+from tritonlab.grading.check import cases, job, judge, read, replay, run
+from tritonlab.grading.check.failures import malformed_failure
+from tritonlab.grading.check.host import host_policy
+from tritonlab.grading.check.trusted_compile import TrustedCompile
+from tritonlab.models import CaseResult, Exercise, Verdict
+from tritonlab.runs import caches, rundir, runfolder, sandbox
+from tritonlab.runs.collect import Run
+
+
+class CheckRun:
+    """One check of one file against one exercise. Call it once: it returns the verdict (also `self.verdict`).
+
+    `source`: the text to grade (what a request sent), else the file's text as read now, graded under the
+    file's name. `huge_cases` (GPU only): the contract's ≥ 2³¹-element cases too. `cache`: the learner's compile
+    cache, for the run of their code (the replay and the trusted compile use the replay's: runs/caches.py).
+    `keep_run_dir`: leave the check child's directory for a test to read."""
+
+    def __init__(
+        self,
+        exercise: Exercise,
+        file: Path,
+        backend: str,
+        zygote: sandbox.Zygote,
+        *,
+        seed: int | None = None,
+        timeout: float = 120.0,
+        on_output: Callable[[str], None] | None = None,
+        on_start: Callable[[Run], None] | None = None,
+        keep_run_dir: bool = False,
+        source: str | None = None,
+        huge_cases: bool = False,
+        cache: str = caches.LEARNER,
+    ) -> None:
+        # the child runs in its own directory: a relative path would not resolve there
+        self.exercise, self.file, self.backend, self.zygote = exercise, Path(file).resolve(), backend, zygote
+        self.seed = seed
+        self.timeout, self.on_output, self.on_start = timeout, on_output, on_start
+        self.keep_run_dir, self.source, self.huge_cases, self.cache = keep_run_dir, source, huge_cases, cache
+        # set when steps 1-6 ran to the end: only a graded check is recorded, shown and timed
+        self.graded = False
+        self.verdict: Verdict | None = None
+
+    def __call__(self) -> Verdict:
+        with self.queued():
+            self.grade()
+        if self.graded:
+            self.record(self.verdict)
+            self.show(self.verdict)
+            self.speed(self.verdict)
+        return self.verdict
+
+    # ---- the caller's steps (service/check.py fills them in) ---------------------------------------------
+
+    def queued(self) -> contextlib.AbstractContextManager:
+        """Wait for a place in the caller's queue; held while steps 1-6 run."""
+        return contextlib.nullcontext()
+
+    def record(self, verdict: Verdict) -> None:
+        """7. Save the attempt (nothing here: grading has no store)."""
+
+    def show(self, verdict: Verdict) -> None:
+        """8. Hand the verdict to whoever shows it, after it was saved."""
+
+    def speed(self, verdict: Verdict) -> None:
+        """9. Time a passing GPU check and add the speed to the saved attempt (perf/ is the caller's)."""
+
+    # ---- steps 1-6: the grading ---------------------------------------------------------------------------
+
+    def grade(self) -> Verdict:
+        """Steps 1-6: the verdict, in `self.verdict`; `graded` is set once it is complete."""
+        self.started = time.monotonic()
+        self.make_cases()  # 1
+        verdict = self.verdict
+        self.run_dir = self.zygote.new_run_dir(cache=self.cache)[0]  # a warm child may be bound to it already
+        self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
+        self.compiling: TrustedCompile | None = None
+        try:
+            self.write_job()  # 2
+            self.run_child()  # 3, with the trusted compile beside it
+            try:
+                self.read_result()  # 4
+                early = self.judge_early()  # 5, started beside 6 on a copy of the result ...
+                self.replay()  # 6
+                self.judge(early)  # ... and settled once 6 is done
+            except rundir.Malformed as problem:
+                verdict.failures = [malformed_failure(problem)]
+                verdict.cases = [CaseResult(c.name, False) for c in self.cases]
+                self.result = {}
+            self.judge_compile()  # 5, the trusted compile's case
+            if self.graded_file != self.file:
+                job.rename_in_verdict(verdict, self.graded_file, self.file)
+        finally:
+            if self.compiling is not None:
+                self.compiling.stop()  # a check that raised or was stopped: never leave the compile running
+            if not self.keep_run_dir:
+                runfolder.remove_run_dir(self.run_dir)
+        verdict.duration_s = time.monotonic() - self.started
+        self.graded = True
+        return verdict
+
+    def make_cases(self) -> None:
+        """1. The text (unless one was given), the seed (drawn unless given), the contract's cases, and the
+        verdict they are judged into; `timings` (in the verdict JSON) says where the check's time went."""
+        if self.source is None:
+            self.source = job.read_source(self.file)
+        self.seed = int(self.seed if self.seed is not None else random.SystemRandom().randrange(1, 2**31))
+        self.contract = contracts.get(self.exercise.id)
+        self.cases = cases.cases(self.contract, self.exercise.id, self.backend, self.seed, self.huge_cases)
+        self.verdict = Verdict(
+            exercise=self.exercise.id, backend=self.backend, seed=self.seed, file=str(self.file)
+        )
+        self.verdict.timings["cases_s"] = time.monotonic() - self.started
+
+    def write_job(self) -> None:
+        """2. The snapshot of the graded text, the inputs and job.json in the run directory."""
+        if self.source is not None:
+            self.graded_file = job.snapshot(self.run_dir, self.file, self.source)
+        job.write_job(
+            self.exercise,
+            self.graded_file,
+            self.backend,
+            self.cases,
+            self.run_dir,
+            getattr(self.contract, "ARG_NAMES", None),
+            search_dir=self.file.parent if self.graded_file != self.file else None,
+        )
+        timings = self.verdict.timings
+        timings["write_job_s"] = time.monotonic() - self.started - timings["cases_s"]
+
+    def run_child(self) -> None:
+        """3. The check child; the trusted compile reads only the text, never the check's results, so it runs
+        beside it (on the interpreter a second process on another core; judged only when the check ran)."""
+        if hasattr(self.contract, "compile_items"):
+            self.compiling = TrustedCompile(
+                self.contract, self.file, self.source, self.backend, self.zygote, self.timeout
+            )
+        limits = run.run_limits(self.backend, self.timeout, self.cases)
+        self.run_result = run.run(
+            self.zygote, self.run_dir, limits, self.verdict.timings, self.on_start, self.on_output
+        )
+        self.verdict.output = self.run_result.output
+
+    def read_result(self) -> None:
+        """4. The child's result and outputs, vetted; the exercise's host policy; the launches to replay."""
+        self.result = read.read_result(self.run_dir, read.output_budget(self.cases))
+        run.child_seconds(
+            self.verdict.timings,
+            "check_child",
+            [e.get("seconds") for e in self.result.get("cases", []) if isinstance(e, dict)],
+        )
+        self.policy = host_policy(self.exercise)
+        read.attach_replayed_launches(self.contract, self.cases, self.result, self.run_dir)
+
+    def judge_all(self, into: Verdict, outcome: dict) -> None:
+        judge.judge_all(
+            into,
+            self.contract,
+            self.cases,
+            outcome,
+            self.run_result,
+            self.graded_file,
+            self.exercise.function,
+            self.policy,
+        )
+
+    def judge_early(self) -> judge.EarlyJudge | None:
+        """5, started before 6: judged on a copy while the replay runs (None when nothing is replayed)."""
+        if self.source is None or self.run_result.timed_out:
+            return None
+        return judge.EarlyJudge(self.judge_all, self.verdict, self.result)
+
+    def replay(self) -> None:
+        """6. The recorded launches alone, compared with what the function returned."""
+        if self.source is None or self.run_result.timed_out:
+            return
+        mark = time.monotonic()
+        replay.replay_cases(
+            self.contract,
+            self.cases,
+            self.result,
+            self.run_dir,
+            self.source,
+            self.file,
+            self.backend,
+            self.zygote,
+            self.timeout,
+            self.verdict.timings,
+        )
+        self.verdict.timings["replay_s"] = time.monotonic() - mark
+
+    def judge(self, early: judge.EarlyJudge | None) -> None:
+        """5. The early judgement when the replay left what it read alone, else judged again now."""
+        mark = time.monotonic()
+        if early is None or not early.take(self.verdict, self.result):
+            self.judge_all(self.verdict, self.result)
+        self.verdict.timings["judge_s"] = time.monotonic() - mark
+        if early is not None:
+            self.verdict.timings["judged_early"] = early.taken
+
+    def judge_compile(self) -> None:
+        """5. The trusted compile's case, when the file could be imported; else it is stopped."""
+        if self.compiling is None:
+            return
+        if self.result and not self.result.get("import_error"):
+            self.compiling.finish(self.verdict)
+            self.verdict.timings["compile_s"] = self.compiling.seconds
+        else:
+            self.compiling.stop()
+
+
+def check(
+    exercise: Exercise,
+    file: Path,
+    backend: str,
+    zygote: sandbox.Zygote,
+    seed: int | None = None,
+    timeout: float = 120.0,
+    on_output: Callable[[str], None] | None = None,
+    on_start: Callable[[Run], None] | None = None,
+    keep_run_dir: bool = False,
+    source: str | None = None,
+    huge_cases: bool = False,
+    cache: str = caches.LEARNER,
+) -> Verdict:
+    """Grade `file` (steps 1-6 of `CheckRun`): no queue, nothing saved, shown or timed."""
+    return CheckRun(
+        exercise,
+        file,
+        backend,
+        zygote,
+        seed=seed,
+        timeout=timeout,
+        on_output=on_output,
+        on_start=on_start,
+        keep_run_dir=keep_run_dir,
+        source=source,
+        huge_cases=huge_cases,
+        cache=cache,
+    )()

@@ -1,0 +1,180 @@
+"""Step 6 of a check, `replay`, parent side: the launches alone, in a fresh child that never imports the
+learner's module (grading/replay/ is that child). Each returned case's recorded launches are redone there on
+fresh buffers; the outputs must equal what the learner's function returned, else the host computed the result
+(`host_computed` on the case's entry, which the judge fails)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tritonlab.grading import contracts
+from tritonlab.grading.check.job import encode_case
+from tritonlab.grading.check.read import read_record
+from tritonlab.grading.check.run import child_seconds, run_limits
+from tritonlab.grading.contracts import Case
+from tritonlab.runs import caches, rundir, runfolder, sandbox
+
+
+def replay_cases(
+    contract: object,
+    cases: list[Case],
+    result: dict,
+    run_dir: Path,
+    source: str,
+    file: Path,
+    backend: str,
+    zygote: sandbox.Zygote,
+    timeout: float,
+    timings: dict | None = None,
+) -> None:
+    """Redo each returned case's recorded launches in a fresh child (grading/replay/) and compare its
+    outputs with what the check child returned: a difference is the host's doing (`host_computed`).
+    `timings` (the verdict's) gets the replay run's phases when the run was remote."""
+    if not getattr(contract, "REPLAY", True) or result.get("import_error"):
+        return
+    entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
+    todo: list[tuple[int, dict, dict]] = []
+    for i, case in enumerate(cases):
+        entry = entries.get(case.name)
+        if (
+            entry is None
+            or entry.get("status") != "returned"
+            or case.expect_error
+            or entry.get("host_computed")
+        ):
+            continue
+        record = read_record(run_dir, i)
+        if isinstance(record, str):
+            entry["host_computed"] = record
+            continue
+        events = record.get("events")
+        launched = isinstance(events, list) and any(
+            isinstance(e, dict) and e.get("op") == "launch" for e in events
+        )
+        if not launched:
+            if entry.get("launches"):
+                entry["host_computed"] = "the launch record has no launch, yet launches were counted"
+            continue  # judged as no-kernel-launch (or an empty case, where nothing is computed)
+        todo.append((i, entry, record))
+    if not todo:
+        return
+    replay_dir = zygote.new_run_dir(cache=caches.REPLAY)[0]
+    try:
+        (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
+        job_cases = []
+        for i, _entry, record in todo:
+            args, kwargs = encode_case(cases[i], i, getattr(contract, "ARG_NAMES", None), replay_dir)
+            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record}
+            if cases[i].extra.get("huge"):
+                job_case["huge"] = cases[i].extra["huge"]
+            job_cases.append(job_case)
+        job = {
+            "mode": "replay",
+            "backend": backend,
+            "file": str(file),
+            "source": "source.py",
+            "cases": job_cases,
+            "tile_map": bool(getattr(contract, "TILE_MAP", False)),
+        }
+        (replay_dir / "job.json").write_text(json.dumps(job))
+        run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
+        if timings is not None:
+            timings["replay_run_s"] = run.seconds
+            if run.timings:
+                timings["replay_run"] = run.timings
+        try:
+            reply = rundir.read_json(replay_dir / "replay.json")  # capped and depth-checked like any run's
+            replayed = reply.get("cases", {})
+            result["replay_seconds"] = {k: reply.get(k) for k in ("lower_seconds", "seconds")} | {
+                "wall": run.seconds
+            }
+            if timings is not None:
+                child_seconds(timings, "replay_child", [reply.get("seconds")])
+        except (OSError, ValueError, AttributeError, rundir.Malformed):
+            replayed = {}
+        atomics = backend == "gpu" and "atomic_" in source
+        # a case whose check child ran the kernels through the interpreter on a GPU, the replay compiled
+        interpreted = getattr(contract, "interpreted_on_gpu", None) if backend == "gpu" else None
+        for i, entry, _record in todo:
+            got = replayed.get(str(i))
+            if got is None:
+                how = "timed out" if run.timed_out else f"ended ({run.signal or run.exit_code})"
+                entry["host_computed"] = f"the replay of your launches {how} before this case"
+            elif got.get("refused"):
+                entry["host_computed"] = str(got["refused"])[:600]
+            elif cases[i].extra.get("huge"):
+                entry["huge_summary"] = got.get("huge")
+                entry["host_computed"] = compare_huge(entry, got.get("huge"))
+            else:
+                arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
+                tolerant = ROUNDING if interpreted and interpreted(cases[i]) else atomics
+                entry["host_computed"] = compare_replay(
+                    entry, arrays, tolerant=tolerant, indices=getattr(contract, "REPLAY_OUTPUTS", None)
+                )
+                if "tiles" in got and isinstance(entry.get("data"), dict):
+                    # the map the replay child saw replaces the one from the process that ran learner code
+                    entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
+    finally:
+        runfolder.remove_run_dir(replay_dir)
+
+
+ROUNDING = "rounding"  # compare_replay's tolerance for outputs computed by two different executions
+
+
+def compare_replay(
+    entry: dict, replayed: list[np.ndarray], tolerant: bool | str, indices: tuple[int, ...] | None = None
+) -> str:
+    """ "" when the replay's outputs equal what the function returned (bit for bit, or within a tolerance for
+    a kernel with atomics on a GPU), else which output differs. `tolerant=ROUNDING`: the two results come
+    from different executions of the same launches (a GPU check whose cases ran the kernels through Triton's
+    interpreter, grouped-matmul-order's tile-order cases; the replay compiles them), so they may differ by
+    rounding: within 8 units of the output dtype's rounding plus 0.1 % of the output's largest magnitude —
+    far below what a host writing the result would have to change. `indices` (the contract's
+    `REPLAY_OUTPUTS`) picks the returned outputs the launches must produce, where a custom contract returns
+    more (autotune's per-config snapshots, autograd-wrap's loss, which the grader computes itself)."""
+    arrays = entry.get("arrays", [])
+    if indices is None:
+        indices = tuple(range(len(arrays)))
+    if any(k >= len(arrays) for k in indices):
+        return f"your function returned {len(arrays)} output(s), fewer than the launches must reproduce"
+    returned = [arrays[k] for k in indices]
+    if len(replayed) != len(returned):
+        return f"the launches alone give {len(replayed)} output(s), your function returned {len(returned)}"
+    for j, (a, b) in enumerate(zip(returned, replayed, strict=True)):
+        k = indices[j]
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {k}: the launches alone give a different shape or dtype"
+        if tolerant:
+            dtype = entry["outputs"][k].get("dtype", "")
+            x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
+            if tolerant == ROUNDING:
+                finite = np.abs(y[np.isfinite(y)])
+                scale = float(finite.max()) if finite.size else 0.0
+                unit = contracts.UNIT_ROUNDOFF.get(dtype, 0.0)
+                with np.errstate(invalid="ignore"):
+                    close = np.abs(x - y) <= 8 * unit * np.abs(y) + 1e-3 * scale
+                same = close | (x == y) | (np.isnan(x) & np.isnan(y))
+            else:
+                same = np.isclose(x, y, rtol=1e-3, atol=1e-6, equal_nan=True)
+        else:
+            same = a == b
+        if not bool(np.all(same)):
+            differ = int(np.size(same) - np.count_nonzero(same))
+            return f"output {k}: {differ} of {a.size} element(s) differ when the launches run alone"
+    return ""
+
+
+def compare_huge(entry: dict, summary: object) -> str:
+    """A huge case: the digest of what the function returned (check child) against the digest of what the
+    launches alone gave (replay child)."""
+    if not isinstance(summary, dict):
+        return "the replay of your launches reported nothing for this case"
+    if summary.get("problem"):
+        return ""  # judged as wrong-shape/wrong-dtype from the summary
+    returned = [o.get("digest") for o in entry.get("huge_outputs", []) if isinstance(o, dict)]
+    if returned != [summary.get("digest")]:
+        return "the tensor your function returned differs from what its launches alone produce"
+    return ""

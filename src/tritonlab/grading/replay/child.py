@@ -1,0 +1,144 @@
+"""The replay job's entry (mode `replay`, named in `runs/zygote.py:ENTRIES`): rebuild the kernels from the
+file's text, lower every recorded launch for a GPU before any kernel runs, then replay each case on fresh
+buffers and write its outputs (or, for a huge case, a summary judged here) to `replay.json` after every case."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tritonlab.grading.replay import Refused
+from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
+from tritonlab.grading.replay.source import build_kernels
+
+REPLAY_RESULT = "replay.json"
+
+
+@contextlib.contextmanager
+def tile_map(wanted: bool) -> Any:
+    """For contracts with `TILE_MAP` on the interpreter: which program stored to which output tile, seen here,
+    in a process that never ran the learner's host code (grading/contracts/_tiles.py)."""
+    if not wanted:
+        yield None
+        return
+    from tritonlab.grading.contracts import _tiles
+
+    with _tiles.recording() as tap:
+        yield tap
+
+
+def tap_tiles(tap: Any, out: Any) -> list | None:
+    from tritonlab.grading.contracts import _tiles
+
+    return _tiles.tiles_of(tap, out)
+
+
+def device_scratch() -> None:
+    """Give kernels that build tensor descriptors on the device (`tl.make_tensor_descriptor`, lesson 14) the
+    global scratch memory Triton asks for at launch: the learner's own `triton.set_allocator` ran in the check
+    child, never here. Plain torch allocations on the current device, like the learner's."""
+    import torch
+    import triton
+
+    set_allocator = getattr(triton, "set_allocator", None)
+    if set_allocator is not None:
+        set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+
+
+def run_replay(job: dict, run_dir: Path) -> int:
+    """Child entry (mode `replay`): replay each case's record; write replay.json after every case."""
+    import numpy as np
+    import torch
+
+    from tritonlab.grading import guards, huge, interp
+
+    interp.install()
+    device = "cuda" if job["backend"] == "gpu" else "cpu"
+    if device == "cuda":
+        device_scratch()
+    out: dict[str, Any] = {"cases": {}}
+
+    def flush() -> None:
+        (run_dir / REPLAY_RESULT).write_text(json.dumps(out))
+
+    source = (run_dir / job["source"]).read_text(encoding="utf-8", errors="surrogateescape")
+    filename = job.get("file") or "learner.py"
+    try:
+        run_kernels, lower_kernels = build_kernels(source, filename)
+        failure = ""
+    except Refused as exc:
+        failure, run_kernels, lower_kernels = str(exc), {}, {}
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot be rebuilt from its source alone
+        failure = f"your kernels cannot be rebuilt from their source alone ({type(exc).__name__}: {exc})"
+        run_kernels, lower_kernels = {}, {}
+    started = time.perf_counter()
+    for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
+        key = str(case["index"])
+        if failure:
+            out["cases"][key] = {"refused": failure}
+            continue
+        try:
+            Replayer(device, run_dir, materialize=False).run_events(
+                _dict(case["record"], "record"), {}, lower_kernels
+            )
+        except Refused as exc:
+            out["cases"][key] = {"refused": str(exc)}
+    out["lower_seconds"] = round(time.perf_counter() - started, 3)
+    for case in job["cases"]:
+        key = str(case["index"])
+        if key in out["cases"]:
+            continue
+        replayer = Replayer(device, run_dir)
+        try:
+            inputs: dict[str, Any] = {}
+            views: list[
+                Any
+            ] = []  # a huge case's generated inputs, in argument order (its reference reads them)
+            for spec in [*case["args"], *case["kwargs"].values()]:
+                if isinstance(spec, dict) and "generated" in spec:
+                    view, g = huge.generate(huge.parse(spec["generated"]), device, spec["label"])
+                    inputs[spec["label"]] = g.buffer
+                    views.append(view)
+                elif isinstance(spec, dict) and "tensor" in spec:
+                    arr = np.load(run_dir / spec["tensor"], allow_pickle=False)
+                    values = guards.from_numpy_storage(arr, spec["dtype"])
+                    _view, g = guards.make_input(
+                        values, spec.get("layout", "contiguous"), device, spec["label"]
+                    )
+                    inputs[spec["label"]] = g.buffer
+            record = _dict(case["record"], "record")
+            replayer.build_buffers(record, inputs)
+            with tile_map(job.get("tile_map") and device == "cpu") as tap:
+                replayer.run_events(record, run_kernels, lower_kernels)
+            outputs = [replayer.tensor(s) for s in _list(record.get("outputs"), "outputs", MAX_ARGS)]
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if case.get("huge"):  # judged here, on the device: only a summary goes back (grading/huge.py)
+                spec = _dict(case["huge"], "huge case")
+                out["cases"][key] = {
+                    "huge": huge.summary(str(spec.get("kind")), outputs, views, spec, device)
+                }
+                flush()
+                continue
+            files = []
+            for k, t in enumerate(outputs):
+                name = f"r{key}_o{k}.npy"
+                np.save(run_dir / name, guards.to_bits_numpy(t), allow_pickle=False)
+                files.append(name)
+            out["cases"][key] = {"outputs": files}
+            if tap is not None and outputs:
+                out["cases"][key]["tiles"] = tap_tiles(tap, outputs[0])
+        except Refused as exc:
+            out["cases"][key] = {"refused": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a launch that fails on its own proves nothing
+            message = (str(exc).strip().splitlines() or [""])[0][:300]
+            out["cases"][key] = {
+                "refused": f"the recorded launches fail when run on their own ({type(exc).__name__}: {message})"
+            }
+        flush()
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    flush()
+    return 0

@@ -1,0 +1,189 @@
+"""Lesson 13's contracts in the parent alone (numpy only): what the GPU cases will accept, checked here.
+
+The interpreter skips bf16 cases and cannot afford the GPU's sizes, so each test emulates in numpy what a right
+kernel computes on a GPU (fp32 accumulation, p and dS rounded to the input dtype before their products, a
+block scan with a carry, a counter-based mask) and requires the contract to accept it, and to reject the usual
+mistake made the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tritonlab.grading import contracts
+from tritonlab.grading.contracts import Case, quantize
+from tritonlab.grading.contracts import attention_backward as ab
+from tritonlab.grading.contracts import cumsum as cs
+from tritonlab.grading.contracts import dropout as do
+
+
+def result_of(arrays: list[tuple[np.ndarray, str]], returned: str = "tuple", launches: int = 1) -> dict:
+    """A child's result returning these tensors (values rounded to their dtype)."""
+    return {
+        "status": "returned",
+        "function": "fn",
+        "device_type": "cuda",
+        "returned": returned,
+        "outputs": [
+            {"dtype": dtype, "shape": list(v.shape), "device_type": "cuda", "guarded": True}
+            for v, dtype in arrays
+        ],
+        "arrays": [contracts.to_storage(quantize(v, dtype), dtype) for v, dtype in arrays],
+        "launches": [{"kernel": "k", "grid": [1], "constexprs": {}}] * launches,
+        "torch_ops": [],
+        "guard_violations": [],
+        "inputs_modified": [],
+    }
+
+
+# ---- attention-backward ------------------------------------------------------------------------------------
+
+
+def kernel_gradients(case: Case, *, causal: bool = True) -> dict[str, np.ndarray]:
+    """What the lesson's kernels compute on a GPU: fp32 products and sums, p and dS rounded to the input dtype
+    for their tl.dot, Δ from the given (rounded) o, p rebuilt from the given fp32 lse."""
+    q, k, v, o, lse, dout = (t.values for t in case.args)
+    dtype = case.args[0].dtype
+    f32 = np.float32
+    scale = f32(ab.scale_of(case))
+    s = np.einsum("bhid,bhjd->bhij", q.astype(f32), k.astype(f32)) * scale
+    n = s.shape[-1]
+    visible = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    p = np.where(visible, np.exp(np.minimum(s - lse.astype(f32)[..., None], 0 if causal else 80)), 0).astype(
+        f32
+    )
+    p_in = quantize(p, dtype).astype(f32)
+    delta = np.sum(dout.astype(f32) * o.astype(f32), axis=-1, keepdims=True)
+    dp = np.einsum("bhid,bhjd->bhij", dout.astype(f32), v.astype(f32))
+    ds = quantize(p * (dp - delta), dtype).astype(f32)
+    return {
+        "dq": np.einsum("bhij,bhjd->bhid", ds, k.astype(f32)) * scale,
+        "dk": np.einsum("bhij,bhid->bhjd", ds, q.astype(f32)) * scale,
+        "dv": np.einsum("bhij,bhid->bhjd", p_in, dout.astype(f32)),
+    }
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [((1, 2, 700, 64), "float16"), ((1, 1, 1024, 128), "bfloat16"), ((1, 2, 77, 64), "bfloat16")],
+)
+def test_attention_backward_accepts_a_gpu_kernels_rounding(shape: tuple, dtype: str) -> None:
+    case = ab._case(np.random.default_rng(3), "large: ", shape, dtype)
+    g = kernel_gradients(case)
+    result = result_of([(g[name], dtype) for name in ab.OUTPUTS])
+    assert ab.check(case, result) == []
+
+
+def test_attention_backward_rejects_the_non_causal_gradients_and_names_them() -> None:
+    case = ab._case(np.random.default_rng(4), "", (1, 2, 90, 64), "bfloat16")
+    g = kernel_gradients(case, causal=False)
+    failures = ab.check(case, result_of([(g[name], "bfloat16") for name in ab.OUTPUTS]))
+    assert {f.kind for f in failures} == {"wrong-result"}
+    assert all("NON-causal" in f.cause for f in failures), [f.cause for f in failures]
+
+
+def test_attention_backward_wants_three_tensors() -> None:
+    case = ab._case(np.random.default_rng(5), "", (1, 1, 8, 16), "float16")
+    g = kernel_gradients(case)
+    failures = ab.check(case, result_of([(g["dq"], "float16"), (g["dk"], "float16")]))
+    assert [f.kind for f in failures] == ["wrong-result"] and "(dq, dk, dv)" in failures[0].message
+
+
+# ---- dropout -----------------------------------------------------------------------------------------------
+
+
+def draws(seed: int, start: int, n: int) -> np.ndarray:
+    """A stand-in for tl.rand: the uniform numbers of counters start .. start + n − 1 under `seed`."""
+    return np.random.default_rng([seed, 7]).random(start + n)[start:]
+
+
+def dropout_result(case: Case, *, mask_of=None, scale_kept: bool = True) -> dict:
+    """The four outputs of a right kernel (or of `mask_of(seed, offset, n) -> bool array`, a wrong one)."""
+    x, residual, grad, p, seed, offset = case.args
+    n = x.values.size
+    shift = case.extra["shift"]
+    keep_of = mask_of or (lambda s, o, count: draws(s, o, count) >= p)
+    scale = 1.0 / (1.0 - p) if scale_kept else 1.0
+
+    def forward(s: int, o: int) -> np.ndarray:
+        keep = keep_of(s, o, n).reshape(x.values.shape)
+        return residual.values + np.where(keep, x.values * scale, 0.0)
+
+    dx = np.where(keep_of(seed, offset, n).reshape(x.values.shape), grad.values * scale, 0.0)
+    arrays = [(dx, grad.dtype), (forward(seed, offset), x.dtype), (forward(seed + 1, offset), x.dtype)]
+    arrays.append((forward(seed, offset + shift), x.dtype))
+    result = result_of(arrays, returned="dict", launches=4)
+    result["data"] = {"returned": ["Tensor"] * 4}
+    return result
+
+
+def stats_cases() -> list[Case]:
+    plan = do.cases(np.random.default_rng(9), "gpu")
+    return [c for c in plan if not c.expect_error]
+
+
+def test_dropout_accepts_right_masks_at_every_p_and_size() -> None:
+    """Z = 6 deviations: 40 seeds of every case (the GPU's included) give no false failure."""
+    for case in stats_cases():
+        for trial in range(40 if case.args[0].values.size < 100_000 else 2):
+            x, residual, grad, p, seed, offset = case.args
+            case.args = (x, residual, grad, p, seed + 1000 * trial, offset)
+            assert do.check(case, dropout_result(case)) == [], (case.name, trial)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "mask_of", "cause"),
+    [
+        (
+            "the same draws in every block of 256",
+            lambda s, o, n: np.resize(draws(s, o, 256), n) >= 0.3,
+            "global index",
+        ),
+        ("kept with probability p", lambda s, o, n: draws(s, o, n) < 0.3, "at least p"),
+        ("the seed ignored", lambda s, o, n: draws(1, o, n) >= 0.3, "seed"),
+        ("the offset ignored", lambda s, o, n: draws(s, 0, n) >= 0.3, "offset"),
+    ],
+)
+def test_dropout_rejects_the_usual_masks(mistake: str, mask_of, cause: str) -> None:  # noqa: ANN001
+    case = next(c for c in do.cases(np.random.default_rng(2), "interpreter") if c.name.startswith("40×100"))
+    failures = do.check(case, dropout_result(case, mask_of=mask_of))
+    assert failures and {f.kind for f in failures} == {"wrong-result"}, mistake
+    assert any(cause in f.cause for f in failures), (mistake, [f.cause for f in failures])
+
+
+def test_dropout_rejects_unscaled_values_and_names_the_scale() -> None:
+    case = next(c for c in do.cases(np.random.default_rng(2), "interpreter") if c.name.startswith("40×100"))
+    failures = do.check(case, dropout_result(case, scale_kept=False))
+    assert failures and all("divided by 1 − p" in f.cause for f in failures)
+
+
+# ---- cumsum ------------------------------------------------------------------------------------------------
+
+
+def block_scan(x: np.ndarray, block: int, carry: bool = True) -> np.ndarray:
+    """A GPU kernel's running sums: fp32 within each block (sequential: the worst order), an fp32 carry."""
+    out = np.empty(x.shape, dtype=np.float32)
+    total = np.zeros(x.shape[0], dtype=np.float32)
+    for start in range(0, x.shape[1], block):
+        part = np.cumsum(x[:, start : start + block].astype(np.float32), axis=1, dtype=np.float32)
+        out[:, start : start + block] = part + (total[:, None] if carry else 0)
+        total = total + part[:, -1] if carry else total
+    return out
+
+
+def test_cumsum_accepts_a_gpu_scan_of_rows_longer_than_any_block() -> None:
+    plan = {c.name: c for c in cs.cases(np.random.default_rng(6), "gpu")}
+    longest = next(c for name, c in plan.items() if name.startswith("rows longer than any block"))
+    x = longest.args[0].values
+    assert x.shape[1] > cs.LONGEST_BLOCK
+    assert cs.check(longest, result_of([(block_scan(x, 1024), "float32")], returned="Tensor")) == []
+    failures = cs.check(
+        longest, result_of([(block_scan(x, 1024, carry=False), "float32")], returned="Tensor")
+    )
+    assert [f.kind for f in failures] == ["wrong-result"] and "starts again from zero" in failures[0].cause
+    big = next(c for name, c in plan.items() if name.startswith("large: 1024×4096 bfloat16"))
+    assert (
+        cs.check(big, result_of([(block_scan(big.args[0].values, 1024), "bfloat16")], returned="Tensor"))
+        == []
+    )
