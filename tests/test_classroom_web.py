@@ -605,3 +605,33 @@ def test_a_cell_of_the_pictures_shows_its_learners_and_the_exports_are_bounded(
     refused = teacher.get("/api/classroom/insights/time.png")
     assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 61
     room.set_disabled(user, True)  # out of the class's pictures for the tests that follow
+
+
+def test_serve_prints_the_full_log_in_and_join_urls_and_no_token(env: dict) -> None:
+    """`serve --classroom`'s banner: whole URLs a person can open (the public URL behind a proxy, else the
+    bound address), the join link in full while it is open, in the chosen language, and no token."""
+    import socket
+
+    from tritonlab import i18n
+    from tritonlab.cli.serve import base_url, classroom_banner
+
+    room = env["room"]
+    assert base_url("127.0.0.1", 8123) == "http://127.0.0.1:8123"
+    assert base_url("::1", 8123) == "http://[::1]:8123"
+    assert base_url("0.0.0.0", 8123) == f"http://{socket.gethostname()}:8123"
+    assert base_url("0.0.0.0", 8123, "https://class.example.org/") == "https://class.example.org"
+    was_open = room.the_class()["join_open"]
+    try:
+        for is_open in (True, False):
+            room.set_join_open(is_open)
+            code = room.the_class()["join_code"]
+            login, lines = classroom_banner(room, "https://class.example.org", "pt")
+            assert login == "https://class.example.org/login" and lines[1:3] == [
+                i18n.t("serve.classroom_login", "pt"),
+                "    https://class.example.org/login",
+            ]
+            state = "serve.classroom_join_open" if is_open else "serve.classroom_join_closed"
+            assert lines[3:] == [i18n.t(state, "pt"), f"    https://class.example.org/join/{code}"]
+            assert not any("token" in line for line in lines)
+    finally:
+        room.set_join_open(was_open)
