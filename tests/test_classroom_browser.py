@@ -480,3 +480,41 @@ def test_every_page_passes_axe_and_fits_a_phone(
                 assert box and 0 <= box["x"] and box["x"] + box["width"] <= 390, box
             ctx.close()
     assert not problems, "\n".join(problems)
+
+
+def test_resetting_a_password_or_disabling_asks_first(classroom: dict, browser: object) -> None:
+    """Reset password and Disable end a learner's sessions: each opens a dialog naming the learner, and Escape
+    or Cancel changes nothing (the old password still logs in); only the dialog's confirming button acts."""
+    expect = playwright_api.expect
+    url = classroom["url"]
+    teacher = api_login(browser, url, "teacher", classroom["teacher"]["password"])
+    password = add_learner(teacher, url, "ivy")
+
+    def logs_in(secret: str) -> bool:  # in a browser profile of its own: the teacher's stays logged in
+        other = browser.new_context()
+        try:
+            r = other.request.post(url + "/api/login", data={"username": "ivy", "password": secret},
+                                   headers={"Origin": url})  # fmt: skip
+            return r.ok
+        finally:
+            other.close()
+
+    page = teacher[0].new_page()
+    page.goto(url + "/teacher")
+    row = page.locator("#roster tr[data-username=ivy]")
+    dialog = page.locator("#confirm-dialog")
+    row.locator("button[data-action=password]").click()
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("#confirm-text")).to_contain_text("ivy")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    row.locator("button[data-action=disable]").click()
+    expect(dialog).to_be_visible()
+    dialog.locator("button:not(#confirm-button)").click()  # Cancel
+    expect(dialog).to_be_hidden()
+    assert logs_in(password)  # neither the password nor the account changed
+    row.locator("button[data-action=password]").click()
+    dialog.locator("#confirm-button").click()
+    expect(page.locator("#roster-message")).to_contain_text("ivy")
+    assert not logs_in(password)  # the old password is gone
+    teacher[0].close()
