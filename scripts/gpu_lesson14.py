@@ -260,7 +260,11 @@ def fp8_row(torch: Any, fp8: Any, tma: Any, shape: tuple[int, int, int]) -> dict
 
 
 def profile_part(out: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    # src first, then what the caller had (a GPU machine's carried packages live on PYTHONPATH too)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    )
     done = subprocess.run(
         [sys.executable, "-m", "tritonlab", "profile", "softmax", "--solution", "--json"],
         capture_output=True,

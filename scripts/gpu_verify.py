@@ -15,7 +15,10 @@ Steps, each timed and bounded, in this order (the last one gets what is left of 
 9. `gpu_tests`: the GPU-marked tests (test files in parallel pytest processes) while, beside them, every
    kernel of `bench --all` and its torch.compile peer compiles once, untimed, into the caches step 11 reads;
 10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
-11. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
+11. `edited_kernel`: the first check of an edited vector-copy, softmax and matmul solution
+    (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
+    40's goals;
+12. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
     cases only while time is left; the restated targets judged from its rows (perf/targets.py).
 
 Writes `gpu-verify.json` (everything, saved after every step), `gpu-verify.md` (the summary with every target and
@@ -63,11 +66,14 @@ LIMITS = {
     "breakdown": 90,
     "gpu_tests": 150,
     "dev_check": 150,
+    "edited_kernel": 120,
     "bench": 600,
 }
 LATENCY = (("vector-copy", 3.0), ("softmax", 3.0), ("matmul", 5.0))  # exercise, target through the CLI (s)
 WEB_TARGET = {"vector-copy": 2.0, "softmax": 2.0, "matmul": 5.0}
 FIRST_CHECK_TARGET, DEV_CHECK_TARGET = 15.0, 90.0
+# the first check of an edited kernel (a harmless change each time, so no cache holds it): issue 40's goals, s
+EDITED_TARGET = {"vector-copy": 4.0, "softmax": 4.0, "matmul": 8.0}
 SPEED_AFTER_S = 1.5  # the speed line of a passing GPU check may follow the verdict by this much
 HEAVY = ("torch", "triton", "numpy")
 
@@ -531,6 +537,32 @@ def dev_check(env: dict, limit: float) -> dict:
     }
 
 
+def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
+    """The first check of edited code: benchmarks/edited_kernel_latency.py, one edit per exercise of
+    EDITED_TARGET (each a fresh change of the solution, so neither the compile caches nor the daemon's last
+    check hold it). Its rows (wall time, verdict, phases) land in edited-kernel.json beside the report."""
+    run = sh(
+        [sys.executable, "benchmarks/edited_kernel_latency.py", "--out", str(out_dir), "--repeats", "1",
+         *EDITED_TARGET],
+        limit, env,
+    )  # fmt: skip
+    rows: list[dict] = []
+    record = out_dir / "edited-kernel.json"
+    if record.is_file():
+        rows = json.loads(record.read_text()).get("rows", [])
+    exercises = []
+    for exercise, target in EDITED_TARGET.items():
+        walls = [r["wall_s"] for r in rows if r.get("exercise") == exercise and r.get("edit") is not None]
+        passed = [
+            r.get("exit") == 0 for r in rows if r.get("exercise") == exercise and r.get("edit") is not None
+        ]
+        exercises.append({
+            "exercise": exercise, "target_s": target, "walls_s": walls,
+            "median_s": statistics.median(walls) if walls else None, "all_passed": bool(passed) and all(passed),
+        })  # fmt: skip
+    return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
+
+
 def bench_all(env: dict, limit: float, out_dir: Path) -> dict:
     """The reference kernels, 3 interleaved runs, no case started after the budget; rows to bench-all.json."""
     # a case started just before the end finishes (its kernels compiled by the warm-up beside the GPU tests;
@@ -632,6 +664,9 @@ def judge(report: dict) -> list[dict]:
                 "met": shown,
             }
         )
+    for c in (report.get("edited_kernel") or {}).get("exercises", []):
+        what = f"first check of an edited {c['exercise']} kernel (CLI, median of {len(c['walls_s'])}), s"
+        add(what, c["median_s"], c["target_s"], c["all_passed"])
     if "total_s" in report:
         add("the whole gpu-verify, s", report["total_s"], BUDGET_S)
     return out
@@ -928,6 +963,7 @@ def main(argv: list[str] | None = None) -> int:
         "breakdown": breakdown,
         "gpu_tests": gpu_tests_beside_bench_warm_up,
         "dev_check": dev_check,
+        "edited_kernel": lambda e, s: edited_kernel(e, s, args.out),
         "bench": lambda e, s: bench_all(e, s, args.out),
     }
     for name, step in steps.items():

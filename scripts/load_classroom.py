@@ -12,6 +12,11 @@ must be there. A request whose answer was lost in a kill is "in flight": it may 
 and the check allows both.
 
 The load generator runs at a lower CPU priority (nice 10) than the server it measures.
+
+With `hostile` ("full" or "smoke"), scripts/load_hostile.py runs beside the learners from 10% of the run until
+just before the kill: a log-in flood, a join flood on the open join link and half-open sockets, each from
+loopback addresses of its own. The probe's page latency while it ran, over its latency the rest of the run
+(the outage left out), is the neighbour's latency ratio.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import json, sys, time
 import httpx
 base, user, password, seconds, out, pages = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6:]
 end = time.monotonic() + seconds
-took, failed = [], 0
+took, at, failed = [], [], 0
 headers = {"Origin": base}
 with httpx.Client(base_url=base, timeout=30) as client:
     logged_in = False
@@ -67,6 +72,7 @@ with httpx.Client(base_url=base, timeout=30) as client:
                 r = client.get(page)
                 if r.status_code == 200:
                     took.append(time.monotonic() - started)
+                    at.append(started)
                 else:
                     failed += 1
                     logged_in = r.status_code not in (401, 302, 303)
@@ -74,7 +80,7 @@ with httpx.Client(base_url=base, timeout=30) as client:
             failed += 1  # the server killed on purpose, or restarting
             time.sleep(0.5)
         time.sleep(0.5)
-json.dump({"took": took, "failed": failed}, open(out, "w"))
+json.dump({"took": took, "at": at, "failed": failed}, open(out, "w"))
 """
 
 
@@ -204,9 +210,16 @@ class Run:
     """One load run: the class, the server, the learners, the kill, the verification."""
 
     def __init__(
-        self, url: str | None, learners: int, duration: float, kill_at: float | None, home: Path
+        self,
+        url: str | None,
+        learners: int,
+        duration: float,
+        kill_at: float | None,
+        home: Path,
+        hostile: str | None = None,
     ) -> None:
-        self.home = home
+        self.home, self.hostile = home, hostile
+        self.join_path = ""
         self.url = url or f"sqlite:///{home / 'classroom.db'}"
         self.duration, self.kill_at = duration, kill_at
         self.tally = Tally()
@@ -225,6 +238,7 @@ class Run:
         self.outage = threading.Event()  # set while the server is down on purpose
         self.solution = SOLUTION.read_text()
         self.timeline: dict[str, float] = {}
+        self.outage_at = (0.0, 0.0)  # monotonic start and end of the outage the kill makes
 
     # ---- the class --------------------------------------------------------------------------------------
 
@@ -242,7 +256,9 @@ class Run:
 
     def make_class(self) -> None:
         started = time.monotonic()
-        self.cli("classroom", "init", "--name", "Load test", "--json")
+        self.join_path = json.loads(self.cli("classroom", "init", "--name", "Load test", "--json"))[
+            "join_path"
+        ]
         roster = self.home / "roster.csv"
         roster.write_text(
             "username,display_name,role,password\n"
@@ -250,6 +266,8 @@ class Run:
             + f"{PROBE_USER},Probe,learner,{PROBE_PASSWORD}\n"
         )
         self.cli("classroom", "add", "--csv", str(roster), "--json")
+        if self.hostile:
+            self.cli("classroom", "join", "--open", "--hours", "1")  # the join flood's target
         self.timeline["class_made_s"] = round(time.monotonic() - started, 1)
 
     # ---- one learner ----------------------------------------------------------------------------------------
@@ -397,6 +415,40 @@ class Run:
             if not self.outage.is_set():
                 self.tally.error(f"{me.username}: a check's stream ended without a verdict")
 
+    # ---- the hostile mix ------------------------------------------------------------------------------------
+
+    def start_hostile(self, begin: float) -> tuple[subprocess.Popen, float, float, Path]:
+        """scripts/load_hostile.py from 10% of the run until 2 s before the kill (or the end)."""
+        start = begin + 0.1 * self.duration
+        end = begin + (self.kill_at if self.kill_at is not None else self.duration) - 2.0
+        time.sleep(max(0.0, start - time.monotonic()))
+        out = self.home / "hostile.json"
+        argv = [sys.executable, str(ROOT / "scripts" / "load_hostile.py")]
+        argv += ["--smoke"] if self.hostile == "smoke" else []
+        argv += [self.server.base, self.join_path, f"{end - time.monotonic():.1f}", str(out)]
+        proc = subprocess.Popen(argv + [ln.username for ln in self.learners], env=self.env)
+        return proc, time.monotonic(), end, out
+
+    def hostile_result(self, mix: tuple[subprocess.Popen, float, float, Path], probed: dict) -> dict:
+        """What the mix sent and got, and the probe's pages while it ran against the rest (outage left out)."""
+        _, start, end, out = mix
+        try:
+            result = json.loads(out.read_text())
+        except (OSError, ValueError):
+            result = {"missing": "load_hostile.py wrote no result"}
+        down = self.outage_at
+        pairs = list(zip(probed.get("at", []), probed["took"], strict=False))
+        inside = [d for at, d in pairs if start <= at <= end]
+        outside = [d for at, d in pairs if not start <= at <= end and not down[0] <= at <= down[1]]
+        result["probe_pages_during"], result["probe_pages_else"] = len(inside), len(outside)
+        for name, values in (("during", inside), ("else", outside)):
+            result[f"probe_p50_{name}_ms"] = pct(values, 0.5)
+            result[f"probe_p95_{name}_ms"] = pct(values, 0.95)
+        for p in ("p50", "p95"):
+            a, b = result[f"probe_{p}_during_ms"], result[f"probe_{p}_else_ms"]
+            result[f"neighbour_ratio_{p}"] = round(a / b, 2) if a and b else None
+        return result
+
     # ---- the whole run ----------------------------------------------------------------------------------
 
     def run(self) -> dict:
@@ -416,6 +468,7 @@ class Run:
         ]
         for t in threads:
             t.start()
+        mix = self.start_hostile(begin) if self.hostile else None
         killed_acked = None
         try:
             if self.kill_at is not None:
@@ -424,14 +477,21 @@ class Run:
                 self.server.kill9()
                 killed_acked = sum(len(ln.acked) for ln in self.learners)
                 self.timeline["killed_at_s"] = round(time.monotonic() - begin, 1)
+                self.outage_at = (time.monotonic(), 0.0)
                 self.timeline["restart_s"] = round(self.server.start(), 1)
                 time.sleep(10)  # kept-alive connections to the killed server fail once more: the outage's
+                self.outage_at = (self.outage_at[0], time.monotonic())
                 self.outage.clear()
             for t in threads:
                 t.join(timeout=max(0.0, deadline + GRACE_S + 15 - time.monotonic()))
             self.timeline["load_s"] = round(time.monotonic() - begin, 1)
         finally:
             self.outage.set()
+            if mix is not None:
+                try:
+                    mix[0].wait(timeout=max(5.0, mix[2] + 90 - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    mix[0].kill()
             try:
                 probe.wait(timeout=max(5.0, deadline + 40 - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -447,6 +507,8 @@ class Run:
         result["probe_page_p50_ms"] = pct(probed["took"], 0.5)
         result["probe_page_p95_ms"] = pct(probed["took"], 0.95)
         result["acked_saves_before_kill"] = killed_acked
+        if mix is not None:
+            result["hostile"] = self.hostile_result(mix, probed)
         result["threads_still_running"] = sum(t.is_alive() for t in threads)
         return result
 
@@ -540,13 +602,17 @@ class Run:
 
 
 def run_classroom_load(
-    url: str | None = None, learners: int = 200, duration: float = 180.0, kill_at: float | None = None
+    url: str | None = None,
+    learners: int = 200,
+    duration: float = 180.0,
+    kill_at: float | None = None,
+    hostile: str | None = None,
 ) -> dict:
     """One run; `kill_at` defaults to 60% of the duration. `url`: a PostgreSQL URL, else SQLite in a
-    fresh TRITONLAB_HOME."""
+    fresh TRITONLAB_HOME. `hostile`: "full" or "smoke" runs the hostile mix (load_hostile.py) beside it."""
     home = Path(tempfile.mkdtemp(prefix="tritonlab-classload-"))
     os.chmod(home, 0o755)
-    run = Run(url, learners, duration, 0.6 * duration if kill_at is None else kill_at, home)
+    run = Run(url, learners, duration, 0.6 * duration if kill_at is None else kill_at, home, hostile)
     try:
         return run.run()
     finally:

@@ -6,6 +6,7 @@ Default (issue 20): the classroom run in scripts/load_classroom.py — 200 learn
     python scripts/load_test.py --db sqlite [--write docs/reliability.md]
     python scripts/load_test.py --db postgresql            # as root: PostgreSQL runs as `nobody`
     python scripts/load_test.py --db sqlite --smoke        # 30 s, 20 learners (what CI runs)
+    python scripts/load_test.py --db sqlite --hostile      # with the hostile mix (scripts/load_hostile.py)
 
 `--single-user`: the older single-learner run below (one token, one workspace). Each learner loads the exercise, saves an edit (with the version it loaded: a conflict is a 409, never a
 silent overwrite; it retries on the disk version), then checks or runs it and reads the result stream. A
@@ -315,6 +316,7 @@ def classroom_markdown(r: dict) -> str:
             f"| acknowledged saves missing after kill -9 | {r['lost_acked_saves']} |",
             f"| acknowledged attempts missing after kill -9 | {r['lost_acked_attempts']} |",
             f"| connection errors while the server was down | {r['connection_errors_during_outage']} |",
+            *hostile_rows(r.get("hostile")),
             (
                 f"| SQLite `integrity_check` after the final kill -9 | {'ok' if r['integrity_ok'] else 'FAILED'} |"
                 if r["database"] == "sqlite"
@@ -323,6 +325,26 @@ def classroom_markdown(r: dict) -> str:
             ),
         ]
     )
+
+
+def hostile_rows(h: dict | None) -> list[str]:
+    """The hostile mix's rows (scripts/load_hostile.py), when it ran."""
+    if not h:
+        return []
+    m = h.get("mix", {})
+    return [
+        f"| hostile mix ({h.get('seconds')} s before the kill): log-in flood ({m.get('login')} addresses), "
+        f"status counts | {h.get('login_status')} |",
+        f"| join flood on the open link ({m.get('join')} addresses, right and wrong code), status counts | "
+        f"{h.get('join_status')} |",
+        f"| half-open sockets held ({m.get('half_open')}): opened / closed by the server | "
+        f"{h.get('half_open_opened')} / {h.get('half_open_closed_by_server')} |",
+        f"| probe page p50 / p95 while the mix ran ({h.get('probe_pages_during')} pages) vs the rest of the run, "
+        f"outage left out ({h.get('probe_pages_else')} pages) | {h.get('probe_p50_during_ms')} / "
+        f"{h.get('probe_p95_during_ms')} ms vs {h.get('probe_p50_else_ms')} / {h.get('probe_p95_else_ms')} ms |",
+        f"| the neighbour's latency ratio, p50 / p95 | {h.get('neighbour_ratio_p50')} / "
+        f"{h.get('neighbour_ratio_p95')} |",
+    ]
 
 
 def classroom_main(args: argparse.Namespace) -> int:
@@ -335,7 +357,10 @@ def classroom_main(args: argparse.Namespace) -> int:
     if args.db == "postgresql" and url is None:
         url, stopper = postgres_url()
     try:
-        result = run_classroom_load(url, learners, duration, kill_at=0.5 * duration if args.smoke else None)
+        hostile = ("smoke" if args.smoke else "full") if args.hostile else None
+        result = run_classroom_load(
+            url, learners, duration, kill_at=0.5 * duration if args.smoke else None, hostile=hostile
+        )
     finally:
         if stopper is not None:
             stopper.close()  # type: ignore[attr-defined]
@@ -343,7 +368,8 @@ def classroom_main(args: argparse.Namespace) -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))
     if args.write:
-        write_section(args.write, f"classroom-load-{result['database']}", classroom_markdown(result))
+        marker = f"classroom-load-{result['database']}" + ("-hostile" if args.hostile else "")
+        write_section(args.write, marker, classroom_markdown(result))
     ok = (
         result["server_errors"] == 0
         and result["lost_acked_saves"] == 0
@@ -367,6 +393,11 @@ def main() -> None:
     parser.add_argument("--learners", type=int, default=None, help="200 (classroom) or 50 (--single-user)")
     parser.add_argument("--budget", type=float, default=50.0, help="single-user: seconds for the whole load")
     parser.add_argument("--rounds", type=int, default=1, help="single-user: rounds against the same server")
+    parser.add_argument(
+        "--hostile",
+        action="store_true",
+        help="classroom: log-in and join floods and half-open sockets beside the learners (load_hostile.py)",
+    )
     parser.add_argument("--write", type=Path, help="update this markdown file's load section")
     args = parser.parse_args()
     if not args.single_user:

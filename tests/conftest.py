@@ -26,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # tests/test_daemon.py turns it back on where it is the subject, and the wheel smoke test uses the default.
     os.environ.setdefault("TRITONLAB_DAEMON", "0")
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
-    # ~125 ms per hash here; `serve --classroom` refuses a cost this low beyond loopback.
+    # ~60 ms per hash here, more under load; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")
 
 
@@ -136,6 +136,15 @@ def postgres():  # noqa: ANN201
     from classroom_pg import start_postgres
 
     yield from start_postgres()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider():  # noqa: ANN201
+    """One real OpenID provider (npm oidc-provider under Node.js) for the whole test session
+    (tests/oidc_provider.py)."""
+    from oidc_provider import start_provider
+
+    yield from start_provider()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

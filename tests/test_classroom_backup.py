@@ -24,6 +24,7 @@ from classroom_app import rows_of
 from classroom_server import PASSWORD, ClassroomServer, classroom_env, cli, make_class
 
 from tritonlab.classroom.room import Classroom
+from tritonlab.store import identities
 from tritonlab.store import schema as s
 from tritonlab.store.backup import BackupError, write
 from tritonlab.store.database import make_engine
@@ -81,6 +82,11 @@ def fill_every_table(url: str) -> dict[str, str]:
         store.record_quiz_answer("01-intro", "q1", json.dumps([0, 2]), 0.5)
         store.record_quiz_result("01-intro", 1.0 / 3.0, False)
         store.set_state("last_lesson", "05 ✓")
+        identities.set_email(room.db, anna.id, "anna@uni.example")  # a provider account linked to anna
+        identities.link(
+            room.db, anna.id, "https://login.uni.example/realms/ü", "sub-ánna ✓", "anna@uni.example"
+        )
+        identities.save_pending(room.db, "state ✓", "browser", "nonce ✓", "v" * 43, "/lessons/05 ✓", 600)
         with room.db.engine.begin() as conn:
             conn.execute(
                 s.code.insert().values(
@@ -127,7 +133,7 @@ def test_every_table_round_trips_through_the_command_line(
     file = tmp_path / "class.jsonl.gz"
     made = cli(classroom_env(tmp_path / "home", src), "classroom", "backup", str(file), "--json")
     assert made.returncode == 0, made.stderr
-    assert json.loads(made.stdout)["schema_revision"] == "0002" and file.stat().st_mode & 0o077 == 0
+    assert json.loads(made.stdout)["schema_revision"] == "0003" and file.stat().st_mode & 0o077 == 0
     back = cli(classroom_env(tmp_path / "home", dst), "classroom", "restore", str(file))
     assert back.returncode == 0, back.stderr
     engines = [make_engine(src), make_engine(dst)]
@@ -246,11 +252,11 @@ def test_a_database_at_another_revision_is_refused(pair: tuple[str, str], tmp_pa
     file = tmp_path / "old.gz"
     assert write(src, file)["schema_revision"] == "0001"
     Classroom(dst, adopt=NO_LEGACY).close()  # a database at the newest revision
-    with pytest.raises(BackupError, match="revision 0002 and the backup at 0001"):
+    with pytest.raises(BackupError, match="revision 0003 and the backup at 0001"):
         restore(dst, file)
     fresh = dst.replace("/b.db", "/c.db") if dst.startswith("sqlite") else None
     if fresh:  # an empty database is brought to 0001, filled, then upgraded
-        assert restore(fresh, file)["upgraded_to"] == "0002"
+        assert restore(fresh, file)["upgraded_to"] == "0003"
 
 
 # ---- consistency while a real server writes ---------------------------------------------------------------

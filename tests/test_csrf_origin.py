@@ -40,7 +40,7 @@ CROSS_ORIGIN = t("web.guard.cross_origin_title", "en")
 # docs/classroom.md: these two need the Origin only (logging in has no session yet; the language switch only sets
 # a cookie). Any other path that stops answering 403 "csrf" fails the test.
 CSRF_EXEMPT = {"/api/login", "/settings/lang"}
-PUBLIC_UNSAFE = {"/api/login", "/api/join/{code}", "/settings/lang"}  # state changes open to a visitor
+PUBLIC_UNSAFE = {"/api/login", "/api/join/{code}", "/settings/lang", "/auth/logout"}  # open to a visitor
 PUBLIC = "https://class.example.org"
 TOKEN = "csrf-origin-token-0123456789abcdef"
 

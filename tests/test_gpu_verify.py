@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +154,22 @@ def test_make_gpu_verify_writes_a_run_folder_named_by_date_gpu_and_commit(tmp_pa
         env=dict(env, TRITONLAB_COMMIT="latest"),
     )
     assert bad.returncode == 2 and "commit" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def test_the_edited_kernel_step_is_judged_against_issue_40s_goals() -> None:
+    """The first check of edited code is a target of the run: a median over the goal, or a failed check, is
+    not met; under the goal with every check passed, met; not measured, no verdict."""
+
+    def report(walls: list[float], passed: bool) -> dict:
+        rows = [{"exercise": "matmul", "target_s": 8.0, "walls_s": walls,
+                 "median_s": statistics.median(walls) if walls else None, "all_passed": passed}]  # fmt: skip
+        return {"edited_kernel": {"exercises": rows}}
+
+    def verdict(r: dict) -> object:
+        (row,) = [t for t in gpu_verify.judge(r) if "edited matmul" in t["what"]]
+        return row["met"]
+
+    assert verdict(report([6.0, 7.5, 9.0], True)) is True
+    assert verdict(report([16.5], True)) is False
+    assert verdict(report([3.0], False)) is False
+    assert verdict(report([], False)) is None

@@ -104,6 +104,45 @@ def test_gpu_path_swaps_compiled_kernels_for_interpreted_twins() -> None:
         JITFunction.__call__(compiled)  # put back as it was
 
 
+def swizzle_ids(out_ptr, T: tl.constexpr, G: tl.constexpr):  # wrapped as a compiled JITFunction below
+    pid = tl.program_id(0).to(tl.int64)
+    i, j = tl.swizzle2d(pid // T, pid % T, T, T, G)  # a library @jit function whose body assigns
+    tl.store(out_ptr + 2 * pid, i)
+    tl.store(out_ptr + 2 * pid + 1, j)
+
+
+def test_gpu_path_runs_a_library_jit_function_in_every_case() -> None:
+    """Issue 40 (H200 run 2026-12-04 (58448a1)): `tl.swizzle2d` ran in the first order case of a GPU check and
+    raised `NameError: interpreter_semantic` in every later one. The interpreter's rewrite of swizzle2d is cached
+    per process and reads names the rewriter added to triton.language.standard; putting triton.language back
+    after a case must keep those. Then the module still compiles for a GPU target."""
+    import torch
+    from triton.runtime.jit import JITFunction
+
+    from tritonlab.grading import triton_api
+
+    compiled = JITFunction(swizzle_ids)
+    namespace = {"kernel": compiled}
+    expected = [list(gmo.tile_of(p, 4, 4, 2)) for p in range(16)]
+    for _case in range(3):  # one interpreted block per order case, as run_case does
+        out = torch.full((32,), -1, dtype=torch.int64)
+        with gmo.interpreted(namespace, "cuda"):
+            namespace["kernel"][(16,)](out, T=4, G=2)
+        assert out.view(-1, 2).tolist() == expected
+    assert namespace == {"kernel": compiled}
+    kernel = triton_api.compile_kernel(
+        compiled,
+        {"out_ptr": "*i64", "T": "constexpr", "G": "constexpr"},
+        {(1,): 4, (2,): 2},
+        {},
+        {},
+        triton_api.target("cuda", 90, 32),
+    )
+    assert "tt.store" in kernel.asm["ttir"] and kernel.asm.get(
+        "cubin"
+    )  # lowered all the way after interpreting
+
+
 def test_timing_script_smoke_runs_every_order_on_the_interpreter(tmp_path: Path) -> None:
     env = dict(
         os.environ,

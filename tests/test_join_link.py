@@ -84,7 +84,10 @@ def test_a_wrong_join_code_makes_no_account(server: ClassServer) -> None:
 def test_a_closed_join_link_makes_no_account(server: ClassServer) -> None:
     teacher = server.login("teacher")
     code = server.join_code
-    assert teacher.post("/api/classroom/join", json={"value": False}).json() == {"join_open": False}
+    assert teacher.post("/api/classroom/join", json={"value": False}).json() == {
+        "join_open": False,
+        "join_open_until": None,
+    }
     try:
         before = accounts(server)
         r = join(server.client(), code)
@@ -94,6 +97,7 @@ def test_a_closed_join_link_makes_no_account(server: ClassServer) -> None:
             assert join(server.client(), wrong).status_code in (403, 404)
         assert accounts(server) == before
     finally:
-        assert teacher.post("/api/classroom/join", json={"value": True}).json() == {"join_open": True}
+        opened = teacher.post("/api/classroom/join", json={"value": True}).json()
+        assert opened["join_open"] is True and opened["join_open_until"] > 0
     assert join(server.client(), code).status_code == 200  # open again: the control
     assert accounts(server) == before + 1

@@ -23,7 +23,7 @@ from classroom_app import ClassServer, class_server, database_url
 from tritonlab.classroom.room import Classroom
 from tritonlab.content.course import load_course
 from tritonlab.models import Course, Exercise
-from tritonlab.store import schema
+from tritonlab.store import identities, schema
 from tritonlab.store.learner_code import LearnerCode
 from tritonlab.store.learner_progress import LearnerStore
 
@@ -227,6 +227,28 @@ def users(pair: Pair) -> None:
 
     pair.in_turn("leaderboard name", write, lambda me: pair.room.leaderboard_name(pair.room.user(me.name)))
 
+    def write_email(me: Learner, round_: int) -> str | None:  # the roster e-mail a provider log-in matches
+        return pair.room.set_email(pair.room.user(me.name), f"{me.name}.{round_}@uni.example")
+
+    pair.in_turn("roster e-mail", write_email, lambda me: pair.room.email(pair.room.user(me.name)))
+
+
+def user_identities(pair: Pair) -> None:
+    """Each learner's account at the same provider: linked once, then each log-in records its e-mail."""
+    issuer = "https://idp.uni.example"
+
+    def write(me: Learner, round_: int) -> tuple:
+        if round_ == 0:
+            identities.link(pair.room.db, me.id, issuer, f"sub-{me.name}", f"{me.name}@uni.example")
+        identities.logged_in(pair.room.db, issuer, f"sub-{me.name}", f"{me.name}.{round_}@uni.example", None)
+        return read(me)
+
+    def read(me: Learner) -> tuple:
+        link = identities.linked(pair.room.db, issuer, f"sub-{me.name}")
+        return link.user.username if link else None, rows_by_sql(pair, "user_identities", "email", me)
+
+    pair.in_turn("provider accounts", write, read)
+
 
 SCENARIOS: dict[str, Callable[[Pair], None]] = {
     "users": users,
@@ -238,6 +260,7 @@ SCENARIOS: dict[str, Callable[[Pair], None]] = {
     "learner_quiz_answers": quiz_answers,
     "learner_quiz_results": quiz_results,
     "sessions": sessions,
+    "user_identities": user_identities,
 }
 
 
@@ -367,6 +390,7 @@ def test_two_learners_writing_the_same_keys_through_the_routes_keep_their_own(se
             server.service.exercise("vector-copy")
         )
         assert len(backups) == 4 and all(name in b["text"] for b in backups), (name, backups)
-    # attempts need a sandboxed check: the store test above writes them (test_classroom_web checks through a route)
+    # attempts need a sandboxed check: the store test above writes them (test_classroom_web checks through a route);
+    # provider accounts need an OpenID provider's log-in (tests/test_oidc.py: each learner's own link)
     ids = {name: server.ids[name] for name in browsers}
-    assert_rows_are_their_own(server.room.db.engine, ids, unwritten={"learner_attempts"})
+    assert_rows_are_their_own(server.room.db.engine, ids, unwritten={"learner_attempts", "user_identities"})

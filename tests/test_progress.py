@@ -71,3 +71,41 @@ def test_acknowledged_attempts_survive_sigkill(tmp_path: Path) -> None:
         assert set(acked) <= stored, f"acknowledged ids lost: {set(acked) - stored}"
         assert store.integrity_ok()
         time.sleep(0.05)
+
+
+def test_a_fresh_services_store_is_made_once_by_concurrent_callers(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Two checks finishing at once on a fresh server both reached `Service.store` first: each made a Store,
+    and the second's migration failed ("table attempts already exists"; an empty file taken for a damaged one
+    and set aside) — the check's stream ended with an error event (found by tests/test_run_output_memory.py)."""
+    import threading
+
+    from tritonlab.service import Service
+
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
+    for round_ in range(5):
+        service = Service(workspace_dir=tmp_path / f"ws{round_}")
+        service._store = None
+        (tmp_path / "home" / "progress.db").unlink(missing_ok=True)
+        barrier, got, errors = threading.Barrier(6), [], []
+
+        def reach(
+            service: Service = service,
+            barrier: threading.Barrier = barrier,
+            got: list = got,
+            errors: list = errors,
+        ) -> None:
+            barrier.wait()
+            try:
+                got.append(service.store)
+            except Exception as exc:  # noqa: BLE001 - the test reports it
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=reach) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len({id(store) for store in got}) == 1
+        assert not list((tmp_path / "home").glob("progress.db.damaged-*"))
+        service.close()

@@ -1,8 +1,9 @@
 """Issue 31, row 3: ending a session ends it on the server, not only in the browser. A client that KEPT the
 session cookie (and the CSRF value) from before is refused afterwards on every route a learner uses — walked
 from the app, so a new route is covered without editing this file — after logging out, after the teacher (or
-`tritonlab classroom reset-password`) resets the password, and after the account is disabled (also once it is
-enabled again). Its requests change nothing. Before the revocation the same copy works (the control).
+`tritonlab classroom reset-password`) resets the password, after the account is disabled (also once it is
+enabled again), and after the same browser logs in again. Its requests change nothing. Before the revocation the
+same copy works (the control). And what must not end a session does not: a restart of the server.
 On SQLite and on the test session's PostgreSQL."""
 
 from __future__ import annotations
@@ -13,8 +14,16 @@ import pytest
 from classroom_app import ANY_BODY, BASE, As, ClassServer, class_server, database_url, every_route, fill
 from fastapi.testclient import TestClient
 
+from tritonlab.classroom.room import Classroom
+from tritonlab.web import create_app
+
 # What a visitor without a session may open (docs/classroom.md); every other route needs a live session.
 PUBLIC = {"/login", "/api/login", "/join/{code}", "/api/join/{code}", "/settings/lang", "/static/app.js"}
+PUBLIC |= {
+    "/auth/start",
+    "/auth/callback",
+    "/auth/logout",
+}  # a provider's log-in, and logout (web/classroom/oidc.py)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -121,3 +130,40 @@ def test_a_kept_cookie_is_refused_after_the_learner_is_disabled_and_stays_so_onc
     assert_refused_everywhere(server, kept, csrf, values)  # the old session does not come back
     assert server.login("anna").get("/api/me").json()["username"] == "anna"  # a new log-in works
     assert ben.get("/api/me").json()["username"] == "ben"  # another learner's session was never touched
+
+
+@pytest.mark.parametrize("as_whom", ["anna", "ben"])
+def test_a_kept_cookie_is_refused_after_the_browser_logs_in_again(server: ClassServer, as_whom: str) -> None:
+    """A shared computer: anna's browser logs in again (as anna, or as ben without logging anna out). The session
+    it had ends on the server, so a copy of anna's old cookie opens nothing."""
+
+    def log_in_again(anna: As) -> None:
+        r = anna.client.post(
+            "/api/login",
+            json={"username": as_whom, "password": server.accounts[as_whom]},
+            headers={"Origin": BASE},
+        )
+        assert r.status_code == 200 and r.json()["username"] == as_whom, r.text
+
+    keep_and_revoke(server, log_in_again)
+
+
+def test_a_restart_keeps_every_session(server: ClassServer) -> None:
+    """The server stops and starts again over the same database (a new Classroom and app, as `serve --classroom`
+    makes them): a learner's browser is still logged in, with the same CSRF value, and its run folder is the same."""
+    anna = server.login("anna")
+    folder = server.room.run_folder(server.room.user("anna"))
+    again = Classroom(str(server.room.db.url), adopt=server.root / "no-legacy.db")
+    try:
+        app = create_app(server.service, "unused-token-0123456789", classroom=again)
+        browser = TestClient(app, base_url=BASE)
+        for cookie in anna.client.cookies.jar:
+            browser.cookies.set(cookie.name, cookie.value)
+        with browser:
+            me = browser.get("/api/me")
+            assert me.status_code == 200 and me.json()["username"] == "anna", me.text
+            hint = browser.post("/api/exercises/vector-copy/hint", headers=anna.headers)
+            assert hint.status_code == 200, hint.text
+        assert again.run_folder(again.user("anna")) == folder
+    finally:
+        again.close()

@@ -8,8 +8,9 @@ TRITONLAB_POOL    warm single-use run workers per zygote (default: 2 on a GPU, 0
 TRITONLAB_DAEMON  0 turns off the per-user background check worker one-shot CLI checks reuse (default on; cli/daemon.py)
 TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (default 600)
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
-TRITONLAB_ARGON2  classroom password hashing cost `t=3,m=65536,p=4` (time cost, memory KiB, lanes; default
-                  RFC 9106's low-memory choice; docs/classroom.md, "Password hashing cost")
+TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
+                  above OWASP's minimum, cheap enough for a class's log-in burst; docs/classroom.md,
+                  "Password hashing cost")
 """
 
 from __future__ import annotations
@@ -125,12 +126,12 @@ def language(explicit: str | None = None) -> str:
 
 # argon2id cost for classroom passwords: RFC 9106's recommendation for machines without GiBs to spare, and
 # argon2-cffi's own default, so hashes made before this setting existed never need rehashing.
-ARGON2_DEFAULT = {"t": 3, "m": 65536, "p": 4}
+ARGON2_DEFAULT = {"t": 2, "m": 32768, "p": 1}  # docs/classroom.md, "Password hashing cost"
 ARGON2_FLOOR = {"t": 2, "m": 19456, "p": 1}  # OWASP's minimum for argon2id: below it `argon2_is_weak()`
 
 
 def argon2_cost() -> dict[str, int]:
-    """{t: time cost, m: memory in KiB, p: lanes} from TRITONLAB_ARGON2 (`t=3,m=65536,p=4`, any subset),
+    """{t: time cost, m: memory in KiB, p: lanes} from TRITONLAB_ARGON2 (`t=2,m=32768,p=1`, any subset),
     else the default. A malformed value is an error, never silently the default."""
     cost = dict(ARGON2_DEFAULT)
     raw = os.environ.get("TRITONLAB_ARGON2", "").strip()

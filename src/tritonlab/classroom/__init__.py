@@ -4,6 +4,11 @@ the service and never imports an interface.
 
 Modules:
 - `auth.py`: the Authenticator seam, argon2id passwords, generated passwords, the log-in back-off.
+- `oidc.py`: single sign-on's settings (options, variables, a TOML file), `Identity`, `SSOError`.
+- `oidc_client.py`: the OpenID provider's client (Authlib): discovery, keys, code flow with PKCE, the ID token's
+  checks, the end-session URL.
+- `sso.py`: `SSOLogin`, the two halves of a provider log-in (start, finish) and the log-ins in flight.
+- `hash_pool.py`: `HashPool`, where the server's log-ins and joins wait for a hash: bounded, fair per address.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
 - `insights.py`: the numbers of the teacher's pictures (who is stuck on which failure kind, time to a first

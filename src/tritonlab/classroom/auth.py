@@ -1,10 +1,12 @@
-"""Who is this? The `Authenticator` seam and its password implementation (argon2id, back-off).
+"""Who is this? The `Authenticator` seam: passwords (argon2id, back-off) and an OpenID provider's log-in.
 
 An Authenticator turns credentials into a `User` or refuses. The web layer only calls `authenticate` and
-then opens a session for the user it got, so another way of proving identity plugs in beside this one:
-an OIDC authenticator would take the provider's callback (code + state), verify the ID token, and map its
-`sub`/`preferred_username` to a row of `users` (creating learners when the join link is open); sessions,
-CSRF, roles and per-learner data stay exactly as they are (docs/classroom.md, "Single sign-on").
+then opens a session for the user it got: sessions, CSRF, roles and per-learner data are the same whichever
+proved who it is. `PasswordAuthenticator` takes a username and password; `OIDCAuthenticator` takes an
+`Identity` the provider's verified ID token proved (classroom/oidc_client.py) and maps it to a row of `users`:
+its linked account, else the roster entry with its e-mail, else a new learner while the join link is open —
+after the class's allowed domains and groups said yes. `PasswordsOff` stands in for passwords in a class that
+logs in through its provider only (docs/classroom.md, "Single sign-on").
 
 Back-off, not lockout: after FREE_TRIES wrong passwords for one (account, client address) pair, that pair
 must wait 2, 4, 8 … seconds (at most MAX_DELAY_S) before the next try is even checked. Other addresses are
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +28,10 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from tritonlab import config
-from tritonlab.store.accounts import User
+from tritonlab.classroom.hash_pool import HashPool
+from tritonlab.classroom.oidc import Identity, OIDCSettings, SSOError
+from tritonlab.store import identities
+from tritonlab.store.accounts import USERNAME, AccountError, User
 from tritonlab.store.classroom import ClassroomDB
 
 FREE_TRIES = 5
@@ -35,9 +40,9 @@ MAX_DELAY_S = 900.0
 # of a lab costs at most HASH_SLOTS x 64 MiB and leaves the other request threads a core to serve pages.
 HASH_SLOTS = max(1, min(4, (os.cpu_count() or 2) - 1))
 _slots = threading.BoundedSemaphore(HASH_SLOTS)
-# The web server's log-ins wait for a hash here, not in the request thread pool: a burst of log-ins queues
-# in this executor while pages keep being served.
-HASHING = ThreadPoolExecutor(max_workers=HASH_SLOTS, thread_name_prefix="argon2")
+# The web server's log-ins and joins wait for a hash here, not in the request thread pool: a bounded queue
+# with a fair share per client address (classroom/hash_pool.py), while pages keep being served.
+HASHING = HashPool(HASH_SLOTS)
 
 
 @functools.cache
@@ -97,6 +102,8 @@ class PasswordAuthenticator:
 
     def authenticate(self, username: str, password: str, address: str) -> User:
         name = username.strip().lower()
+        if not USERNAME.match(name):  # no account has this name; the database is never asked (a NUL or a
+            raise LoginRefused("wrong username or password")  # name past its column is an error there)
         failures, last_at = self.db.failures(name, address)
         wait = last_at + delay_for(failures) - time.time()
         if wait > 0:
@@ -119,3 +126,84 @@ class PasswordAuthenticator:
         if hash_.check_needs_rehash(stored or ""):  # the configured cost changed: upgrade on the next log-in
             self.db.set_password_hash(user.id, hash_password(password))
         return user
+
+
+# ---- an OpenID provider's log-in ---------------------------------------------------------------------------------
+
+USERNAME_CHARS = re.compile(r"[^a-z0-9_.-]+")  # what room.USERNAME allows after the first character
+
+
+def usernames_for(identity: Identity) -> list[str]:
+    """Usernames to try for a new account, in order: the provider's hint made valid, then numbered."""
+    base = USERNAME_CHARS.sub("-", identity.username_hint.lower()).lstrip("-_.")[:28].rstrip("-_.")
+    if len(base) < 2:
+        base = "learner"
+    return [base] + [f"{base}-{n}" for n in range(2, 10)] + [f"{base}-{secrets.token_hex(3)}"]
+
+
+@dataclass
+class PasswordsOff:
+    """The Authenticator of a class that logs in through its provider only: every password is refused."""
+
+    name: str
+
+    def authenticate(self, username: str, password: str, address: str) -> User:
+        raise LoginRefused(f"this class logs in with {self.name} only: use the button on the log-in page")
+
+
+@dataclass
+class OIDCAuthenticator:
+    """A verified provider identity → a user of this class, or a refusal (SSOError 403) saying why not."""
+
+    db: ClassroomDB
+    settings: OIDCSettings
+
+    def authenticate(self, identity: Identity, join_open: bool) -> User:
+        s = self.settings
+        if s.allowed_domains:
+            if identity.email is None:
+                raise SSOError(
+                    403, "the provider did not give a verified e-mail address, which this class needs"
+                )
+            if identity.email.rsplit("@", 1)[1] not in s.allowed_domains:
+                raise SSOError(403, f"{identity.email} is not in this class's e-mail domain(s)")
+        groups = set(identity.groups)
+        if s.allowed_groups and not groups & set(s.allowed_groups + s.teacher_groups):
+            raise SSOError(403, "your account is not in a group this class admits")
+        role = ("teacher" if groups & set(s.teacher_groups) else "learner") if s.teacher_groups else None
+        found = identities.linked(self.db, identity.issuer, identity.subject)
+        if found is None:
+            found_user = self._first_login(identity, join_open, role)
+        else:
+            found_user = identities.logged_in(
+                self.db, identity.issuer, identity.subject, identity.email, role
+            )
+        if found_user.disabled:
+            raise SSOError(403, "this account is disabled; ask your teacher")
+        return found_user
+
+    def _first_login(self, identity: Identity, join_open: bool, role: str | None) -> User:
+        rostered = identities.user_by_email(self.db, identity.email) if identity.email else None
+        if rostered is not None:
+            if identities.subject_of(self.db, rostered.id, identity.issuer) is not None:
+                raise SSOError(
+                    403,
+                    f"the account with the e-mail {identity.email} is already linked to another account at the "
+                    "provider; ask your teacher",
+                )
+            identities.link(self.db, rostered.id, identity.issuer, identity.subject, identity.email)
+            return identities.logged_in(self.db, identity.issuer, identity.subject, identity.email, role)
+        if not join_open:
+            raise SSOError(403, "this class is closed to new learners; ask your teacher to add you")
+        try:
+            return identities.create_linked(
+                self.db,
+                usernames_for(identity),
+                identity.name,
+                identity.email,
+                identity.issuer,
+                identity.subject,
+                teacher=role == "teacher",
+            )
+        except AccountError as exc:
+            raise SSOError(403, str(exc)) from None

@@ -12,22 +12,35 @@ import hashlib
 import hmac
 import io
 import re
+import secrets
 import time
 from pathlib import Path
 
 from tritonlab import config
 from tritonlab.classroom import insights
-from tritonlab.classroom.auth import PasswordAuthenticator, hash_password, new_password
+from tritonlab.classroom.auth import (
+    Authenticator,
+    OIDCAuthenticator,
+    PasswordAuthenticator,
+    PasswordsOff,
+    hash_password,
+    new_password,
+)
+from tritonlab.classroom.oidc import OIDCSettings
 from tritonlab.models import Course, Exercise
 from tritonlab.runs import caches
 from tritonlab.service import Service
-from tritonlab.store import leaderboard
-from tritonlab.store.accounts import ROLES, AccountError, User
+from tritonlab.store import identities, leaderboard
+from tritonlab.store.accounts import ROLES, USERNAME, AccountError, User, check_name
 from tritonlab.store.classroom import ClassroomDB
 from tritonlab.store.database import database_url, redact
 
-USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
+JOIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,27}$")  # a self-chosen name: the number added keeps it <= 32
 MIN_PASSWORD = 8
+JOIN_OPEN_S = (
+    2 * 3600.0
+)  # the join link closes by itself this long after it was opened (init, --open, button)
+JOIN_OPEN_MAX_S = 7 * 24 * 3600.0
 STUCK_ATTEMPTS = 3  # failed checks on one exercise, never passed: the learner is listed as stuck
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -87,7 +100,17 @@ class Classroom:
     def __init__(self, url: str | None = None, adopt: Path | None = None) -> None:
         legacy = adopt if adopt is not None else config.database_path()
         self.db = ClassroomDB(url or database_url(), legacy_progress=legacy)
-        self.auth = PasswordAuthenticator(self.db)
+        self.auth: Authenticator = PasswordAuthenticator(self.db)
+        self.sso: OIDCSettings | None = None  # the class's OpenID provider (use_sso), if it has one
+        self.sso_auth: OIDCAuthenticator | None = None
+
+    def use_sso(self, settings: OIDCSettings) -> None:
+        """Log in through an OpenID provider too (docs/classroom.md, "Single sign-on"); with `settings.only`,
+        no password log-in and no password sign-up through the join link."""
+        self.sso = settings
+        self.sso_auth = OIDCAuthenticator(self.db, settings)
+        if settings.only:
+            self.auth = PasswordsOff(settings.name)
 
     def close(self) -> None:
         self.db.close()
@@ -101,39 +124,71 @@ class Classroom:
     def init(self, name: str, teacher: str = "teacher") -> dict:
         if not name.strip():
             raise AccountError("the class needs a name (--name)")
-        klass = self.db.create_class(name.strip())
+        self.db.create_class(check_name(name, "the class's name"))
+        self.set_join_open(True)  # for JOIN_OPEN_S: the link closes by itself
+        klass = self.the_class() or {}
         user, password = self.add(teacher, "Teacher", "teacher")
         return {
-            "class": {"name": klass["name"], "join_open": klass["join_open"]},
+            "class": {
+                "name": klass["name"],
+                "join_open": klass["join_open"],
+                "join_open_until": klass["join_open_until"],
+            },
             "teacher": {"username": user.username, "password": password},
             "join_path": f"/join/{klass['join_code']}",
         }
 
     def the_class(self) -> dict | None:
-        return self.db.the_class()
+        """The class; `join_open` is true only while the teacher's opening has not expired
+        (`join_open_until`, seconds since the epoch; a link opened before expiries existed counts as closed)."""
+        klass = self.db.the_class()
+        if klass is None:
+            return None
+        raw = self.db.setting("join_open_until")
+        until = float(raw) if raw else None
+        open_ = bool(klass["join_open"]) and until is not None and time.time() < until
+        return {**klass, "join_open": open_, "join_open_until": until if open_ else None}
 
     def add(
-        self, username: str, display_name: str = "", role: str = "learner", password: str | None = None
+        self,
+        username: str,
+        display_name: str = "",
+        role: str = "learner",
+        password: str | None = None,
+        email: str | None = None,
     ) -> tuple[User, str]:
+        """A new account with `password` (else a generated one); `email`: the roster e-mail a provider log-in
+        matches (docs/classroom.md, "Single sign-on")."""
         name = check_username(username)
         if role not in ROLES:
             raise AccountError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         password = password or new_password()
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
-        user = self.db.add_user(name, display_name.strip() or name, role, hash_password(password))
+        shown = check_name(display_name, "a display name") or name
+        if email and identities.user_by_email(self.db, email) is not None:
+            raise AccountError(f"the e-mail {email.strip().lower()} already belongs to another account")
+        user = self.db.add_user(name, shown, role, hash_password(password))
+        if email:
+            identities.set_email(self.db, user.id, email)
         return user, password
 
+    def set_email(self, user: User, email: str | None) -> str | None:
+        return identities.set_email(self.db, user.id, email)
+
+    def email(self, user: User) -> str | None:
+        return identities.email_of(self.db, user.id)
+
     def import_csv(self, text: str) -> list[dict]:
-        """Roster rows `username[,display_name[,role[,password]]]` (a header row naming `username` is
+        """Roster rows `username[,display_name[,role[,password[,email]]]]` (a header row naming `username` is
         skipped). All rows are checked before any account is made."""
         rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
         if rows and rows[0][0].strip().lower() == "username":
             rows = rows[1:]
-        planned, seen = [], set()
+        planned, seen, emails = [], set(), set()
         existing = {u.username for u in self.db.users()}
         for number, row in enumerate(rows, 1):
-            cells = [c.strip() for c in row] + ["", "", ""]
+            cells = [c.strip() for c in row] + ["", "", "", ""]
             name = check_username(cells[0])
             role = cells[2] or "learner"
             if role not in ROLES:
@@ -142,12 +197,20 @@ class Classroom:
                 raise AccountError(f"row {number}: the username {name!r} is taken")
             if cells[3] and len(cells[3]) < MIN_PASSWORD:
                 raise AccountError(f"row {number}: a password needs at least {MIN_PASSWORD} characters")
+            check_name(cells[1], f"row {number}: the display name")
+            try:
+                email = identities.normal_email(cells[4]) if cells[4] else None
+            except AccountError as exc:
+                raise AccountError(f"row {number}: {exc}") from None
+            if email and (email in emails or identities.user_by_email(self.db, email) is not None):
+                raise AccountError(f"row {number}: the e-mail {email} belongs to another account")
             seen.add(name)
-            planned.append((name, cells[1], role, cells[3] or None))
+            emails.add(email)
+            planned.append((name, cells[1], role, cells[3] or None, email))
         made = []
-        for name, display, role, password in planned:
-            user, pw = self.add(name, display, role, password)
-            made.append({"username": user.username, "role": user.role, "password": pw})
+        for name, display, role, password, email in planned:
+            user, pw = self.add(name, display, role, password, email)
+            made.append({"username": user.username, "role": user.role, "password": pw, "email": email})
         return made
 
     def users(self) -> list[User]:
@@ -180,20 +243,56 @@ class Classroom:
     def unlock(self, user: User) -> None:
         self.db.clear_failures(user.username)
 
-    def set_join_open(self, open_: bool) -> None:
+    def set_join_open(self, open_: bool, for_s: float = JOIN_OPEN_S) -> None:
+        """Open the join link for `for_s` seconds (then it closes by itself), or close it now."""
+        if open_:
+            if not 60 <= for_s <= JOIN_OPEN_MAX_S:
+                raise AccountError("the join link opens for at least a minute and at most 7 days")
+            self.db.set_setting("join_open_until", repr(time.time() + for_s))
         self.db.set_join_open(open_)
 
-    def join(self, code: str, username: str, display_name: str, password: str) -> User:
-        """Self-registration through the join link, while the teacher keeps it open."""
-        klass = self.db.the_class()
-        if klass is None or not hmac.compare_digest(klass["join_code"], code):
+    def check_join(self, code: str) -> None:
+        """LookupError for a code that is not the class's, PermissionError while its link is closed."""
+        klass = self.the_class()
+        if klass is None or not hmac.compare_digest(
+            klass["join_code"].encode(), code.encode("utf-8", "surrogatepass")
+        ):
             raise LookupError("no class has this join link")
         if not klass["join_open"]:
-            raise PermissionError("this class is closed to new learners; ask your teacher for an account")
+            raise PermissionError(
+                "this class's join link is closed (or has expired); ask your teacher to open it or for an account"
+            )
+
+    def join(self, code: str, username: str, display_name: str, password: str) -> User:
+        """Self-registration through the join link, while the teacher keeps it open. The account's username is
+        the name chosen plus a number drawn here (`anna-417`), whether or not someone already has `anna-…`: the
+        answer is the same for every name, so the join link cannot tell who is in the class (issue 34). The
+        learner sees their username on the page and logs in with it."""
+        self.check_join(code)
+        if self.sso is not None and self.sso.only:
+            raise PermissionError(
+                f"this class signs up with {self.sso.name} only: use the button on this page"
+            )
+        name = username.strip().lower()
+        if not JOIN_NAME.match(name):
+            raise AccountError(
+                f"{name!r} is not a valid name: 2-28 characters, lowercase letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
         if len(password) < MIN_PASSWORD:
             raise AccountError(f"a password needs at least {MIN_PASSWORD} characters")
-        user, _ = self.add(username, display_name, "learner", password)
-        return user
+        shown = check_name(display_name, "a display name")
+        hashed = hash_password(password)
+        for attempt in range(12):
+            digits = 3 if attempt < 8 else 4
+            candidate = f"{name}-{secrets.randbelow(10**digits):0{digits}d}"
+            if self.db.user_by_name(candidate) is not None:
+                continue
+            try:
+                return self.db.add_user(candidate, shown or name, "learner", hashed)
+            except AccountError:  # taken between the look and the insert: draw again
+                continue
+        raise AccountError(f"no free username starts with {name!r}; choose another name")
 
     # ---- per-learner services ------------------------------------------------------------------------------
 

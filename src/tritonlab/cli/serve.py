@@ -18,10 +18,10 @@ from typing import Annotated
 
 import typer
 
+from tritonlab.cli import classroom as class_cli
+from tritonlab.cli.serve_banner import WILDCARD_HOSTS, base_url, classroom_banner
 from tritonlab.i18n import t
 from tritonlab.web.security import LOOPBACK_HOSTS, is_loopback, new_token
-
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -146,6 +146,8 @@ def run_server(
     classroom: bool = False,
     public_url: str | None = None,
     executor: str | None = None,
+    oidc: dict | None = None,
+    oidc_config: Path | None = None,
     trusted_proxies: list[str] | None = None,
 ) -> None:
     import uvicorn
@@ -153,12 +155,16 @@ def run_server(
     from tritonlab.content.course import CourseError
     from tritonlab.service import BackendError, ExecutorError, Service
     from tritonlab.web.app import create_app
+    from tritonlab.web.connections import ConnectionLimits, raise_nofile
     from tritonlab.web.proxy import TrustedProxies
 
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise typer.BadParameter("must start with https:// (or http://)", param_hint="--public-url")
+    provider = class_cli.sso_settings(oidc or {}, oidc_config, public_url, classroom)
     proxies = trusted(trusted_proxies)
     room = open_classroom(host) if classroom else None
+    if room is not None and provider is not None:
+        room.use_sso(provider)
     if room is None:
         check_host(host, token)
     if token is not None and not token.strip():
@@ -203,6 +209,8 @@ def run_server(
     app = create_app(service, secret, allowed_hosts=allowed, classroom=room, public_url=public_url)
     app.add_middleware(TrustedProxies, trusted=proxies)  # outermost: the client address every layer sees
     actual = sock.getsockname()[1]
+    conns = ConnectionLimits.for_nofile(raise_nofile())  # web/connections.py: half-open floods, slow heads
+    typer.echo(f"file descriptors: {conns.nofile}; at most {conns.max_connections} connections open at once")
     typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
     if room is None:
         shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
@@ -224,6 +232,7 @@ def run_server(
             lifespan="on",
             timeout_graceful_shutdown=5,
             proxy_headers=False,  # uvicorn believes X-Forwarded-* from 127.0.0.1; web/proxy.py decides instead
+            **conns.uvicorn_options(),
         ),
         app.state.jobs.stop_all,
     )
@@ -241,34 +250,6 @@ def run_server(
         sock.close()
         if room is not None:
             room.close()
-
-
-def base_url(host: str, port: int, public_url: str | None = None) -> str:
-    """The address people open: `--public-url` when given, else the bound address (a wildcard bind names this
-    machine by its host name; loopback stays loopback)."""
-    if public_url:
-        return public_url.rstrip("/")
-    if host in WILDCARD_HOSTS:
-        shown = socket.gethostname() or "127.0.0.1"
-    else:
-        shown = f"[{host.strip('[]')}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
-def classroom_banner(room, base: str, language: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
-    """What `serve --classroom` prints: the class, where everyone logs in and the join link, as full URLs
-    (no token: a class logs in with accounts). Returns (the log-in URL, the lines)."""
-    klass = room.the_class() or {}
-    login = base + "/login"
-    lines = [
-        t("serve.classroom", language, name=klass.get("name", "?"), where=room.where),
-        t("serve.classroom_login", language),
-        f"    {login}",
-    ]
-    if klass.get("join_code"):
-        state = "serve.classroom_join_open" if klass.get("join_open") else "serve.classroom_join_closed"
-        lines += [t(state, language), f"    {base}/join/{klass['join_code']}"]
-    return login, lines
 
 
 def trusted(values: list[str] | None) -> tuple:
@@ -361,6 +342,16 @@ def register(app: typer.Typer) -> None:
             help="local (this machine, default) or ray (a Ray cluster at RAY_ADDRESS; default: "
             "TRITONLAB_EXECUTOR). See docs/scale.md.",
         ),
+        oidc_issuer: class_cli.Issuer = None,
+        oidc_client_id: class_cli.ClientId = None,
+        oidc_client_secret_file: class_cli.SecretFile = None,
+        oidc_allowed_domain: class_cli.Domains = None,
+        oidc_allowed_group: class_cli.Groups = None,
+        oidc_groups_claim: class_cli.GroupsClaim = None,
+        oidc_teacher_group: class_cli.TeacherGroups = None,
+        oidc_only: class_cli.Only = False,
+        oidc_name: class_cli.Name = None,
+        oidc_config: class_cli.ConfigFile = None,
         trusted_proxy: list[str] = typer.Option(
             [],
             "--trusted-proxy",
@@ -370,6 +361,17 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Serve the course in your browser: lessons, editor, Run/Check with a live terminal, quizzes."""
+        oidc = {
+            "issuer": oidc_issuer,
+            "client_id": oidc_client_id,
+            "client_secret_file": oidc_client_secret_file,
+            "allowed_domains": oidc_allowed_domain,
+            "allowed_groups": oidc_allowed_group,
+            "groups_claim": oidc_groups_claim,
+            "teacher_groups": oidc_teacher_group,
+            "only": True if oidc_only else None,  # not given: the --oidc-config file may say
+            "name": oidc_name,
+        }
         run_server(
             host=host,
             port=port,
@@ -380,6 +382,8 @@ def register(app: typer.Typer) -> None:
             classroom=classroom,
             public_url=public_url,
             executor=executor,
+            oidc=oidc,
+            oidc_config=oidc_config,
             trusted_proxies=trusted_proxy,
         )
 

@@ -10,7 +10,11 @@ process that compiles that key runs. So:
   (check, run, viz, bench, inspect). What a learner plants there only ever reaches that learner's own runs.
 - `replay`: the grader's children that never import a learner's file (the replay of recorded launches, the
   trusted compile of occupancy). No run of learner code is ever given this cache, so a binary planted by one
-  cannot reach the replay that checks the work was done.
+  cannot reach the replay that checks the work was done. Nor does the replay ever read a learner's cache, even
+  for a kernel whose text is the same: Triton's key names the source, but an entry holds whatever its writer
+  put there, and the check child runs learner code that can write a correct kernel's binary under the key of
+  its own kernel that does no work. (Issue 40 measured the cost: an edited matmul compiled once in each child,
+  H200 run 2026-12-04 (58448a1).)
 
 Layer 1: folders under TRITONLAB_HOME (`triton-cache`, `triton-cache-replay/`); a run there has the user's own
 rights, so the split keeps honest runs apart but is no wall (docs/grader.md). Hardened: folders under the runs

@@ -57,6 +57,7 @@ class Service(Workers, Jobs, Speed, Progress):
         self.requested_backend = backend
         self._choice: backends.Choice | None = None
         self._store: Store | None = None
+        self._store_lock = threading.Lock()
         self.workspace = Workspace(workspace_dir or locate(), self.course)
         self._zygotes: dict[str, sandbox.Zygote] = {}
         self._lock = threading.Lock()
@@ -84,7 +85,10 @@ class Service(Workers, Jobs, Speed, Progress):
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store()
+            # two checks finishing at once on a fresh server made two stores (a migration race)
+            with self._store_lock:
+                if self._store is None:
+                    self._store = Store()
         return self._store
 
     # ---- course -------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ Modules:
   settings, the users) and `sessions.py` (log-in sessions, back-off counters); bound to one learner,
   `learner_progress.py` (attempts, hints, quiz answers, state) and `learner_code.py` (their code).
 - `leaderboard.py`: the classroom's opt-in speed leaderboard.
+- `identities.py`: roster e-mails, OpenID provider accounts linked to users, provider log-ins in flight.
 - `code_backups.py`: the bounds on copies of a learner's code (size, rate, count, bytes).
 - `backup.py`, `restore.py`: the classroom database as one file and back (a consistent snapshot, an
   all-or-nothing restore).

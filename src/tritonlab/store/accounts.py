@@ -5,8 +5,10 @@ password hashes and whether they are disabled. Changing a password or disabling 
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +18,23 @@ from tritonlab.store import schema as s
 from tritonlab.store.database import Database
 
 ROLES = ("learner", "teacher")
+USERNAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,31}$")
+NAME_MAX = 200  # users.display_name and classes.name are String(200)
 
 
 class AccountError(Exception):
     """A username taken, unknown or invalid; the message is for people."""
+
+
+def check_name(text: str, what: str) -> str:
+    """A display name or class name as stored: trimmed, at most NAME_MAX characters, no control characters (a
+    NUL cannot be stored by PostgreSQL; a tab or newline would break the teacher's table and its CSV)."""
+    text = text.strip()
+    if len(text) > NAME_MAX:
+        raise AccountError(f"{what} has at most {NAME_MAX} characters")
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in text):
+        raise AccountError(f"{what} cannot contain control characters (tab, newline, NUL ...)")
+    return text
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,13 @@ class Accounts(Database):
                 db.execute(s.settings.insert().values(key=key, value=value))
                 return value
         return row[0] if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        """Store a setting (replacing it)."""
+        with self.engine.begin() as db:
+            done = db.execute(s.settings.update().where(s.settings.c.key == key).values(value=value))
+            if not done.rowcount:
+                db.execute(s.settings.insert().values(key=key, value=value))
 
     def secret(self) -> bytes:
         return bytes.fromhex(self.setting("cookie_secret", lambda: secrets.token_hex(32)) or "")

@@ -9,7 +9,7 @@ Consistent while the server writes:
 The file (gzip-compressed JSON lines) is the same for both databases, so a class moves from SQLite to
 PostgreSQL by a backup and a restore:
 
-    {"format": "tritonlab-classroom-backup", "version": 1, "schema_revision": "0002", "tables": [...], ...}
+    {"format": "tritonlab-classroom-backup", "version": 1, "schema_revision": "0003", "tables": [...], ...}
     {"table": "users", "columns": ["id", "username", ...]}
     [1, "teacher", ...]                         one line per row, in primary-key order
     {"end_table": "users", "rows": 3}

@@ -24,6 +24,16 @@ from tritonlab.store.database import Database
 from tritonlab.store.workspace import MAX_SOURCE_BYTES, ConflictError, WorkspaceError, version_of
 
 
+def storable(text: str) -> None:
+    """Refuse text with a NUL character: PostgreSQL cannot store one in a text column (SQLite could, but a class
+    behaves the same on both), and Python refuses to run source that holds one."""
+    if "\x00" in text:
+        raise WorkspaceError(
+            "the code holds a NUL character (\\x00), which Python cannot run and the class cannot store; "
+            "remove it (nothing was saved)"
+        )
+
+
 class LearnerCode:
     """One learner's code, kept in the database (the workspace's interface: read, save with conflicts,
     reset and backups). Runs need a file: `materialize` writes the stored text to a path only the server
@@ -50,6 +60,7 @@ class LearnerCode:
     def save(self, exercise: Exercise, text: str, base_version: str | None, force: bool = False) -> str:
         if len(text.encode("utf-8")) > MAX_SOURCE_BYTES:
             raise WorkspaceError(f"the code is larger than {MAX_SOURCE_BYTES // 1024} KiB; nothing was saved")
+        storable(text)
         version = version_of(text)
         label = Path(exercise.lesson_id) / f"{exercise.id}.py"
         with self.db.engine.begin() as conn:  # compare-and-write in one transaction
@@ -82,6 +93,7 @@ class LearnerCode:
         return f"backup of {exercise.id} ({why}, {version_of(text)[:6]})"
 
     def backup(self, exercise: Exercise, text: str, why: str) -> str:
+        storable(text)
         with self.db.engine.begin() as conn:
             return self._backup(conn, exercise, text, why)
 

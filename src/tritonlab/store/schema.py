@@ -52,6 +52,8 @@ users = Table(
     Column("disabled", Boolean, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("leaderboard_name", String(64)),  # chosen by the learner; NULL: not on the leaderboard (0002)
+    Column("email", String(254)),  # lower case; the roster's e-mail a provider log-in matches (0003)
+    Index("users_email", "email", unique=True),
 )
 
 sessions = Table(
@@ -154,4 +156,31 @@ code_backups = Table(
     Column("why", String(32), nullable=False),
     Column("text", Text, nullable=False),
     Column("at", Float, nullable=False),
+)
+
+identities = Table(
+    "user_identities",  # an OpenID provider's account linked to a user (store/identities.py, 0003)
+    metadata,
+    Column("issuer", String(512), primary_key=True),
+    Column("subject", String(255), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("email", String(254)),  # the verified e-mail the provider last asserted
+    Column(
+        "teacher_by_provider", Boolean, nullable=False
+    ),  # the teacher role came from the provider's groups
+    Column("created_at", Float, nullable=False),
+    Column("last_login_at", Float, nullable=False),
+    Index("user_identities_by_user", "user_id"),
+)
+
+sso_pending = Table(
+    "sso_pending",  # log-ins sent to the provider and not back yet: single use, minutes long (0003)
+    metadata,
+    Column("state_hash", String(64), primary_key=True),  # sha256 of the `state` sent to the provider
+    Column("browser_hash", String(64), nullable=False),  # sha256 of the cookie that binds it to one browser
+    Column("nonce", String(128), nullable=False),
+    Column("code_verifier", String(128), nullable=False),
+    Column("next_path", String(512), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("sso_pending_by_age", "created_at"),
 )

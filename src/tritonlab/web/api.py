@@ -67,6 +67,14 @@ def save(service: Service, exercise: Exercise, text: str, base: str | None, forc
         raise HTTPException(status, str(exc)) from None
 
 
+def save_backup(service: Service, exercise: Exercise, text: str) -> object:
+    """Keep a copy of the editor's text; text the store refuses (a class cannot hold a NUL) is a 400."""
+    try:
+        return service.workspace.backup(exercise, text, "discarded")
+    except WorkspaceError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
 def save_before_run(
     service: Service, exercise: Exercise, body: RunBody | None, lang: str = "en"
 ) -> JSONResponse | None:

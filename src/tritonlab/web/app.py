@@ -62,6 +62,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         app.state.jobs.stop_all()
+        app.state.jobs.close()  # the spilled run output (web/output_spill.py)
 
     app = FastAPI(title="tritonlab", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.service = service

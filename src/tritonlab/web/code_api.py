@@ -14,7 +14,15 @@ from tritonlab.i18n import t
 from tritonlab.models import HintLocked
 from tritonlab.service import ConflictError
 from tritonlab.web import lang as weblang
-from tritonlab.web.api import MAX_TEXT, conflict_response, find_exercise, jobs_of, save, service_of
+from tritonlab.web.api import (
+    MAX_TEXT,
+    conflict_response,
+    find_exercise,
+    jobs_of,
+    save,
+    save_backup,
+    service_of,
+)
 from tritonlab.web.markdown import highlight_code, render_inline
 
 router = APIRouter(prefix="/api")
@@ -55,8 +63,7 @@ def backup(exercise_id: str, body: BackupBody, request: Request) -> dict:
     """Keep a copy of the editor's text in .backups/ (used before the learner loads the disk version)."""
     service = service_of(request)
     exercise = find_exercise(service, exercise_id, weblang.request_lang(request))
-    path = service.workspace.backup(exercise, body.text, "discarded")
-    return {"backup": str(path)}
+    return {"backup": str(save_backup(service, exercise, body.text))}
 
 
 @router.post("/exercises/{exercise_id}/reset")

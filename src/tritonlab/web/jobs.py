@@ -4,7 +4,8 @@ A job's events are kept in order (so a reconnecting EventSource resumes with Las
 sandbox run can be stopped at any time: while it runs (the whole process tree is killed), or before it starts,
 while it waits for a free worker: then it leaves the queue at once and its stream ends with a `cancelled`
 event (a run that gets its worker in that same instant is killed the moment it starts). Finished jobs are
-forgotten after a while.
+forgotten after a while. Output past the first RAM_PER_JOB bytes of a job lies on disk, bounded per learner and
+for the server (web/output_spill.py).
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tritonlab.web.output_spill import DROPPED_NOTE, RAM_PER_JOB, Spill, Spilled
+
 if TYPE_CHECKING:
     from tritonlab.service import Run
 
 KEEP_FINISHED_S = 600.0
+KEEP_FINISHED = 2048  # finished jobs kept at most (the oldest are forgotten first)
 MAX_ACTIVE = 16
 
 
@@ -33,11 +37,18 @@ class Cancelled(Exception):
 
 
 class Job:
-    def __init__(self, kind: str, label: str) -> None:
+    def __init__(self, kind: str, label: str, owner: object = None, spill: Spill | None = None) -> None:
         self.id = uuid.uuid4().hex
         self.kind = kind
         self.label = label
-        self.events: list[tuple[str, str]] = []  # (event name, JSON data)
+        self.owner = owner  # the learner who started it (a classroom), else None
+        # (event name, JSON data); output past RAM_PER_JOB lies in the spill file (web/output_spill.py)
+        self.events: list[tuple[str, str | Spilled]] = []
+        self.spill = spill
+        self.ram_output = 0  # bytes of output events held in RAM
+        self.spilled_bytes = 0  # bytes of this job's output on disk
+        self.spill_dropped = False  # its spilled output was dropped to make room
+        self.dropping = False  # new output no longer fits anywhere: it is dropped (with one note)
         self.done = False
         self.finished_at = 0.0
         self.run: Run | None = None
@@ -74,7 +85,10 @@ class Job:
 
     def since(self, index: int) -> tuple[list[tuple[str, str]], bool]:
         with self._lock:
-            return self.events[index:], self.done
+            batch, done = self.events[index:], self.done
+        if self.spill is None:
+            return batch, done  # type: ignore[return-value]
+        return [(n, self.spill.read(self, d) if isinstance(d, Spilled) else d) for n, d in batch], done
 
     def finish(self) -> None:
         with self._lock:
@@ -88,7 +102,26 @@ class Job:
     # ---- callbacks handed to the service -----------------------------------------------------------------
 
     def on_output(self, text: str) -> None:
-        self.emit("output", {"text": text})
+        """Output as the run prints it: the first RAM_PER_JOB bytes in RAM, the rest on disk (bounded: past the
+        budgets it is dropped, with one note in the stream)."""
+        data = json.dumps({"text": text})
+        with self._lock:
+            if self.done or self.dropping:
+                return
+            if self.spill is None or (
+                self.ram_output + len(data) <= RAM_PER_JOB and self.spill.take_ram(len(data))
+            ):
+                self.ram_output += len(data)
+                self.events.append(("output", data))
+            else:
+                ref = self.spill.write(self, data.encode())
+                if ref is not None:
+                    self.events.append(("output", ref))
+                else:
+                    self.dropping = True
+                    note = DROPPED_NOTE.format(what=self.spill.limits())
+                    self.events.append(("output", json.dumps({"text": note})))
+        self._wake()
 
     def on_wait(self, position: int) -> None:
         if self.cancelled:  # leave the service's queue now (FairGate.acquire drops the ticket)
@@ -137,10 +170,18 @@ class Job:
 
 
 class Jobs:
-    def __init__(self) -> None:
+    def __init__(self, spill: Spill | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self.max_active = MAX_ACTIVE  # a classroom raises it (web/classroom/ownership.py: per learner)
+        self.spill = spill or Spill()
+        self.spill.finished_jobs = self._finished_with_output
+
+    def _finished_with_output(self) -> list[Job]:
+        """Finished jobs holding spilled output, oldest first (what the spill drops first)."""
+        with self._lock:
+            done = [j for j in self._jobs.values() if j.done and j.spilled_bytes]
+        return sorted(done, key=lambda j: j.finished_at)
 
     def get(self, job_id: str) -> Job | None:
         with self._lock:
@@ -151,12 +192,12 @@ class Jobs:
         with self._lock:
             return sum(1 for j in self._jobs.values() if not j.done)
 
-    def start(self, kind: str, label: str, work: Callable[[Job], None]) -> Job:
+    def start(self, kind: str, label: str, work: Callable[[Job], None], owner: object = None) -> Job:
         """Start `work(job)` on a thread; any exception becomes an `error` event. Then `end`."""
         self._prune()
         if self.active >= self.max_active:
             raise Busy(f"{self.max_active} runs are already in flight or waiting; wait for one to finish")
-        job = Job(kind, label)
+        job = Job(kind, label, owner, self.spill)
         with self._lock:
             self._jobs[job.id] = job
 
@@ -185,10 +226,17 @@ class Jobs:
         for job in jobs:
             job.stop()
 
+    def close(self) -> None:
+        """The server stops: its spilled output goes."""
+        self.spill.close()
+
     def _prune(self) -> None:
         now = time.monotonic()
         with self._lock:
-            for job_id in [
-                k for k, j in self._jobs.items() if j.done and now - j.finished_at > KEEP_FINISHED_S
-            ]:
-                del self._jobs[job_id]
+            finished = sorted((j for j in self._jobs.values() if j.done), key=lambda j: j.finished_at)
+            extra = max(0, len(finished) - KEEP_FINISHED)
+            gone = [j for i, j in enumerate(finished) if i < extra or now - j.finished_at > KEEP_FINISHED_S]
+            for job in gone:
+                del self._jobs[job.id]
+        for job in gone:
+            self.spill.forget(job)

@@ -20,6 +20,7 @@ from tritonlab.service import INSPECT_TARGETS, Service
 from tritonlab.web import lang as weblang
 from tritonlab.web.markdown import highlight_code, render_block, render_inline, render_lesson
 from tritonlab.web.quiz_api import quiz_view
+from tritonlab.web.redirects import same_origin_path
 
 router = APIRouter()
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -280,9 +281,7 @@ async def set_language(request: Request) -> Response:
         raise HTTPException(
             400, weblang.tr(request, "web.error.unknown_language", lang=lang, choices=choices)
         )
-    target = form.get("next", "/")
-    if not target.startswith("/") or target.startswith("//") or "\\" in target:
-        target = "/"
+    target = same_origin_path(form.get("next", "/"))  # never another site (web/redirects.py)
     response = RedirectResponse(target, status_code=303)
     weblang.remember(response, lang)
     return response

@@ -23,7 +23,8 @@ from tritonlab.web.lang import request_lang
 from tritonlab.web.markdown import highlight_code, render_block, render_inline
 
 router = APIRouter(prefix="/api")
-MAX_ATTEMPTS = 200
+MAX_ATTEMPTS = 200  # one learner's attempts kept (each page view of a lesson with a quiz makes one; ~20 KiB)
+MAX_ATTEMPTS_ALL = 4096  # all learners' together (a class): about 80 MiB at most
 
 
 @dataclass
@@ -37,25 +38,60 @@ class Attempt:
 
 
 class Attempts:
-    """Attempts kept in memory, newest last; the oldest are dropped past MAX_ATTEMPTS."""
+    """Attempts kept in memory in one pool per owner (`owner()`: nobody in particular for a single learner, the
+    logged-in learner in a class), newest last. An owner past `per_owner` loses their own oldest attempt;
+    past `total` for everyone together, the owner holding the most loses theirs — so a learner who opens
+    lesson pages again and again only ever drops their own attempts, never a neighbour's."""
 
-    def __init__(self) -> None:
-        self._items: OrderedDict[str, Attempt] = OrderedDict()
+    def __init__(self, per_owner: int = MAX_ATTEMPTS, total: int = MAX_ATTEMPTS_ALL) -> None:
+        self.per_owner, self.total = per_owner, total
+        self._pools: dict[object, OrderedDict[str, Attempt]] = {}
+        self._owner_of: dict[str, object] = {}
         self._lock = threading.Lock()
+
+    def owner(self) -> object:
+        """Whose pool a new attempt goes to (web/classroom/ownership.py: the logged-in learner)."""
+        return None
 
     def new(self, lesson: Lesson, lang: str) -> Attempt:
         bank = quiz.load_bank(lesson.quiz_path(lang))
         seed = secrets.randbelow(2**31)
         attempt = Attempt(secrets.token_urlsafe(9), lesson.id, bank, quiz.shuffled(bank, seed))
+        owner = self.owner()
         with self._lock:
-            self._items[attempt.id] = attempt
-            while len(self._items) > MAX_ATTEMPTS:
-                self._items.popitem(last=False)
+            pool = self._pools.setdefault(owner, OrderedDict())
+            pool[attempt.id] = attempt
+            self._owner_of[attempt.id] = owner
+            while len(pool) > self.per_owner:
+                self._drop_oldest(owner)
+            while len(self._owner_of) > self.total:
+                self._drop_oldest(max(self._pools, key=lambda o: len(self._pools[o])))
         return attempt
+
+    def _drop_oldest(self, owner: object) -> None:
+        pool = self._pools[owner]
+        gone, _ = pool.popitem(last=False)
+        del self._owner_of[gone]
+        if not pool:
+            del self._pools[owner]
 
     def get(self, attempt_id: str) -> Attempt | None:
         with self._lock:
-            return self._items.get(attempt_id)
+            if attempt_id not in self._owner_of:
+                return None
+            return self._pools[self._owner_of[attempt_id]].get(attempt_id)
+
+    def owned_by(self, attempt_id: str) -> object:
+        """The owner of a kept attempt (None also when it is not kept)."""
+        with self._lock:
+            return self._owner_of.get(attempt_id)
+
+    def count(self, owner: object = ...) -> int:
+        """How many attempts are kept: all of them, or `owner`'s."""
+        with self._lock:
+            if owner is ...:
+                return len(self._owner_of)
+            return len(self._pools.get(owner, ()))
 
 
 def question_view(question: quiz.Question, attempt: Attempt) -> dict:

@@ -74,6 +74,13 @@ def host_name(host_header: str) -> str | None:
     return match["name"]
 
 
+def same_secret(given: str, expected: str) -> bool:
+    """Whether a secret a request sent equals ours, in constant time. `hmac.compare_digest` raises TypeError on
+    text with a non-ASCII character (a request holding one was a 500); as UTF-8 bytes any text compares."""
+    sent, ours = given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(sent, ours)
+
+
 def csp(nonce: str) -> str:
     return (
         "default-src 'self'; script-src 'self'; "
@@ -119,17 +126,27 @@ class Guard:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
 
+        # The body first, with or without the token, on every route: over the cap (announced, or sent chunked
+        # and read up to the cap) a 413, nested too deep a 422; never read past the cap.
+        if self._announced_too_large(headers):
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
+            return
+        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
+        receive = checked
+
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET" and "token" in query and not is_api:
-            if hmac.compare_digest(query["token"], self.token):
+            if same_secret(query["token"], self.token):
                 await self._exchange(scope, send, query)
             else:
                 await self._deny(send, 401, "wrong_token", is_api, nonce, lang)
             return
 
         bearer = headers.get("authorization", "")
-        by_header = bearer.startswith("Bearer ") and hmac.compare_digest(bearer[7:].strip(), self.token)
-        by_cookie = hmac.compare_digest(self._cookie(headers), self.cookie_value)
+        by_header = bearer.startswith("Bearer ") and same_secret(bearer[7:].strip(), self.token)
+        by_cookie = same_secret(self._cookie(headers), self.cookie_value)
         if not (by_header or by_cookie):
             await self._deny(send, 401, "token_needed", is_api, nonce, lang)
             return
@@ -142,29 +159,48 @@ class Guard:
             await self._deny(send, 403, "cross_origin", is_api, nonce, lang)
             return
 
-        length = headers.get("content-length")
-        too_large = {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
-            return
-
-        if method in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0"):
-            # Read the body here, so that one sent without Content-Length (chunked) and past the cap gets
-            # the same 413 as one that announced its size, and JSON nested too deep a clear refusal
-            # (FastAPI would answer a bare 400 "There was an error parsing the body" to both).
-            body = await self._read_body(receive)
-            if body is None:
-                await self._deny(send, 413, "too_large", True, nonce, lang, **too_large)
-                return
-            ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-            if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
-                body, MAX_JSON_DEPTH
-            ):
-                await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
-                return
-            receive = self._replay(body, receive)
-
         await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
+
+    # ---- the body ------------------------------------------------------------------------------------------
+
+    def too_large_fmt(self) -> dict[str, int]:
+        """The figures the 413 message names: the body cap and the learner's file cap, in KiB."""
+        return {"kib": self.max_body // 1024, "code_kib": MAX_SOURCE_BYTES // 1024}
+
+    def _announced_too_large(self, headers: dict[str, str]) -> bool:
+        length = headers.get("content-length", "")
+        return length.isdigit() and int(length) > self.max_body
+
+    async def _read_checked_body(
+        self,
+        scope: Scope,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        nonce: str,
+        lang: str,
+        is_api: bool,
+    ) -> Receive | None:
+        """Read a request's body here (at most the cap), so that one sent without Content-Length (chunked) and
+        past the cap gets the same 413 as one that announced its size, and JSON nested too deep a clear
+        refusal (FastAPI would answer a bare 400 "There was an error parsing the body" to both). Returns the
+        channel to hand the app (the body replayed), or None once this answered the request."""
+        length = headers.get("content-length")
+        if not (
+            scope["method"] in UNSAFE_METHODS or "transfer-encoding" in headers or (length and length != "0")
+        ):
+            return receive
+        body = await self._read_body(receive)
+        if body is None:
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
+            return None
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if (not ctype or ctype == "application/json" or ctype.endswith("+json")) and json_too_deep(
+            body, MAX_JSON_DEPTH
+        ):
+            await self._deny(send, 422, "too_deep", is_api, nonce, lang, depth=MAX_JSON_DEPTH)
+            return None
+        return self._replay(body, receive)
 
     # ---- pieces ----------------------------------------------------------------------------------------
 

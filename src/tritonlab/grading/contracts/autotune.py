@@ -2,10 +2,16 @@
 configs keyed on the shape, and is right on every config.
 
 In the child, the learner's function runs once per case with the Autotuner observed from outside: its configs
-and key are recorded, its cache cleared (so every case tunes), pruning switched off (every config runs), and
-each config's output is snapshotted (into a fresh poisoned buffer) right after that config ran. On the
-interpreter, where Triton has no benchmarker, each config is timed by one call. The parent then judges the
-final output and every config's output against the float64 reference.
+and key are recorded, its cache cleared (so every case tunes), and each config's output is snapshotted (into a
+fresh poisoned buffer) right after that config ran. On the interpreter, where Triton has no benchmarker, each
+config is timed by one call. The parent then judges the final output and every config's output against the
+float64 reference.
+
+The learner's `prune_configs_by` (`early_config_prune`, `perf_model` with `top_k`) is honoured on both
+backends: a pruned config is one Triton never compiles or runs for that shape, so it is not judged (issue 40: an
+autotuned matmul whose prune drops configs too large for the device crashed on the H200 while the grader ran
+every config). How many configs the prune kept is recorded per case; a prune that leaves a single config for a
+shape of at least MIN_TUNED_DIM in every dimension fails, since then nothing is tuned.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ REPLAY = True
 REPLAY_OUTPUTS = (0,)
 ARG_NAMES = ["a", "b"]
 MIN_CONFIGS = 4
+MIN_TUNED_DIM = 32  # from this size in M, N and K on, a prune must keep at least two configs
 
 
 def cases(rng: np.random.Generator, backend: str) -> list[Case]:
@@ -84,7 +91,7 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
     rec = guards._ACTIVE
     tuners: list[dict] = []
     snaps: list[tuple[str, list[tuple[int, torch.Tensor]]]] = []
-    orig_run, orig_bench = Autotuner.run, Autotuner._bench
+    orig_run, orig_bench, orig_prune = Autotuner.run, Autotuner._bench, Autotuner.prune_configs
 
     def run(self: Any, *a: Any, **kw: Any) -> Any:
         bound = dict(zip(self.arg_names, a, strict=False)) | kw
@@ -96,15 +103,21 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
                 "key_types": {k: type(bound.get(k)).__name__ for k in self.keys},
             }
         )
-        saved = (self.early_config_prune, self.perf_model, self.cache_results)
-        self.early_config_prune, self.perf_model, self.cache_results = None, None, False
+        saved = self.cache_results
+        self.cache_results = False
         self.cache.clear()
         if tools.device == "cpu":
             self.__dict__["do_bench"] = _time_once  # the interpreter has no benchmarker
         try:
             return orig_run(self, *a, **kw)
         finally:
-            self.early_config_prune, self.perf_model, self.cache_results = saved
+            self.cache_results = saved
+
+    def prune(self: Any, *a: Any, **kw: Any) -> Any:
+        kept = orig_prune(self, *a, **kw)
+        if tuners:
+            tuners[-1]["kept"] = [describe(c) for c in kept]
+        return kept
 
     def bench(self: Any, *a: Any, config: Any, **meta: Any) -> Any:
         outs = [
@@ -128,11 +141,11 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
         )
         return timing
 
-    Autotuner.run, Autotuner._bench = run, bench  # type: ignore[method-assign]
+    Autotuner.run, Autotuner._bench, Autotuner.prune_configs = run, bench, prune  # type: ignore[method-assign]
     try:
         value = fn(*args)
     finally:
-        Autotuner.run, Autotuner._bench = orig_run, orig_bench  # type: ignore[method-assign]
+        Autotuner.run, Autotuner._bench, Autotuner.prune_configs = orig_run, orig_bench, orig_prune  # type: ignore[method-assign]
     tensors: list[Any] = [value]
     configs = []
     if isinstance(value, torch.Tensor):
@@ -185,6 +198,24 @@ def check(case: Case, result: dict) -> list[Failure]:
                 f"exercise asks for at least {MIN_CONFIGS}",
                 "list at least four triton.Config entries that differ in block sizes, "
                 "num_warps or num_stages",
+            )
+        )
+    kept = tuner.get("kept")
+    m, k_dim = a.values.shape
+    n = b.values.shape[1]
+    if (
+        isinstance(kept, list)
+        and len(set(map(str, kept))) < 2 <= len(distinct)
+        and min(m, n, k_dim) >= MIN_TUNED_DIM
+    ):
+        failures.append(
+            Failure(
+                case.name,
+                "wrong-result",
+                f"the prune of {tuner['kernel']} (prune_configs_by) kept one config of {len(distinct)} for "
+                f"M={m} N={n} K={k_dim}: nothing was tuned for this shape",
+                "prune only the configs that cannot suit the shape (tiles far larger than the matrix, more "
+                "shared memory than the GPU has); keep at least two for a shape like this one",
             )
         )
     shape_keys = [k for k, t in tuner["key_types"].items() if t == "int"]

@@ -19,6 +19,7 @@ Cost model: 2·M·N·K FLOPs; reads (M·K + K·N)·s bytes at least, writes M·N
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -81,6 +82,9 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     return out
 
 
+_MISSING = object()
+
+
 # ---- child side: the program → tile map -----------------------------------------------------------------
 
 
@@ -132,9 +136,19 @@ def _language_state() -> list[tuple[Any, dict]]:
 
 
 def _restore_language(saved: list[tuple[Any, dict]]) -> None:
+    """Put back what the interpreter patched, except the interpreter's own globals that its rewriter added to a
+    module's namespace (`interpreter_semantic`, ...): a rewritten library function (`tl.swizzle2d`, whose
+    assignments become `interpreter_semantic.to_tensor(...)`) is cached for the whole process
+    (`InterpretedFunction.rewritten_fn`) and looks them up there on its next call, in the next case."""
+    from triton.runtime import interpreter
+
+    own = vars(interpreter)
     for owner, before in saved:
         now = dict(vars(owner))
-        for name in now.keys() - before.keys():
+        added = now.keys() - before.keys()
+        if isinstance(owner, types.ModuleType):
+            added = {name for name in added if own.get(name, _MISSING) is not now[name]}
+        for name in added:
             try:
                 delattr(owner, name)
             except (AttributeError, TypeError):

@@ -6,6 +6,8 @@ Modules:
 - `guard.py`: `ClassroomGuard`, the middleware: sessions, CSRF and Origin, teachers-only paths.
 - `ownership.py`: runs and quiz attempts remember who started them; one run per learner, a rate limit.
 - `login.py`: log in, log out, join with the class's link, and their pages.
+- `oidc.py`: `/auth/`: log-in through the class's OpenID provider (code flow + PKCE), and logout.
+- `ratelimit.py`: `PerKey`, a sliding-window rate limit per client address (joins).
 - `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link), a picture's cell
   drilled down to its learners and their code.
 - `pictures.py`: the teacher's pictures as inline SVG (the numbers: classroom/insights.py).
@@ -21,11 +23,17 @@ from fastapi import APIRouter
 
 from tritonlab.classroom.room import Classroom
 from tritonlab.service import Service
-from tritonlab.web.classroom import exports, leaderboard, login, teacher
+from tritonlab.web.classroom import exports, leaderboard, login, oidc, teacher
 from tritonlab.web.classroom.guard import ClassroomGuard
 from tritonlab.web.classroom.ownership import OwnedAttempts, OwnedJobs
 
-routers: tuple[APIRouter, ...] = (login.router, teacher.router, exports.router, leaderboard.router)
+routers: tuple[APIRouter, ...] = (
+    login.router,
+    oidc.router,
+    teacher.router,
+    exports.router,
+    leaderboard.router,
+)
 
 
 def install(app, classroom: Classroom, service: Service, allowed_hosts, public_url: str | None) -> None:  # type: ignore[no-untyped-def]
@@ -34,6 +42,8 @@ def install(app, classroom: Classroom, service: Service, allowed_hosts, public_u
     service.private_workspaces()  # the sandbox shows a run only its own learner's file (docs/classroom.md)
     app.state.jobs = OwnedJobs()
     app.state.quiz_attempts = OwnedAttempts()
+    oidc.install(app, classroom)  # the class's OpenID provider, if it has one (app.state.sso)
+    app.state.join_limit = login.join_limit()
     app.add_middleware(
         ClassroomGuard,
         classroom=classroom,

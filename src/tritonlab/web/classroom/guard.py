@@ -30,13 +30,14 @@ from tritonlab.web.security import (
     host_name,
     new_token,
     origin_parts,
+    same_secret,
 )
 
 SESSION_LIFETIME_S = 7 * 24 * 3600.0
 SESSION_IDLE_S = 12 * 3600.0
 CSRF_COOKIE = "tritonlab_csrf"
 PUBLIC_EXACT = {"/login", "/api/login", "/favicon.ico", "/settings/lang"}  # the last only sets a cookie
-PUBLIC_PREFIXES = ("/static/", "/join/", "/api/join/")
+PUBLIC_PREFIXES = ("/static/", "/join/", "/api/join/", "/auth/")  # /auth/: oidc.py
 CSRF_EXEMPT = {"/settings/lang", "/api/login"}  # plain form post / no session yet: Origin check only
 TEACHER_PREFIXES = ("/teacher", "/api/classroom/")
 
@@ -75,7 +76,7 @@ class ClassroomGuard(Guard):
         if not session_id:
             return None
         good = hmac.new(self.secret, session_id.encode(), hashlib.sha256).hexdigest()[:32]
-        return session_id if hmac.compare_digest(mac, good) else None
+        return session_id if same_secret(mac, good) else None
 
     def is_secure(self, scope: Scope) -> bool:
         return self.secure or scope.get("scheme") == "https"
@@ -136,10 +137,15 @@ class ClassroomGuard(Guard):
         if self.allowed is not None and host_name(host) not in self.allowed:
             await self._deny(send, 403, "host", is_api, nonce, lang, host=host)
             return
-        length = headers.get("content-length")
-        if length and length.isdigit() and int(length) > self.max_body:
-            await self._deny(send, 413, "too_large", True, nonce, lang, kib=self.max_body // 1024)
+        # The body is checked before anything else (with or without a session, on every route): over the cap,
+        # announced or sent chunked, it is a 413; nested too deep, a 422. Never read past the cap.
+        if self._announced_too_large(headers):
+            await self._deny(send, 413, "too_large", True, nonce, lang, **self.too_large_fmt())
             return
+        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)
+        if checked is None:
+            return
+        receive = checked
 
         raw = self._cookie(headers, self.session_cookie)
         session_id = self.unsign(raw) if raw else None
@@ -161,7 +167,7 @@ class ClassroomGuard(Guard):
                 return
             if user is not None and path not in CSRF_EXEMPT:
                 sent = headers.get("x-csrf-token", "")
-                if not (sent and hmac.compare_digest(sent, csrf)):
+                if not (sent and same_secret(sent, csrf)):
                     await _json(send, 403, {"error": t("web.guard.csrf", lang), "reason": "csrf"}, nonce)
                     return
         if path.startswith(TEACHER_PREFIXES) and (user is None or not user.is_teacher):

@@ -16,9 +16,10 @@ from fastapi import HTTPException
 from tritonlab.classroom.room import User
 from tritonlab.i18n import t
 from tritonlab.web.jobs import Job, Jobs
-from tritonlab.web.quiz_api import Attempt, Attempts
+from tritonlab.web.quiz_api import MAX_ATTEMPTS_ALL, Attempt, Attempts
 
 RUNS_PER_MINUTE = 20
+ATTEMPTS_PER_LEARNER = 64  # quiz attempts kept per learner: a lesson page view makes one
 
 # The user of the request being served, and the language of its messages: set by the guard
 # (web/classroom/guard.py) around every request.
@@ -35,7 +36,7 @@ class OwnedJobs(Jobs):
         self._starts: dict[int, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._admit = threading.Lock()
 
-    def start(self, kind, label, work):  # type: ignore[no-untyped-def]
+    def start(self, kind, label, work, owner=None):  # type: ignore[no-untyped-def]
         user = current_user.get()
         if user is None:
             return super().start(kind, label, work)
@@ -59,7 +60,7 @@ class OwnedJobs(Jobs):
                 )
                 raise HTTPException(429, message, headers={"Retry-After": str(wait)})
             recent.append(now)
-            job = super().start(kind, label, work)
+            job = super().start(kind, label, work, owner=user.id)
             with self._lock:
                 self._owners[job.id] = user.id
         return job
@@ -74,23 +75,18 @@ class OwnedJobs(Jobs):
 
 
 class OwnedAttempts(Attempts):
-    def __init__(self) -> None:
-        super().__init__()
-        self._owners: dict[str, int | None] = {}
+    """Quiz attempts in one pool per learner (quiz_api.Attempts): a learner's page views drop only their own
+    oldest attempts; an attempt answers only its owner (404 to anyone else)."""
 
-    def new(self, lesson, lang):  # type: ignore[no-untyped-def]
-        attempt = super().new(lesson, lang)
+    def __init__(self, per_learner: int = ATTEMPTS_PER_LEARNER, total: int = MAX_ATTEMPTS_ALL) -> None:
+        super().__init__(per_owner=per_learner, total=total)
+
+    def owner(self) -> object:
         user = current_user.get()
-        with self._lock:
-            self._owners[attempt.id] = user.id if user else None
-            for gone in [k for k in self._owners if k not in self._items]:
-                del self._owners[gone]
-        return attempt
+        return user.id if user else None
 
     def get(self, attempt_id: str) -> Attempt | None:
         attempt = super().get(attempt_id)
-        user = current_user.get()
-        if attempt is None:
+        if attempt is None or self.owned_by(attempt_id) != self.owner():
             return None
-        with self._lock:
-            return attempt if self._owners.get(attempt_id) == (user.id if user else None) else None
+        return attempt

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from pydantic import BaseModel, Field
 
 from tritonlab.classroom import insights as class_insights
-from tritonlab.classroom.room import AccountError, User
+from tritonlab.classroom.room import JOIN_OPEN_MAX_S, JOIN_OPEN_S, AccountError, User
 from tritonlab.i18n import kind_label
 from tritonlab.models import FAILURE_KINDS
 from tritonlab.web import lang as weblang
@@ -51,6 +51,10 @@ class NewUserBody(BaseModel):
 
 class FlagBody(BaseModel):
     value: bool
+
+
+class JoinLinkBody(FlagBody):
+    hours: float = Field(default=JOIN_OPEN_S / 3600, ge=1 / 60, le=JOIN_OPEN_MAX_S / 3600)
 
 
 def _account(request: Request, user_id: int) -> User:
@@ -220,9 +224,12 @@ def unlock(user_id: int, request: Request) -> dict:
 
 
 @router.post("/api/classroom/join")
-def set_join(body: FlagBody, request: Request) -> dict:
-    classroom_of(request).set_join_open(body.value)
-    return {"join_open": body.value}
+def set_join(body: JoinLinkBody, request: Request) -> dict:
+    """Open the join link for `hours` (default 2; it closes by itself then), or close it now."""
+    classroom = classroom_of(request)
+    classroom.set_join_open(body.value, body.hours * 3600)
+    klass = classroom.the_class() or {}
+    return {"join_open": klass.get("join_open", False), "join_open_until": klass.get("join_open_until")}
 
 
 @router.get("/api/classroom/learners/{user_id}/code/{exercise_id}")
