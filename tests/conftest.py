@@ -28,6 +28,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
     # ~60 ms per hash here, more under load; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")
+    config.stash[_INTERPRET_AT_START] = os.environ.get("TRITON_INTERPRET")
+
+
+_INTERPRET_AT_START = pytest.StashKey["str | None"]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """No test module may set TRITON_INTERPRET while it is imported: Triton reads it when a kernel is decorated,
+    so every later in-process kernel of the session would run on the interpreter, GPU tests included (the H200
+    run 2026-12-04 (bda3280) lost five GPU tests to a module-level setdefault). Set it in a subprocess's env or
+    with monkeypatch inside the test instead."""
+    before = session.config.stash.get(_INTERPRET_AT_START, None)
+    if os.environ.get("TRITON_INTERPRET") != before:
+        raise pytest.UsageError(
+            f"TRITON_INTERPRET changed from {before!r} to {os.environ.get('TRITON_INTERPRET')!r} while the test "
+            "modules were collected: a test module sets it at import time (see tests/conftest.py)"
+        )
 
 
 def has_cuda() -> bool:
@@ -84,6 +101,21 @@ def mounts_under(folder: Path) -> list[str]:
 
     inside = str(folder) + os.sep
     return sorted((m for m in runfolder.mount_points() if m.startswith(inside)), reverse=True)
+
+
+def processes_with_argument(text: str) -> list[int]:
+    """Host pids of the live processes with `text` among their command-line arguments: how a test finds a
+    run's process from outside, since a run knows only its pid in its own PID namespace (runs/pidns.py)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if text.encode() in argv:
+                found.append(int(entry))
+    return found
 
 
 def detach_mounts_under(folder: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from tritonlab.runs import hardening, pool, runfolder, sandbox
 from tritonlab.runs.limits import default_limits
-from tritonlab.runs.zygote import descendants
+from tritonlab.runs.zygote import parent_links
 
 AGE = """
 import os
@@ -76,8 +76,14 @@ def test_a_run_in_a_warm_directory_starts_in_the_child_made_ahead(zygote: sandbo
 
 
 def test_a_directory_given_up_ends_its_child(zygote: sandbox.Zygote) -> None:
-    def children() -> int:  # below bubblewrap: its init, the zygote, and the zygote's children
-        return len(descendants(zygote.proc.pid)) - 2
+    def children() -> (
+        int
+    ):  # bubblewrap, its init, the zygote, then the zygote's children: the warm ones (each
+        # the waiter of its own PID namespace, with the namespace's init and the run below it: runs/pidns.py)
+        links = parent_links()
+        inits = {p for p, parent in links.items() if parent == zygote.proc.pid}
+        zygotes = {p for p, parent in links.items() if parent in inits}
+        return sum(parent in zygotes for parent in links.values())
 
     for _ in range(5):  # each one given up without a run: its child must not stay behind
         run_dir, warm = zygote.new_run_dir()

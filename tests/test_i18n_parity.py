@@ -268,10 +268,10 @@ def test_known_english_messages_are_translated() -> None:
     from tritonlab.cli import doctor
     from tritonlab.content.quiz import QuizInputError, parse_response
     from tritonlab.content.quiz_bank import Question
-    from tritonlab.runs import backend
+    from tritonlab.runs import backend, jailprobe
 
     untranslated = []
-    for layer in doctor.LAYER_ONE:
+    for layer in [*doctor.LAYER_ONE, doctor.RUN_PID_NAMESPACE, *(t for _ok, t in jailprobe.between_runs({}))]:
         for lang in TRANSLATIONS:
             if i18n.translate_known("doctor_text", layer, lang) == layer:
                 untranslated.append(f"doctor.LAYER_ONE {layer!r} ({lang})")
@@ -361,6 +361,7 @@ def grader_failures() -> list:
     import numpy as np
 
     from tritonlab.grading import contracts
+    from tritonlab.grading.check import judge
     from tritonlab.grading.check.host import cost_notes, judge_host
     from tritonlab.grading.contracts import Case, Tensor
     from tritonlab.grading.contracts._values import unwritten_cause
@@ -433,6 +434,7 @@ def grader_failures() -> list:
     }
     costs: dict = {}
     failures += judge_host(case, entry, {"layout_copies": ["z"]}, costs)
+    failures += [judge.no_launch(case), judge.not_run(case)]  # what the child's own reports no longer decide
     texts = [t for f in failures for t in (f.message, f.cause) if t] + causes + cost_notes(costs)
     return texts
 

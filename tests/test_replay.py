@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")  # as in the interpreter zygote, before triton is imported
-
 import numpy as np
 import pytest
 import torch
@@ -18,8 +16,19 @@ from tritonlab.grading.replay.lower import lower
 from tritonlab.grading.replay.replayer import MAX_EVENTS, Replayer
 from tritonlab.grading.replay.source import build_kernels, extract
 
+
+@pytest.fixture(autouse=True)
+def interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in the interpreter zygote: the kernels the replay builds from text are decorated with
+    TRITON_INTERPRET set (only while each test runs: set at import, it would make every later in-process
+    kernel of the session an interpreted one; tests/conftest.py refuses that)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
 KERNEL = """
 import os
+import os
+
 import numpy as np
 import triton
 import triton.language as tl

@@ -155,3 +155,22 @@ def test_a_cluster_worker_takes_the_cache_the_server_named_but_never_the_replays
     assert worker_cache({"mode": "check"}) is None  # a server that names none: nothing shared
     for trusted in caches.TRUSTED_MODES:  # the grader's own children: the replay's, whatever the job says
         assert worker_cache({"mode": trusted, CACHE_KEY: named}) == caches.REPLAY
+
+
+def test_a_full_cache_is_emptied_though_a_warm_child_is_bound_to_it(zygote: sandbox.Zygote) -> None:
+    """The pool keeps a warm child bound to a learner's cache: a nearly full cache must still be emptied when no
+    run is running with it, or it stays full (on the GPU, where compiled kernels fill 128 MiB, every later run
+    of that learner failed for want of space)."""
+    if not zygote.hardened:
+        pytest.skip("warm children are bound to a cache ahead only on the hardened layer")
+    run_program(zygote, caches.LEARNER, "first")  # the pool now keeps a child warm for this learner's cache
+    assert any(c == caches.LEARNER for _, c in zygote._warm_dirs), "the test needs a warm child bound"
+    folder = caches.folder(caches.LEARNER, zygote.hardened)
+    filler = folder / "filler.bin"
+    with open(filler, "wb") as f:
+        f.write(b"\0" * int(caches.CACHE_BYTES[caches.LEARNER] * 0.9))
+    assert caches.nearly_full(folder)
+    assert zygote.cache_folder(caches.LEARNER) == folder  # what start() asks before the learner's next run
+    assert not filler.exists()
+    got = run_program(zygote, caches.LEARNER, "after")
+    assert "filler.bin" not in got["seen"], got["seen"]

@@ -152,7 +152,7 @@ FAILURE_KINDS = (
     "input-modified",
     "exception",
     "timeout",
-    "worker-lost",  # a remote worker (executor=ray) died mid-run: nothing was graded
+    "worker-lost",  # a remote worker (executor=ray), or the local harness, died mid-run and under the retry: nothing graded
 )
 
 

@@ -261,10 +261,11 @@ CASES = [
     Case(
         "killing the parent (the zygote)",
         "kill_parent.py",
-        "server restarts the worker",
-        # The run dies with its worker (crash/exception), or, being its own session (and its own cgroup where
-        # there are per-run cgroups), finishes and is judged like any file that launches nothing. Either way
-        # it never passes, and the next case proves the server started a new worker.
+        "PID namespace per run: its parent is its own init, which takes no signal from it (else: the "
+        "server restarts the worker, and checks in flight are graded again)",
+        # In a PID namespace of its own the run cannot reach the zygote: it finishes and is judged like any
+        # file that launches nothing. Without one it dies with its worker (crash/exception). Either way it
+        # never passes, and the next case proves the server has a working worker.
         failed_with("crash", "exception", "no-kernel-launch"),
     ),
     Case(

@@ -102,7 +102,7 @@ def test_ipc_objects_do_not_outlive_the_run(bench: Bench) -> None:
 AS_NOBODY = r"""
 import ctypes, json, os, sys, threading, time
 
-from tritonlab.runs import jail  # imported first: nobody cannot read this interpreter's files
+from tritonlab.runs import basicwalls  # imported first: nobody cannot read this interpreter's files
 
 run_dir, key, name, threaded = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
 os.setgroups([])
@@ -111,7 +111,7 @@ os.setuid(65534)  # a server started by a normal user: no CAP_SYS_ADMIN
 before = os.readlink("/proc/self/ns/ipc")
 if threaded:  # a GPU warm child after CUDA started its threads
     threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
-ipc, shm = jail.private_ipc(run_dir)
+ipc, shm = basicwalls.private_ipc(run_dir)
 libc = ctypes.CDLL(None, use_errno=True)
 segment = libc.shmget(key, 4096, 0o1000 | 0o600)
 with open(f"/dev/shm/{name}", "w") as f:

@@ -24,6 +24,13 @@ LAYER_ONE = [
 ]
 
 
+# Issue 34: listed for layer 1 when the worker's own check proved it (the hardened probe lists it itself).
+RUN_PID_NAMESPACE = (
+    "each run in a PID namespace of its own, with its own /proc: the worker, the warm children and the other "
+    "runs have no pid there, so it can signal, trace or read none of them"
+)
+
+
 def sandbox_report(chosen: str) -> dict:
     """Layer 1 always; layer 2 only as far as a real probe of bubblewrap verified it (hardening.probe)."""
     from tritonlab.runs import hardening, runfolder
@@ -49,6 +56,8 @@ def sandbox_report(chosen: str) -> dict:
             "not_covered": "the CUDA context and memory allocated outside torch's caching allocator; without "
             "MPS or MIG nothing stronger exists, and GPU settings are left untouched",
         }
+    if probe.get("missing") and probe["hardened"]:
+        report["missing"] = probe["missing"]  # the walls between runs this machine's kernel did not give
     if not probe["hardened"]:
         report["not_active"] = probe["layers"]  # what the probe saw working; NOT used without the rest
         report["warning"] = (
@@ -163,6 +172,11 @@ def sanity_kernel(chosen: str, report: dict, problems: list[dict]) -> dict:
         )
     if info.get("subreaper"):
         report["sandbox"]["layers"].append("child subreaper: escaped grandchildren are collected and killed")
+    # what the worker's own check proved on a real child (basicwalls.self_check)
+    walls = info.get("walls") or {}
+    report["sandbox"]["walls"] = walls
+    if not report["sandbox"]["hardened"] and walls.get("pid") and walls.get("proc"):  # hardened: probe's
+        report["sandbox"]["layers"].append(RUN_PID_NAMESPACE)
     result = {
         "passed": verdict.passed,
         "cases": len(verdict.cases),

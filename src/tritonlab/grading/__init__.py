@@ -5,6 +5,7 @@ the compiler made of a kernel. Nothing a child reports about itself decides a pa
 
 Modules:
 - `check/`: the parent side of a check, one module per step (`check/pipeline.py`: `CheckRun`).
+- `retry.py`: parent side: a check whose harness (not the learner's code) died under it is graded again, once.
 - `contracts/`: one module per exercise (cases, float64 reference, judgement) and the judgement they share.
 - `harness.py`: child side of `check` and `run`: import the learner's file, build inputs, call, write outputs.
 - `guards.py`: child side: guard regions and poisoned outputs; the `Recorder` the watchers below fill.

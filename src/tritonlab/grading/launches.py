@@ -132,6 +132,8 @@ def _scalar_spec(value: Any) -> dict:
         return {"float": value.hex()}
     if isinstance(value, str) and len(value) <= 64:
         return {"str": value}
+    if type(value).__name__ == "dtype" and type(value).__module__.startswith("triton"):
+        return {"dtype": str(value)}  # `ACC=tl.float32` for a constexpr parameter: the replay checks the name
     inner = getattr(value, "value", None)  # tl.constexpr(...) around a plain value
     if type(value).__name__ == "constexpr" and not isinstance(inner, type(value)):
         return _scalar_spec(inner)

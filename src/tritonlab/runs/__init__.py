@@ -14,9 +14,16 @@ Modules:
   kills process trees; names each job mode's child-side entry point (`ENTRIES`, `WARM`, `PRELOAD`).
 - `pool.py`: warm single-use children forked ahead (a CUDA context ready on a GPU; `BoundPool` hardened).
 - `hardening.py`: layer 2, decided and probed: bubblewrap and an unprivileged user; only verified layers.
-- `jail.py`: what the zygote and each run do to themselves: drop to the sandbox user, a run's private view of
-  the runs folder and its own IPC namespace, capabilities dropped, not dumpable; layer 1's refusal to open
+- `jail.py`: what the zygote and each run do to themselves: drop to the sandbox user, a hardened run's own
+  user, mount, IPC and PID namespaces, capabilities dropped, not dumpable; layer 1's refusal to open
   reference solutions.
+- `pidns.py`: each run in a PID namespace of its own (a waiter outside, an init inside, the run), and the
+  `Walls` a worker's runs get.
+- `rootview.py`: a hardened run's own root, whose mount table names no other run.
+- `basicwalls.py`: layer 1's namespaces without privileges (IPC, /dev/shm, PID; a warm child's ahead), and
+  the check that proves a worker's walls at its start (`self_check`).
+- `jailprobe.py`: the hardened layer's probe, run inside a fresh bubblewrap (`python -m
+  tritonlab.runs.jailprobe`); on a GPU it launches a Triton kernel in there.
 - `cgroups/`: one cgroup per run, with each controller a probe proved, placed by the parent.
 - `runfolder.py`: run directories from start to end: made, each its own capped tmpfs, swept, removed.
 - `caches.py`: Triton compile caches between runs (one per learner, one for the grader's trusted children),

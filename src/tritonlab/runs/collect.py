@@ -11,6 +11,7 @@ directory are removed before anything there is read (rundir.sanitize).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,11 @@ from typing import Protocol
 from tritonlab.runs import rundir, runfolder
 from tritonlab.runs.cgroups.rungroup import RunGroup
 from tritonlab.runs.limits import Limits
+from tritonlab.runs.pool import HARNESS_EXIT
+
+# Signals nothing inside a run's own code sends by faulting (a bad store is SIGSEGV or SIGBUS, an abort SIGABRT):
+# a trusted child ended by one of them was ended from outside.
+EXTERNAL_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT})
 
 
 class RunWorker(Protocol):
@@ -51,6 +57,10 @@ class RunResult:
     cgroup: str = ""  # the name of the run's own cgroup ("" when it had none), and its controllers
     cgroup_controllers: tuple[str, ...] = ()
     timings: dict = field(default_factory=dict)  # a remote run: where its time went (ray_executor/remote.py)
+    # Why tritonlab's own harness, not the code it ran, ended this run ("" when it did not): the worker died
+    # under it, or a trusted child (one that imports no learner file: the replay, the trusted compile) was
+    # killed from outside. The check that ran it is retried once (grading/retry.py).
+    harness_death: str = ""
 
     @property
     def crashed(self) -> bool:
@@ -76,6 +86,7 @@ class Run:
         self.group_lock = threading.Lock()  # wait()'s clean-up against a late placement (_place)
         self.closed = False
         self.limits_hold = False
+        self.trusted = False  # it imports no learner file (a replay or compile child): see harness_death()
         self.cache_name: str | None = None  # the compile cache it runs with (runs/caches.py), when named
         self.sandbox_error = ""
         self.status: dict | None = None
@@ -170,4 +181,25 @@ class Run:
             cgroup_controllers=tuple(
                 c for *_, made in (self.group.folders if self.group else []) for c in made
             ),
+            harness_death=self.harness_death(status, timed_out, truncated, hit, full),
         )
+
+    def harness_death(self, status: dict, timed_out: bool, truncated: bool, hit: list[str], full: str) -> str:
+        """Why the harness, not the code it ran, ended this run ("" when nothing says so): its worker died under
+        it; or, for a trusted child, a kill that neither the parent (Stop, the wall clock, the output cap, a
+        full folder) nor a limit of its own (memory, processes) explains, or the harness's own exit status.
+        A learner's own process dying is never counted: its code may have done it."""
+        if status.get("zygote_died"):
+            return "the sandbox's worker process died while this run was in flight"
+        if not self.trusted or timed_out or truncated or hit or full or self._stop.is_set():
+            return ""
+        signal_number = status.get("signal")
+        if signal_number in EXTERNAL_SIGNALS:
+            return f"the {self.what} child was killed from outside (signal {signal_number})"
+        if signal_number is None and status.get("exit") == HARNESS_EXIT:
+            return f"the {self.what} child could not be set up (exit status {HARNESS_EXIT})"
+        return ""
+
+    @property
+    def what(self) -> str:
+        return "replay or compile" if self.trusted else "run"

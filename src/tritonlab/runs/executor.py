@@ -28,7 +28,9 @@ class ExecutorError(RuntimeError):
 
 
 class WorkerLost(ExecutorError):
-    """A remote worker went away mid-run, and so did the one retry: nothing was graded."""
+    """What runs a check went away mid-run, and so did the one retry: nothing was graded. A remote worker
+    (ray_executor/remote.py), or this machine's harness: its zygote, or a replay or compile child killed from
+    outside (grading/retry.py)."""
 
     def __init__(self, message: str, nodes: list[str] | None = None) -> None:
         super().__init__(message)

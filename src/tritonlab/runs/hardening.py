@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritonlab import config
+from tritonlab.runs import jailprobe, runfolder
 from tritonlab.runs.jail import ZYGOTE_TMP
 
 MODES = ("auto", "hardened", "basic")
@@ -196,7 +197,10 @@ def bwrap_argv(
         "ALL",
     ]
     if who.drop:  # root: no user namespace (it would map the sandbox to root); drop to the user ourselves
-        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        # CAP_SYS_ADMIN only until the zygote drops to the sandbox user, its first act: it removes the covers
+        # bubblewrap (as root) binds over a few /proc folders, so that each run may mount a /proc of its own
+        # PID namespace (jail.uncover_proc); dropping to another user clears every capability.
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SYS_ADMIN"]
     else:
         argv += ["--unshare-user"]
     for d in SYSTEM_DIRS:
@@ -287,6 +291,7 @@ def _probe(backend: str, wanted: str) -> dict:
         listener.listen(1)
         prepare_run_dir(run_dir)
         prepare_run_dir(other_run)
+        capped = runfolder.cap(other_run)  # as root each run's folder is a mount: the probe's must not show
         canary = config.home() / ".sandbox-canary"  # world-readable on purpose: only the mounts may hide it
         canary.write_text("if the sandbox can read this, the data folder is exposed\n")
         canary.chmod(0o644)
@@ -296,6 +301,7 @@ def _probe(backend: str, wanted: str) -> dict:
         spec = {
             "drop": f"{who.uid}:{who.gid}" if who.drop else None,
             "other_run": str(other_run),
+            "other_run_mounted": capped,
             "src": str(Path(tritonlab.__file__).resolve().parent.parent),
             "secret": secret,
             "run_dir": str(run_dir),
@@ -306,7 +312,13 @@ def _probe(backend: str, wanted: str) -> dict:
             "parent": os.getpid(),
             "cuda": backend == "gpu",  # then a Triton kernel must run in there too (jail.cuda_check)
         }
-        argv = [*bwrap_argv(backend, (), who), sys.executable, "-m", "tritonlab.runs.jail", json.dumps(spec)]
+        argv = [
+            *bwrap_argv(backend, (), who),
+            sys.executable,
+            "-m",
+            "tritonlab.runs.jailprobe",
+            json.dumps(spec),
+        ]
         proc = subprocess.run(
             argv,
             capture_output=True,
@@ -325,6 +337,7 @@ def _probe(backend: str, wanted: str) -> dict:
         return result
     finally:
         listener.close()
+        runfolder.release(other_run)
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.rmtree(other_run, ignore_errors=True)
     result["evidence"] = ev | {"user": who.user}
@@ -402,6 +415,11 @@ def judge(result: dict, ev: dict, who: Identity) -> dict:
         )
     result["layers"] = [text for ok, text in checks if ok]
     failed = [text for ok, text in checks if not ok]
+    # Issue 34's walls between runs: listed once verified, named as missing otherwise; the hardened layer does
+    # not wait for them (a kernel without them still gets every wall above).
+    between = jailprobe.between_runs(ev)
+    result["layers"] += [text for ok, text in between if ok]
+    result["missing"] = [text for ok, text in between if not ok]
     result["hardened"] = not failed
     result["reason"] = (
         "all hardened layers verified by a probe"

@@ -1,8 +1,11 @@
 """Inside the hardened sandbox: drop from root to the sandbox user, and give each run a private view.
 
 Used by the zygote (`--drop UID:GID` when bubblewrap was started by root) and by each forked run
-(`isolate_run`): a nested user + mount namespace in which the runs folder is an empty read-only tmpfs with
-only this run's directory bound back, after which every capability is dropped for good. Standard library only.
+(`isolate_run`): a nested user + mount namespace and a PID namespace of its own (runs/pidns.py), in which the
+run's root holds, of the runs folder, only its own directory and compile cache (runs/rootview.py), after
+which every capability is dropped for good. The primitives layer 1 shares (capabilities, no_new_privs, not
+dumpable, reference solutions refused) live here too; layer 1's namespaces are in runs/basicwalls.py, the
+hardened layer's probe in runs/jailprobe.py. Standard library only.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+
+from tritonlab.runs import pidns, rootview
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -104,60 +109,6 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
-def private_ipc(run_dir: str | None = None) -> tuple[bool, bool]:
-    """Layer 1 (no bubblewrap): give the run its own IPC namespace (SysV shared memory, semaphores and message
-    queues, POSIX message queues) and, given its directory, its own /dev/shm (POSIX shared memory, named
-    semaphores): the directory's `tmp/` bound there, as the hardened layer does. Both go with the run.
-
-    As root, unshare(2) needs nothing more. Otherwise the run enters a user namespace of its own, mapped to the
-    same user (where the kernel allows unprivileged ones), and drops the capabilities it holds in it once
-    done. Returns (private IPC, private /dev/shm); (False, False) leaves the run sharing the host's, e.g. in a
-    multithreaded process (a GPU warm child after CUDA started threads: Linux refuses it a user or mount
-    namespace; as root it still gets the IPC namespace)."""
-    libc = _libc()
-    own_user = False
-    ipc = libc.unshare(CLONE_NEWIPC) == 0
-    if not ipc and os.geteuid() != 0:
-        own_user = ipc = _own_user_namespace(CLONE_NEWIPC)
-    shm = bool(run_dir) and ipc and _private_shm(libc, str(run_dir))
-    if own_user:
-        drop_capabilities()
-    return ipc, shm
-
-
-def _own_user_namespace(flags: int) -> bool:
-    """Enter a new user namespace (with `flags`' namespaces) in which this user is mapped to itself."""
-    libc = _libc()
-    uid, gid = os.getuid(), os.getgid()
-    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a non-dumpable process cannot write its own /proc/self/*_map
-    try:
-        if libc.unshare(CLONE_NEWUSER | flags) != 0:
-            return False
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"{uid} {uid} 1"),
-            ("gid_map", f"{gid} {gid} 1"),
-        ):
-            with open(f"/proc/self/{name}", "w") as f:
-                f.write(text)
-        return True
-    except OSError:
-        return False
-    finally:
-        not_dumpable()
-
-
-def _private_shm(libc: ctypes.CDLL, run_dir: str) -> bool:
-    """A mount namespace of the run's own (nothing it mounts reaches the host) with `run_dir/tmp` on /dev/shm."""
-    scratch = os.path.join(run_dir, "tmp")
-    if not os.path.isdir("/dev/shm") or libc.unshare(CLONE_NEWNS) != 0:
-        return False
-    if libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None) != 0:
-        return False
-    os.makedirs(scratch, exist_ok=True)
-    return libc.mount(scratch.encode(), b"/dev/shm", None, MS_BIND, None) == 0
-
-
 def deny_files(paths: list[str]) -> None:
     """Layer 1 (no bubblewrap, same user as the server): an audit hook refuses to open, link or rename the
     given files (reference solutions) from Python, so `import solution` or open() fail with PermissionError.
@@ -183,18 +134,35 @@ def deny_files(paths: list[str]) -> None:
 CACHE_MOUNT = ".cache/triton"  # a run's own compile cache inside its directory, when it is given none
 
 
-def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
+def isolate_run(
+    run_dir: str | None, runs_folder: str, cache: str | None = None, walls: pidns.Walls | None = None
+) -> pidns.Walls:
     """Only `run_dir` stays visible (and writable) under `runs_folder`, and the one compile cache `cache` (a
-    folder under the runs folder, runs/caches.py) at its own path; then no capabilities at all.
+    folder under the runs folder, runs/caches.py) at its own path; then no capabilities at all. Returns the
+    walls it put up; `walls`: those that must hold (the zygote proved them at start: JailError otherwise), None:
+    try each and keep what works (the probe, the zygote's own check, which pass no `run_dir`).
+
+    With `pid`, the run continues in a PID namespace of its own (pidns.split: this process stays outside as its
+    waiter, and returns only in the run); with `view`, in a root of its own whose mount table shows no other
+    run (runs/rootview.py); else the runs folder is covered with an empty tmpfs, which hides the other runs
+    from open() but not from /proc/self/mountinfo.
 
     The cache keeps its path in every run because Triton writes absolute paths into its cache entries (Triton
     3.6's group files): bound anywhere else, a run would find the entries of the run before and not use them."""
     libc = _libc()
     uid, gid = os.getuid(), os.getgid()
+    want = walls or pidns.Walls(pid=True, proc=True, view=True)
+    need = walls or pidns.Walls()
+    got = pidns.Walls(ipc=True, shm=True)
+    outer_mount = pidns.namespace("mnt")
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # after a uid change /proc/self/*_map belong to root otherwise
-    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare(user, mount, ipc)")
-    fd = os.open(run_dir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)  # in the new namespace's copy
-    cache_fd = os.open(cache, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if cache else None
+    base = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC
+    got.pid = want.pid and libc.unshare(base | pidns.CLONE_NEWPID) == 0
+    if need.pid and not got.pid:
+        _check(-1, "unshare(user, mount, ipc, pid): a PID namespace of the run's own")
+    if not got.pid:
+        _check(libc.unshare(base), "unshare(user, mount, ipc)")
+    fds = [os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) for p in (run_dir, cache) if p]
     try:
         for name, text in (
             ("setgroups", "deny"),
@@ -204,177 +172,85 @@ def isolate_run(run_dir: str, runs_folder: str, cache: str | None = None) -> Non
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
         _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
-        folder = runs_folder.encode()
-        _check(
-            libc.mount(b"tmpfs", folder, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=0711,size=64k"),
-            "cover the runs folder",
-        )
-        os.mkdir(run_dir, 0o700)
-        _check(
-            libc.mount(f"/proc/self/fd/{fd}".encode(), run_dir.encode(), None, MS_BIND, None),
-            "bind the run directory",
-        )
-        if cache_fd is not None:
-            inside = os.path.commonpath([os.path.abspath(cache), folder.decode()]) == folder.decode()
-            target = os.path.abspath(cache) if inside else os.path.join(run_dir, CACHE_MOUNT)
-            os.makedirs(target, exist_ok=True)  # in the covering tmpfs (still writable) or the run directory
-            _check(
-                libc.mount(f"/proc/self/fd/{cache_fd}".encode(), target.encode(), None, MS_BIND, None),
-                "bind the compile cache",
-            )
-        _check(
-            libc.mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
-            "make the runs folder read-only",
-        )
-        scratch = os.path.join(run_dir, "tmp")  # the zygote's shared /tmp and /dev/shm: this run's own now
-        os.makedirs(scratch, exist_ok=True)
-        for shared in SHARED_SCRATCH:
-            if os.path.isdir(shared):
-                _check(libc.mount(scratch.encode(), shared.encode(), None, MS_BIND, None), f"cover {shared}")
+        keep = list(zip(fds, _bind_points(run_dir, runs_folder, cache), strict=True))
+        if want.view:
+            try:
+                rootview.build(ZYGOTE_TMP, runs_folder, keep)
+                got.view = True
+            except rootview.ViewError as exc:
+                if need.view or not exc.recoverable:
+                    raise JailError(exc.errno, f"the run's own root: {exc.strerror}") from exc
+        if not got.view:
+            _cover(libc, runs_folder, keep)
+        if run_dir:
+            scratch = os.path.join(
+                run_dir, "tmp"
+            )  # the zygote's shared /tmp and /dev/shm: this run's own now
+            os.makedirs(scratch, exist_ok=True)
+            for shared in SHARED_SCRATCH:
+                if os.path.isdir(shared):
+                    _check(
+                        libc.mount(scratch.encode(), shared.encode(), None, MS_BIND, None), f"cover {shared}"
+                    )
     finally:
-        os.close(fd)
-        if cache_fd is not None:
-            os.close(cache_fd)
+        for fd in fds:
+            os.close(fd)
+    if got.pid:
+        got.proc = pidns.split(want.proc, outer_mount, need.proc, drop_capabilities)
     drop_capabilities()
     no_new_privileges()
     not_dumpable()
+    return got
 
 
-def _can_read(path: str) -> bool:
-    try:
-        if os.path.isdir(path):
-            os.listdir(path)
-        else:
-            with open(path, "rb") as f:
-                f.read(1)
-        return True
-    except OSError:
-        return False
+def _bind_points(run_dir: str | None, runs_folder: str, cache: str | None) -> list[str]:
+    """Where the run's folder and its compile cache are bound in its view: the cache at its own path when it
+    lies in the runs folder, else inside the run's folder."""
+    points = [run_dir] if run_dir else []
+    if cache:
+        inside = os.path.commonpath([os.path.abspath(cache), runs_folder]) == runs_folder
+        points.append(os.path.abspath(cache) if inside or not run_dir else os.path.join(run_dir, CACHE_MOUNT))
+    return points
 
 
-def _can_write(folder: str) -> bool:
-    target = os.path.join(folder, ".probe")
-    try:
-        with open(target, "w") as f:
-            f.write("x")
-        os.unlink(target)
-        return True
-    except OSError:
-        return False
+def _cover(libc: ctypes.CDLL, runs_folder: str, keep: list[tuple[int, str]]) -> None:
+    """The runs folder covered by an empty read-only tmpfs with only `keep` bound back ((descriptor, path))."""
+    folder = runs_folder.encode()
+    _check(
+        libc.mount(b"tmpfs", folder, b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"mode=0711,size=64k"),
+        "cover the runs folder",
+    )
+    for fd, path in keep:
+        os.makedirs(
+            path, mode=0o700, exist_ok=True
+        )  # in the covering tmpfs (still writable) or the run's folder
+        _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND, None), f"bind {path}")
+    _check(
+        libc.mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
+        "make the runs folder read-only",
+    )
 
 
-def _nproc_enforced(limit: int = 4, tries: int = 12) -> bool:
-    """Does RLIMIT_NPROC stop forks here? (In a run's own user namespace it counts that run alone.)"""
-    import resource
-    import time
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 
-    before = resource.getrlimit(resource.RLIMIT_NPROC)
-    resource.setrlimit(resource.RLIMIT_NPROC, (limit, before[1]))  # soft: restored below (CUDA needs threads)
-    children = []
-    try:
-        for _ in range(tries):
-            try:
-                pid = os.fork()
-            except OSError:
-                return True
-            if pid == 0:
-                time.sleep(5)
-                os._exit(0)
-            children.append(pid)
-        return False
-    finally:
-        for pid in children:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        resource.setrlimit(resource.RLIMIT_NPROC, before)
+
+def uncover_proc() -> list[str]:
+    """In the zygote started by root, before it drops to the sandbox user (bubblewrap gave it CAP_SYS_ADMIN
+    for this alone): remove the read-only binds bubblewrap put over a few /proc folders (as root it covers
+    them; as another user it does not need to). A run's user namespace may mount a /proc of its own PID
+    namespace only where one /proc is fully visible (the kernel's rule), and the runs are unprivileged:
+    those folders are root's, closed to them either way. Returns the covers removed."""
+    libc = _libc()
+    removed = []
+    for name in PROC_COVERS:
+        path = f"/proc/{name}"
+        while libc.umount2(path.encode(), 0) == 0:  # a bind stacked twice is undone twice
+            removed.append(name)
+    return removed
 
 
 def default_processes() -> int:
     return max(256, 4 * (os.cpu_count() or 1))
-
-
-def probe(spec: dict) -> dict:
-    """Run inside a fresh sandbox by hardening.probe(): what can learner code actually do here?"""
-    import socket
-
-    out: dict = {}
-    if spec["drop"]:
-        drop_privileges(spec["drop"])
-    out["uid"] = os.getuid()
-    try:
-        os.setuid(0)
-        out["regained_root"] = True
-    except OSError:
-        out["regained_root"] = False
-    try:
-        isolate_run(spec["run_dir"], spec["runs"])
-        out["isolated"] = True
-    except OSError as exc:
-        out["isolated"] = str(exc)
-    with open("/proc/self/status") as f:
-        out["cap_eff"] = next((line.split()[1] for line in f if line.startswith("CapEff")), "?")
-    out["sees_data_dir"] = any(_can_read(p) for p in spec["secret"])
-    out["sees_other_run"] = _can_read(spec["other_run"])
-    out["writes_course"] = _can_write(spec["course"])
-    out["writes_run_dir"] = _can_write(spec["run_dir"])
-    elsewhere = ("/", "/usr", spec["runs"], spec["other_run"], spec["home"])
-    out["writes_elsewhere"] = [d for d in elsewhere if _can_write(d)]
-    out["nproc_enforced"] = _nproc_enforced()
-    with socket.socket() as s:
-        s.settimeout(2)
-        out["network"] = s.connect_ex(("127.0.0.1", spec["port"])) == 0
-    out["sees_parent"] = spec["parent"] > 2 and os.path.exists(f"/proc/{spec['parent']}")
-    if spec.get("cuda"):
-        out["cuda"] = cuda_check(spec["run_dir"])
-    return out
-
-
-CUDA_PROBE_KERNEL = """
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def add_one(x_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
-"""
-
-
-def cuda_check(run_dir: str) -> dict:
-    """On a GPU (hardening.probe, backend gpu): after the walls above are up, as the sandbox user, can a run
-    use CUDA here? torch must see the device through the bound /dev/nvidia* nodes, and a Triton kernel (compiled
-    in the run directory, from a file there, as a learner's is) must launch and compute the right values.
-    torch and triton are imported here only (this module is otherwise standard library only)."""
-    step = "import torch"
-    try:
-        import importlib.util
-
-        import torch
-
-        step = "find a CUDA device"
-        if not torch.cuda.is_available():
-            return {"ok": False, "step": step, "error": "torch sees no CUDA device inside the sandbox"}
-        step = "compile and launch a Triton kernel"
-        os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(run_dir, ".triton-cache"))
-        path = os.path.join(run_dir, "cuda_probe_kernel.py")
-        with open(path, "w") as f:
-            f.write(CUDA_PROBE_KERNEL)
-        spec = importlib.util.spec_from_file_location("cuda_probe_kernel", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        x = torch.arange(1000, device="cuda", dtype=torch.float32)
-        module.add_one[(8,)](x, 1000, BLOCK=128)
-        torch.cuda.synchronize()
-        ok = bool(torch.equal(x.cpu(), torch.arange(1000, dtype=torch.float32) + 1))
-        return {
-            "ok": ok,
-            "step": "done" if ok else "check the kernel's values",
-            "device": torch.cuda.get_device_name(0),
-        }
-    except Exception as exc:  # noqa: BLE001 - whatever broke, CUDA is not verified inside the sandbox
-        return {"ok": False, "step": step, "error": f"{type(exc).__name__}: {exc}"[:600]}
 
 
 def searchable_path(path: str) -> str:
@@ -388,10 +264,3 @@ def searchable_path(path: str) -> str:
         if os.path.isabs(folder) and os.path.isdir(folder) and os.access(folder, os.X_OK)
     ]
     return os.pathsep.join(dict.fromkeys(kept))
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    print(json.dumps(probe(json.loads(sys.argv[1]))))

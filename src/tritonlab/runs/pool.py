@@ -134,15 +134,20 @@ def warm_child(
     backend: str,
     serve: Callable[[str, dict, str | None], None],
     release: Callable[[int, str], None] | None = None,
+    ahead: Callable[[], None] | None = None,
 ) -> None:
     """In a child forked ahead of time: get the device ready, wait for one job, run it (never returns).
     A job whose limits say "hold" waits, after the job line, for the release byte on the same pipe (the
-    parent places the run in its cgroup first: cgroups/); `release` reads it and exits unless released."""
+    parent places the run in its cgroup first: cgroups/); `release` reads it and exits unless released.
+    `ahead` makes the namespaces a multithreaded process can no longer make (its own PID namespace:
+    basicwalls.ahead), before CUDA starts its threads; this process then stays outside as the run's waiter."""
     _die_with_parent()
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)  # the zygote's reply pipe must not stay open here (the parent waits for its EOF)
     os.close(devnull)
+    if ahead is not None:
+        ahead()
     init_device(backend)
     line = _read_line(job_fd)
     if not line:  # the zygote closed the pool
@@ -166,11 +171,13 @@ class WarmPool:
         serve: Callable[[str, dict, str | None], None],
         inherited: Callable[[], list[int]] = list,
         release: Callable[[int, str], None] | None = None,
+        ahead: Callable[[], None] | None = None,
     ) -> None:
         """`inherited` lists the zygote's other descriptors a new warm child must close (release pipes of
-        held runs); `release` waits for a held job's release byte in the child."""
+        held runs); `release` waits for a held job's release byte in the child; `ahead` puts it in namespaces
+        of its own before it warms up (warm_child)."""
         self.size, self.backend, self.serve = size, backend, serve
-        self.inherited, self.release = inherited, release
+        self.inherited, self.release, self.ahead = inherited, release, ahead
         self.ready: list[tuple[int, int]] = []
         self.early_deaths = 0
         self.fill()
@@ -192,7 +199,7 @@ class WarmPool:
                     os.close(other)
                 for other in self.inherited():  # nor are the release pipes of runs held right now
                     os.close(other)
-                warm_child(read_end, self.backend, self.serve, self.release)
+                warm_child(read_end, self.backend, self.serve, self.release, self.ahead)
             except BaseException:  # noqa: BLE001 - last resort: say what broke, then exit
                 traceback.print_exc()
             os._exit(HARNESS_EXIT)

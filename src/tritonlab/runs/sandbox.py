@@ -210,8 +210,9 @@ class Zygote:
             # Found at once through NSpid; by name (gVisor) only once the held child has named itself, which
             # can come just after the zygote reported its pid: look again for a moment before giving up.
             deadline = time.monotonic() + 3.0
+            level = self.pid_level()
             while (
-                host := rungroup.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id))
+                host := rungroup.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id), level)
             ) is None:
                 if run.closed or time.monotonic() > deadline:
                     break
@@ -233,6 +234,13 @@ class Zygote:
             self.send({"op": "kill", "id": run.id})
             return
         self.send({"op": "go", "id": run.id})
+
+    def pid_level(self) -> int:
+        """Which field of a process's `NSpid` line is its pid in the zygote's namespace (the pid the zygote
+        reports): the worker's own depth, one deeper inside bubblewrap (`--unshare-pid`). Runs live one or more
+        namespaces further down (runs/pidns.py), so a run's own last field says nothing about the zygote's."""
+        depth = len(rungroup.nspid(self.proc.pid)) or 1
+        return depth if self.hardened else depth - 1
 
     def wait_ready(self, timeout: float = 120.0) -> dict:
         if not self._ready.wait(timeout) or self.dead:
@@ -258,11 +266,14 @@ class Zygote:
 
     def cache_folder(self, name: str) -> Path:
         """The compile cache folder `name` for this worker's runs (runs/caches.py), emptied first when nearly
-        full and no run uses it."""
+        full and no run is running with it. A warm child bound to it ahead (hardened with a pool) does not
+        count: it has compiled nothing yet, and one is always bound to a learner's cache while the pool keeps
+        their next run warm, so counting it kept a full cache full for good (every later run of that learner
+        failed with ENOSPC: dev check on the H200 run 2026-12-04 (bda3280))."""
         path = caches.folder(name, self.hardened)
         with self._lock:
             self._cache_paths.add(path)
-            idle = not self._cache_use.get(name) and not any(c == name for _, c in self._warm_dirs)
+            idle = not self._cache_use.get(name)
         if idle and caches.nearly_full(path):
             caches.empty(path)
         return path
@@ -372,7 +383,7 @@ class Zygote:
             child["deny"] = [str(p) for p in self.hidden if str(p) != _job_file(run_dir)]
         if cache:
             child["cache"] = cache
-            child["trusted"] = caches.kind(cache_name) == caches.REPLAY
+            child["trusted"] = run.trusted = caches.kind(cache_name) == caches.REPLAY
             run.cache_name = cache_name
             with self._lock:
                 self._cache_use[cache_name] = self._cache_use.get(cache_name, 0) + 1

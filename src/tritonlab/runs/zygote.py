@@ -27,7 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
-from tritonlab.runs import caches, jail, pool
+from tritonlab.runs import basicwalls, caches, jail, pidns, pool
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -54,6 +54,7 @@ WARM = (
     "tritonlab.grading.replay.child",
 )
 PRELOAD = "tritonlab.grading.preload:zygote_preload"  # computed once here, inherited by every child
+WALLS = pidns.Walls()  # what every run of this worker gets, proved at start (basicwalls.self_check)
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -135,8 +136,9 @@ def wait_for_release(hold: int | None, others: list[int], tag: str | None = None
 def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
     """Hardened: this process sees and writes only `run_dir` under `runs_folder` (a user and mount namespace
     of its own, no capabilities), with its home, temp and caches inside it, and its compile cache `cache`
-    (runs/caches.py) bound at its own path when given. Single-threaded callers only."""
-    jail.isolate_run(run_dir, runs_folder, cache or None)
+    (runs/caches.py) bound at its own path when given, in a PID namespace of its own (WALLS). Single-threaded
+    callers only; with a PID namespace it returns in the run, and this process stays outside as its waiter."""
+    jail.isolate_run(run_dir, runs_folder, cache or None, WALLS)
     for name in ("tmp", jail.CACHE_MOUNT, ".config/matplotlib"):
         os.makedirs(os.path.join(run_dir, name), exist_ok=True)
     os.environ.update(
@@ -152,6 +154,8 @@ def isolate(run_dir: str, runs_folder: str, cache: str | None = None) -> None:
 def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bool = False) -> None:
     """In the forked child: new session, limits, private cwd, output to a file, then the harness.
     `isolated`: a warm hardened child (pool.BoundPool) that isolated itself into `run_dir` already."""
+    # the zygote gone, so is the run (its init and all: runs/pidns.py)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.setsid()
     os.umask(0o077)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
@@ -169,8 +173,8 @@ def child_main(run_dir: str, limits: dict, runs_folder: str | None, isolated: bo
         # In the run's own user namespace RLIMIT_NPROC counts this run's processes and threads alone.
         processes = int(limits.get("processes") or jail.default_processes())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-    else:
-        jail.private_ipc(run_dir)  # IPC and /dev/shm; the hardened run gets both from isolate_run
+    else:  # IPC, /dev/shm and a PID namespace; the hardened run gets all three from isolate_run
+        basicwalls.isolate(run_dir, WALLS)
         if limits.get("cache"):  # layer 1: the run's compile cache (runs/caches.py) by name only
             os.environ["TRITON_CACHE_DIR"] = str(limits["cache"])
     os.chdir(run_dir)
@@ -224,9 +228,12 @@ def parse_args(argv: list[str]) -> tuple[str, str | None, str | None]:
 
 
 def main() -> None:
+    global WALLS
     backend, drop, runs_folder = parse_args(sys.argv[1:])
     if drop:  # started by root inside bubblewrap: become the sandbox user before importing anything
+        jail.uncover_proc()  # the one use of CAP_SYS_ADMIN bubblewrap gave us (hardening.bwrap_argv)
         jail.drop_privileges(drop)
+    jail.not_dumpable()  # no run can trace the zygote or open its descriptors (its control pipes) in /proc
     if backend == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -241,6 +248,7 @@ def main() -> None:
         importlib.import_module(module)
     module_name, _, function = PRELOAD.partition(":")
     preloaded = getattr(importlib.import_module(module_name), function)()
+    WALLS = basicwalls.self_check(runs_folder)  # then every run is held to what a real child got here
 
     ready = {
         "ready": True,
@@ -254,6 +262,7 @@ def main() -> None:
         "pid": os.getpid(),
         "uid": os.getuid(),
         "isolated_runs": bool(runs_folder),
+        "walls": WALLS.to_json(),
     }
     out.write(json.dumps(ready) + "\n")
     out.flush()
@@ -267,6 +276,7 @@ def main() -> None:
         child_main,
         inherited=lambda: list(holds.values()),
         release=lambda fd, run_id: wait_for_release(fd, [], jail.hold_tag(run_id)),
+        ahead=lambda: basicwalls.ahead(WALLS),
     )
     # Hardened: warm children isolated ahead into the directory of a coming run ("warm"; pool.BoundPool).
     bound = pool.BoundPool(
@@ -332,6 +342,8 @@ def main() -> None:
                     if fd is not None:
                         try:
                             os.write(fd, b"g")
+                        except OSError:
+                            pass  # it died while held (killed from outside): waitpid below reports its end
                         finally:
                             os.close(fd)
                 elif msg["op"] == "kill":

@@ -3,8 +3,11 @@
 While waiting for its place in the backend's fair gate, a check at the head of the queue has its cases made
 (so the worker that frees up never waits for the parent's NumPy); it holds the place while it is graded
 (steps 1-6) and gives it back before it is saved (7, record.py), shown (8, the interface's `on_verdict`) and
-timed (9, speed.py: more runs, each queued on its own). A check whose remote worker was lost (and so was
-its retry) is not graded, and neither saved, shown nor timed: its verdict says so.
+timed (9, speed.py: more runs, each queued on its own). Steps 1-6 go through `grading/retry.py`: when
+tritonlab's own harness died under them (the worker, a replay or trusted-compile child killed from outside),
+they are graded again, once, on a live worker (`service.zygote()` starts a new one when the last died), with
+the same seed and text. A check whose harness or remote worker was lost under the retry too is not graded,
+and neither saved, shown nor timed: its verdict says so (`worker-lost`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tritonlab.grading import case_cache
+from tritonlab.grading import case_cache, retry
 from tritonlab.grading.check.pipeline import CheckRun
 from tritonlab.models import Exercise, Verdict
 from tritonlab.runs import executor as executors
@@ -93,9 +96,15 @@ class ServiceCheckRun(CheckRun):
             gate.release()
 
     def grade(self) -> Verdict:
+        def once(worker: object) -> Verdict:
+            self.handles.clear()  # on a retry, its run (not the first attempt's) says where the check ran
+            self.zygote, self.graded = worker, False  # the seed and the text stay those of the first attempt
+            return super(ServiceCheckRun, self).grade()
+
         try:
-            return super().grade()
+            return retry.check_retrying(once, self.service.zygote, first=self.zygote)
         except executors.WorkerLost as lost:  # nothing was graded: `graded` stays False
+            self.graded = False
             self.verdict = self.service._lost_verdict(self.exercise, self.target, self.seed, lost)
             return self.verdict
 

@@ -210,7 +210,7 @@ class Service(Workers, Jobs, Speed, Progress):
     def _lost_verdict(
         self, exercise: Exercise, target: Path, seed: int | None, lost: executors.WorkerLost
     ) -> Verdict:
-        """A check whose remote worker died (and so did the retry): nothing was graded, nothing recorded."""
+        """A check whose harness or remote worker died (and so did the retry): nothing graded, nothing recorded."""
         verdict = Verdict(
             exercise=exercise.id,
             backend=self.backend,
@@ -224,7 +224,8 @@ class Service(Workers, Jobs, Speed, Progress):
                 "(none)",
                 "worker-lost",
                 f"worker lost, nothing was graded: {lost}",
-                "not your code: a machine of the course's cluster went away. Check again.",
+                "not your code: what runs checks went away (a machine of the course's cluster, or this "
+                "server's sandbox worker). Check again.",
             )
         )
         return verdict

@@ -2,8 +2,12 @@
 # The parent is read once, at import, while it is still the zygote: once the zygote is dead this process is
 # re-parented (to PID 1, or to the test runner when it is a subreaper), and an attack that asked again on the
 # next case would signal that process instead. It never signals PID 1 or the server process.
+# In a PID namespace of its own (runs/pidns.py) its parent is the namespace's init, which takes no signal
+# from inside: kill() returns without error and nothing dies, so the attack looks whether its parent is
+# still there before it claims anything.
 import os
 import signal
+import time
 
 PARENT = os.getppid()
 SERVER = int("__SERVER_PID__")
@@ -11,6 +15,14 @@ SERVER = int("__SERVER_PID__")
 IN_OWN_PID_NAMESPACE = not os.path.exists(f"/proc/{SERVER}")
 SPARED = {0, SERVER} | (set() if IN_OWN_PID_NAMESPACE else {1})
 done = False
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def vector_copy(x):
@@ -22,7 +34,12 @@ def vector_copy(x):
         else:
             try:
                 os.kill(PARENT, signal.SIGKILL)
-                print(f"killed {PARENT}")
             except OSError as exc:
                 print(f"refused: {PARENT}: {exc.strerror}")
+            else:
+                time.sleep(0.3)
+                if alive(PARENT):
+                    print(f"refused: {PARENT}: still alive after SIGKILL")
+                else:
+                    print(f"killed {PARENT}")
     return x

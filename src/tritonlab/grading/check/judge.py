@@ -51,8 +51,11 @@ def judge_all(
             verdict.cases.append(CaseResult(case.name, False))
             continue
         if entry.get("status") == "skipped":
-            note = f"skipped {case.name}: {entry.get('reason', '')}"
-            verdict.notes.append(note)
+            if skippable(case, verdict.backend):
+                verdict.notes.append(f"skipped {case.name}: {entry.get('reason', '')}"[:400])
+                continue
+            verdict.failures.append(not_run(case))
+            verdict.cases.append(CaseResult(case.name, False))
             continue
         if case.extra.get("huge"):
             judged = judge_huge(case, entry) + judge_host(case, entry, policy, costs)
@@ -60,10 +63,39 @@ def judge_all(
             judged = judge_reads(
                 case, entry, judge_case(contract, case, entry) + judge_host(case, entry, policy, costs)
             )
+        if entry.get("no_launch") and not any(f.kind == "no-kernel-launch" for f in judged):
+            judged.append(no_launch(case))
         failures = [where_to_look(f, file, function) for f in judged]
         verdict.failures.extend(failures)
         verdict.cases.append(CaseResult(case.name, not failures))
     verdict.notes.extend(cost_notes(costs))
+
+
+def skippable(case: Case, backend: str) -> bool:
+    """The parent's own list of cases a run may skip: bf16-arithmetic cases on the interpreter (Triton 3.9's
+    computes raw bf16 arithmetic as NaN). A check child reporting any other case as skipped is not believed."""
+    return bool(case.extra.get("bf16_arithmetic")) and backend == "interpreter"
+
+
+def not_run(case: Case) -> Failure:
+    return Failure(
+        case.name,
+        "crash",
+        "the check run reported this case as skipped; only the grader decides which cases may be skipped",
+        "nothing in your file may change how the grader runs its cases",
+    )
+
+
+def no_launch(case: Case) -> Failure:
+    """A returned case whose launch record holds no launch (check/replay.py sets `no_launch`), whatever the
+    check child reported about its launches."""
+    return Failure(
+        case.name,
+        "no-kernel-launch",
+        "no Triton launch produced this case's output: your function's launch record holds none",
+        "the output must be written by your kernel; whatever the host code does in its own process "
+        "(counting launches included) is not what the grader trusts",
+    )
 
 
 def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
@@ -144,9 +176,10 @@ class EarlyJudge:
 
     @staticmethod
     def _snapshot(result: dict) -> list[tuple]:
-        """What replay_cases may set on each entry: a host-computed reason, a new tile map, a huge summary."""
+        """What replay_cases may set on each entry: a host-computed reason, a new tile map, a huge summary, a
+        record without a launch."""
         return [
-            (bool(e.get("host_computed")), id(e.get("data")), id(e.get("huge_summary")))
+            (bool(e.get("host_computed")), id(e.get("data")), id(e.get("huge_summary")), e.get("no_launch"))
             if isinstance(e, dict)
             else None
             for e in result.get("cases", [])

@@ -216,6 +216,7 @@ class CheckRun:
             self.zygote,
             self.timeout,
             self.verdict.timings,
+            self.policy,
         )
         self.verdict.timings["replay_s"] = time.monotonic() - mark
 

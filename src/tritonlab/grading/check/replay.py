@@ -6,6 +6,7 @@ fresh buffers; the outputs must equal what the learner's function returned, else
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +30,16 @@ def replay_cases(
     zygote: sandbox.Zygote,
     timeout: float,
     timings: dict | None = None,
+    policy: dict | None = None,
 ) -> None:
     """Redo each returned case's recorded launches in a fresh child (grading/replay/) and compare its
     outputs with what the check child returned: a difference is the host's doing (`host_computed`).
-    `timings` (the verdict's) gets the replay run's phases when the run was remote."""
+    `timings` (the verdict's) gets the replay run's phases when the run was remote; `policy` (the exercise's
+    `[host]` table) says which constants the host may fill an allocation with (`fills`, default zero).
+
+    A returned case whose record holds no launch fails unless every output the launches must give is empty:
+    the launch counts and records of the check child are the learner's to forge, so "no launch" is decided
+    here, from the record alone, and never waived."""
     if not getattr(contract, "REPLAY", True) or result.get("import_error"):
         return
     entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
@@ -57,7 +64,10 @@ def replay_cases(
         if not launched:
             if entry.get("launches"):
                 entry["host_computed"] = "the launch record has no launch, yet launches were counted"
-            continue  # judged as no-kernel-launch (or an empty case, where nothing is computed)
+            elif produced_outputs(entry, getattr(contract, "REPLAY_OUTPUTS", None)):
+                # no launch made these outputs, whatever the check child reports about itself
+                entry["no_launch"] = True
+            continue
         todo.append((i, entry, record))
     if not todo:
         return
@@ -67,7 +77,10 @@ def replay_cases(
         job_cases = []
         for i, _entry, record in todo:
             args, kwargs = encode_case(cases[i], i, getattr(contract, "ARG_NAMES", None), replay_dir)
-            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record}
+            # the numbers the grader itself hands the function beyond the arguments (dropout's seed + 1 and
+            # offset + shift come from the case's extra): declared scalars too (replay/trust.py)
+            extra = [v for v in cases[i].extra.values() if isinstance(v, (int, float, list))][:64]
+            job_case = {"index": i, "args": args, "kwargs": kwargs, "record": record, "declared": extra}
             if cases[i].extra.get("huge"):
                 job_case["huge"] = cases[i].extra["huge"]
             job_cases.append(job_case)
@@ -78,6 +91,7 @@ def replay_cases(
             "source": "source.py",
             "cases": job_cases,
             "tile_map": bool(getattr(contract, "TILE_MAP", False)),
+            "fills": fill_policy(policy or {}),
         }
         (replay_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
@@ -109,7 +123,10 @@ def replay_cases(
                 entry["huge_summary"] = got.get("huge")
                 entry["host_computed"] = compare_huge(entry, got.get("huge"))
             else:
-                arrays = [np.load(replay_dir / name, allow_pickle=False) for name in got.get("outputs", [])]
+                arrays = replay_arrays(replay_dir, i, got.get("outputs"), entry)
+                if isinstance(arrays, str):
+                    entry["host_computed"] = arrays
+                    continue
                 tolerant = ROUNDING if interpreted and interpreted(cases[i]) else atomics
                 entry["host_computed"] = compare_replay(
                     entry, arrays, tolerant=tolerant, indices=getattr(contract, "REPLAY_OUTPUTS", None)
@@ -119,6 +136,48 @@ def replay_cases(
                     entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
     finally:
         runfolder.remove_run_dir(replay_dir)
+
+
+def produced_outputs(entry: dict, indices: tuple[int, ...] | None) -> bool:
+    """Whether the outputs the launches must give hold any element (an empty case computes nothing)."""
+    outputs = [o for o in entry.get("outputs", []) if isinstance(o, dict)]
+    picked = [outputs[k] for k in (indices or range(len(outputs))) if k < len(outputs)]
+    return any(int(np.prod(o.get("shape") or [1])) > 0 for o in picked)
+
+
+def fill_policy(policy: dict) -> list[float]:
+    """The constants the exercise lets the host fill an allocation with (`[host] fills`; zero always)."""
+    values: list[float] = [0.0]
+    raw = policy.get("fills", [])
+    for v in raw if isinstance(raw, list) else []:
+        if isinstance(v, str) and v.strip().lower() in ("inf", "-inf", "+inf", "nan"):
+            values.append(float(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            values.append(float(v))
+    return values
+
+
+REPLAY_FILE = re.compile(r"r(\d+)_o(\d+)\.npy")
+
+
+def replay_arrays(replay_dir: Path, index: int, names: object, entry: dict) -> list[np.ndarray] | str:
+    """The replay child's output arrays for case `index`, read like any run's output (header first, plain
+    numbers only, never unpickled, the file's name checked and its size capped by what the function returned;
+    shape and dtype are compared after)."""
+    if not isinstance(names, list) or len(names) > 64:
+        return "the replay of your launches reported malformed outputs"
+    # as many bytes as the function returned, and a little more: a bigger output differs anyway
+    budget = rundir.NpyBudget((1 << 20) + sum(int(a.nbytes) for a in entry.get("arrays", [])))
+    arrays = []
+    for k, name in enumerate(names):
+        match = REPLAY_FILE.fullmatch(name) if isinstance(name, str) else None
+        if match is None or int(match.group(1)) != index:
+            return "the replay of your launches reported malformed outputs"
+        try:
+            arrays.append(rundir.read_npy(replay_dir / name, budget))
+        except rundir.Malformed as exc:
+            return f"the replay's output {k} cannot be read ({exc})"
+    return arrays
 
 
 ROUNDING = "rounding"  # compare_replay's tolerance for outputs computed by two different executions

@@ -23,6 +23,7 @@ Modules:
 - `source.py`: the learner's kernels rebuilt from the file's text alone, after checking what they name.
 - `lower.py`: each launched kernel lowered to Triton IR for a GPU target (the interpreter hides Python).
 - `replayer.py`: `Replayer`: a case's buffers re-created from the record, its events replayed, all checked.
+- `trust.py`: `HostValues`: which scalar arguments, fill values and constant allocations the host may choose.
 
 No module here imports torch or triton at its top: they are imported inside the functions, in the child.
 """

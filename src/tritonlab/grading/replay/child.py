@@ -13,6 +13,7 @@ from typing import Any
 from tritonlab.grading.replay import Refused
 from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
 from tritonlab.grading.replay.source import build_kernels
+from tritonlab.grading.replay.trust import HostValues, file_literals
 
 REPLAY_RESULT = "replay.json"
 
@@ -74,6 +75,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot be rebuilt from its source alone
         failure = f"your kernels cannot be rebuilt from their source alone ({type(exc).__name__}: {exc})"
         run_kernels, lower_kernels = {}, {}
+    literals = file_literals(source)
     started = time.perf_counter()
     for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
@@ -97,6 +99,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
             views: list[
                 Any
             ] = []  # a huge case's generated inputs, in argument order (its reference reads them)
+            given: list[Any] = []  # the other inputs' views (their sizes and strides are the host's to pass)
             for spec in [*case["args"], *case["kwargs"].values()]:
                 if isinstance(spec, dict) and "generated" in spec:
                     view, g = huge.generate(huge.parse(spec["generated"]), device, spec["label"])
@@ -105,11 +108,13 @@ def run_replay(job: dict, run_dir: Path) -> int:
                 elif isinstance(spec, dict) and "tensor" in spec:
                     arr = np.load(run_dir / spec["tensor"], allow_pickle=False)
                     values = guards.from_numpy_storage(arr, spec["dtype"])
-                    _view, g = guards.make_input(
+                    view, g = guards.make_input(
                         values, spec.get("layout", "contiguous"), device, spec["label"]
                     )
                     inputs[spec["label"]] = g.buffer
+                    given.append(view)
             record = _dict(case["record"], "record")
+            replayer.trust = HostValues(literals, case, record, views + given, job.get("fills") or [0])
             replayer.build_buffers(record, inputs)
             with tile_map(job.get("tile_map") and device == "cpu") as tap:
                 replayer.run_events(record, run_kernels, lower_kernels)

@@ -13,6 +13,7 @@ from typing import Any
 
 from tritonlab.grading.replay import Refused
 from tritonlab.grading.replay.lower import Pointer, lower
+from tritonlab.grading.replay.trust import HostValues, covers
 
 # What a record may hold (the parent caps its size too).
 MAX_BUFFERS = 256
@@ -22,6 +23,10 @@ MAX_DIMS = 8
 MAX_ELEMENTS = 1 << 34
 MAX_STR = 64
 
+
+# `tl.dtype` launch arguments (`ACC=tl.float32` for a constexpr parameter), by Triton's name for each
+TL_DTYPES = {"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+TL_DTYPES |= {"fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64"}
 
 LAUNCH_OPTIONS = {
     "num_warps",
@@ -61,6 +66,10 @@ class Replayer:
         self.run_dir = run_dir
         self.materialize = materialize
         self.buffers: list[Any] = []  # torch tensors (1-D) whose untyped storage the specs point into
+        # what the host may have chosen is judged when set (trust.HostValues: scalars, fills, constants)
+        self.trust: HostValues | None = None
+        self.allocs: dict[int, tuple[int, int, int]] = {}  # buffer index -> (interior numel, guard, itemsize)
+        self.constants: dict[int, float] = {}  # buffer index -> the constant a factory filled it with
 
     def build_buffers(self, record: dict, inputs: dict[str, Any]) -> None:
         import torch
@@ -93,6 +102,8 @@ class Replayer:
                     width = bits.element_size() * 8
                     value = _int(init["bits"], "fill bits", -(1 << (width - 1)), (1 << width) - 1)
                     bits.fill_(value - (1 << width) if value >= 1 << (width - 1) and width > 8 else value)
+                    self.constants[k] = g.interior[:1].double().item()  # judged when an event names it
+                self.allocs[k] = (numel, g.guard, g.buffer.element_size())
                 self.buffers.append(g.buffer)
             elif kind == "scratch":
                 nbytes = _int(spec.get("nbytes"), "scratch size", 0, MAX_ELEMENTS)
@@ -127,6 +138,8 @@ class Replayer:
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
         if self.buffers[buf] is None:
             raise Refused("an allocation of your function cannot be re-created from the record")
+        if self.trust is not None and buf in self.constants:  # an allocation no event names cannot matter
+            self.trust.check_constant(self.constants.pop(buf), f"allocation {buf}")
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
         offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if len(stride) != len(shape):
@@ -159,6 +172,10 @@ class Replayer:
                 pass
         if kind == "str" and isinstance(raw, str) and len(raw) <= MAX_STR:
             return raw
+        if kind == "dtype" and isinstance(raw, str) and raw in TL_DTYPES:
+            import triton.language as tl
+
+            return tl.dtype(raw)
         if kind == "unsupported":
             raise Refused(f"a launch argument of type `{str(raw)[:40]}` cannot be replayed")
         raise Refused("the launch record is malformed (argument)")
@@ -192,12 +209,27 @@ class Replayer:
                     functools.partial(self.tensor(event.get("dst")).copy_, self.tensor(event.get("src")))
                 )
             elif op == "fill":
-                steps.append(
-                    functools.partial(self.tensor(event.get("dst")).fill_, self.value(event.get("value")))
-                )
+                dst, value = self.tensor(event.get("dst")), self.value(event.get("value"))
+                if self.trust is not None:
+                    self.check_fill(event.get("dst"), dst, value, len(steps) + 1)
+                steps.append(functools.partial(dst.fill_, value))
             else:
                 raise Refused("the launch record is malformed (event)")
         return steps
+
+    def check_fill(self, spec: dict, dst: Any, value: Any, number: int) -> None:
+        """A fill (`fill_`, `zero_`, `reset_to_zero`) sets a whole allocation to a value the policy allows."""
+        assert self.trust is not None
+        if not isinstance(value, (int, float)):
+            raise Refused(f"event {number} fills a tensor with a value of type {type(value).__name__}")
+        self.trust.check_constant(float(value), f"event {number} (a fill)")
+        where = self.allocs.get(spec.get("buf", -1)) if isinstance(spec, dict) else None
+        if where is None or not covers(spec, where[0], where[1], where[2], dst.element_size()):
+            raise Refused(
+                f"event {number} fills only part of a tensor (or a tensor that is not an allocation of your "
+                "function): where a fill lands is chosen on the host. Allocate with `torch.zeros`, or zero "
+                "the whole tensor, or write those elements from the kernel"
+            )
 
     def launch_arguments(self, event: dict, lower_kernels: dict) -> tuple[str, tuple, list, dict, dict]:
         name = event.get("kernel")
@@ -227,4 +259,8 @@ class Replayer:
                 )
         if len(args) > len(params):
             raise Refused(f"a launch of `{name}` with more arguments than it takes")
+        if self.trust is not None:
+            for key, value in [*zip(params, args, strict=False), *kwargs.items()]:
+                if not isinstance(value, Pointer) and not hasattr(value, "data_ptr"):
+                    self.trust.check_scalar(value, f"`{name}`'s argument `{key}`")
         return name, grid, args, kwargs, options

@@ -9,6 +9,8 @@ Modules:
 - `rungroup.py`: one run's cgroup (`RunGroup`: made, the held child placed, limits hit read, removed) and how
   the parent finds a held child's host pid (`host_pid`, `placement_works`).
 - `proof.py`: the probes that prove each limit (`probe`, `proven`) and what doctor reports (`report`).
+- `sweep.py`: run cgroups named after their installation and maker (`run_name`); those of a server killed
+  with SIGKILL are removed when the next process of the installation makes its first one (`sweep`).
 
-May import: nothing of tritonlab outside this package (the standard library only).
+May import: `tritonlab.config` (the installation's key, sweep.py); otherwise the standard library only.
 """

@@ -10,7 +10,6 @@ by this host (read from the server's own `cgroup.controllers`), or off, and what
 from __future__ import annotations
 
 import functools
-import os
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from tritonlab.runs.cgroups.hierarchy import (
     wanted_controllers,
 )
 from tritonlab.runs.cgroups.rungroup import RunGroup, placement_works
+from tritonlab.runs.cgroups.sweep import probe_name
 
 PROBE_MEMORY = 128 << 20
 PROBE_PIDS = 16
@@ -101,7 +101,7 @@ def _probe(want: tuple[str, ...]) -> dict:
     try:
         made = {c for _version, _parent, controllers in run_parents() for c in controllers}
         if "memory" in made:
-            memory = RunGroup(PROBE_MEMORY, 64, name=f"probe-memory-{os.getpid()}", controllers=("memory",))
+            memory = RunGroup(PROBE_MEMORY, 64, name=probe_name("memory"), controllers=("memory",))
             try:
                 killed, code = _probe_one("memory", memory, PROBE_MEMORY // 2)  # 3 × 64 MiB under 128 MiB
                 kills = memory.oom_kills()
@@ -116,7 +116,7 @@ def _probe(want: tuple[str, ...]) -> dict:
             finally:
                 memory.remove()
         if "pids" in made:
-            pids = RunGroup(None, PROBE_PIDS, name=f"probe-pids-{os.getpid()}", controllers=("pids",))
+            pids = RunGroup(None, PROBE_PIDS, name=probe_name("pids"), controllers=("pids",))
             try:
                 forks, _code = _probe_one("pids", pids, PROBE_PIDS * 4)
                 result["evidence"]["pids"] = {"limit": PROBE_PIDS, "forks": forks}

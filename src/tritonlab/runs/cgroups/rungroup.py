@@ -31,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tritonlab.runs.cgroups import hierarchy
+from tritonlab.runs.cgroups import hierarchy, sweep
 from tritonlab.runs.cgroups.hierarchy import V1_CPU_SHARES, V2_CPU_WEIGHT, CgroupError, keyed, read, write
 
 
@@ -46,7 +46,7 @@ class RunGroup:
         controllers: tuple[str, ...] | None = None,
     ) -> None:
         """`controllers`: use only these (the proven ones, see proven()); None: all that were made."""
-        self.name = name or f"run-{uuid.uuid4().hex[:12]}"
+        self.name = name or sweep.run_name(uuid.uuid4().hex[:8])
         self.folders: list[tuple[str, Path, tuple[str, ...]]] = []
         try:
             try:
@@ -66,6 +66,7 @@ class RunGroup:
     def _make(self, memory_bytes: int | None, pids: int | None, controllers: tuple[str, ...] | None) -> None:
         with hierarchy.setup_lock:
             parents = hierarchy.run_parents()
+        sweep.sweep([parent for _version, parent, _made in parents])  # a killed server's, once per process
         for version, parent, made in parents:
             used = tuple(c for c in made if controllers is None or c in controllers)
             if not used:
@@ -102,7 +103,8 @@ class RunGroup:
                 pass
 
     def place(self, host_pid: int) -> None:
-        """Move a (held, not yet running learner code) process into every folder of this run."""
+        """Move a (held, not yet running learner code) process into every folder of this run, and every process
+        below it: a warm child waits held in its own PID namespace, below its waiter and init (runs/pidns.py)."""
         try:
             for _version, folder, _controllers in self.folders:
                 write(folder / "cgroup.procs", str(host_pid))
@@ -110,6 +112,12 @@ class RunGroup:
             raise CgroupError(
                 exc.errno or errno.EPERM, f"cannot place pid {host_pid} in {self.name}: {exc}"
             ) from exc
+        for pid in descendants(host_pid):
+            for _version, folder, _controllers in self.folders:
+                try:
+                    write(folder / "cgroup.procs", str(pid))
+                except ProcessLookupError:
+                    break  # it ended meanwhile: nothing of it to hold
 
     def _folder(self, controller: str) -> tuple[str, Path] | None:
         for version, folder, controllers in self.folders:
@@ -180,10 +188,8 @@ class RunGroup:
 NSPID = "NSpid:" in read(Path("/proc/self/status"))  # False under gVisor versions without it
 
 
-def host_pid(inner: int, below: int, tag: str = "") -> int | None:
-    """The host pid of the process that is `inner` in its own (innermost) PID namespace, among the
-    descendants of host pid `below` (the zygote, or the bubblewrap holding it): by the last field of its
-    `NSpid` line, or, on a kernel without one, by the name `tag` the held child gave itself (jail.hold_tag)."""
+def _children() -> dict[int, list[int]]:
+    """pid -> its children, for every live process of the host's /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -193,12 +199,41 @@ def host_pid(inner: int, below: int, tag: str = "") -> int | None:
         except OSError:
             continue
         children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below host pid `pid`, parents first."""
+    children, found, stack = _children(), [], [pid]
+    while stack:
+        for child in children.get(stack.pop(0), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def nspid(pid: int) -> list[int]:
+    """The `NSpid` line of a process: its pid in each PID namespace from this /proc's down to its own."""
+    for line in read(Path(f"/proc/{pid}/status")).splitlines():
+        if line.startswith("NSpid:"):
+            return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def host_pid(inner: int, below: int, tag: str = "", level: int | None = None) -> int | None:
+    """The host pid of the process that is `inner` in the zygote's PID namespace, among the descendants of host
+    pid `below` (the zygote, or the bubblewrap holding it): by field `level` of its `NSpid` line (the zygote's
+    namespace; None: the last field, its own), or, on a kernel without one, by the name `tag` the held child
+    gave itself (jail.hold_tag). The level matters since runs have PID namespaces of their own (runs/pidns.py):
+    a process of another run is 5 in its own namespace and something else in the zygote's."""
+    children = _children()
     stack = [below]
     while stack:
         for pid in children.get(stack.pop(), []):
             if NSPID:
-                lines = [x for x in read(Path(f"/proc/{pid}/status")).splitlines() if x.startswith("NSpid:")]
-                if lines and int(lines[0].split()[-1]) == inner:
+                fields = nspid(pid)
+                at = len(fields) - 1 if level is None else level
+                if 0 <= at < len(fields) and fields[at] == inner:
                     return pid
             elif tag and read(Path(f"/proc/{pid}/comm")).strip() == tag:
                 return pid
