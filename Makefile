@@ -7,6 +7,8 @@ PY := $(BIN)/python
 GPU ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 1 || echo 0)
 CONSTRAINTS := $(if $(filter 1,$(GPU)),,-c constraints-cpu.txt)
 STAMP := $(VENV)/.installed-$(GPU)
+# `make run PORT=8080` serves on another port (tritonlab serve --port; 0 picks any free one)
+PORT ?= 8000
 
 .PHONY: install run test test-deps mutate test-gpu gpu-verify gpu-course-check lint format bench-gpu bench-cli docs clean system-deps
 
@@ -22,7 +24,7 @@ install: $(STAMP)
 run: install
 	@$(BIN)/tritonlab doctor || true
 	@if $(BIN)/tritonlab serve --help >/dev/null 2>&1; then \
-		exec $(BIN)/tritonlab serve; \
+		exec $(BIN)/tritonlab serve --port $(PORT); \
 	else \
 		$(BIN)/tritonlab list && $(BIN)/tritonlab show 1 && $(BIN)/tritonlab init tritonlab-work && \
 		cd tritonlab-work && exec ../$(BIN)/tritonlab watch; \

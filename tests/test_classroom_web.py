@@ -504,3 +504,164 @@ def test_classroom_pages_speak_the_browsers_language(env: dict) -> None:
         strings = json.loads(re.search(r'id="tl-strings">(.*?)</script>', page).group(1))["strings"]
         assert strings["js.classroom.logout"] == i18n.t("js.classroom.logout", lang)
     teacher.client.cookies.set("tritonlab_lang", "en")
+
+
+# ---- issue 36: refusals and the classroom's own messages are pages and sentences in the page's language ------
+
+
+def test_a_learner_opening_the_teachers_page_gets_a_page_not_json(env: dict) -> None:
+    from tritonlab import i18n
+
+    anna = As(env, "anna")
+    for lang in ("en", "pt", "es"):
+        anna.client.cookies.set("tritonlab_lang", lang)
+        for path in ("/teacher", "/teacher/exercises/vector-copy", "/teacher/learners/1/code/vector-copy"):
+            r = anna.get(path)
+            assert r.status_code == 403 and r.headers["content-type"].startswith("text/html"), (
+                path,
+                r.text[:200],
+            )
+            assert f'<html lang="{lang}">' in r.text and 'href="/"' in r.text  # the way back to the course
+            assert i18n.t("web.guard.teacher_only", lang).replace("'", "&#39;") in r.text
+        api = anna.get("/api/classroom/progress.json")  # a program still gets JSON, with the stable reason
+        assert api.status_code == 403 and api.json() == {
+            "error": i18n.t("web.guard.teacher_only", lang),
+            "reason": "teacher only",
+        }
+    anna.client.cookies.set("tritonlab_lang", "en")
+
+
+def test_the_classrooms_messages_follow_the_page_language(env: dict) -> None:
+    """What the classroom says in English at its source (a refused log-in, a taken or invalid username, a
+    closed join link, the run limits) reaches a Portuguese or Spanish page in that language."""
+    from tritonlab import i18n
+
+    code = env["made"]["join_path"].rsplit("/", 1)[1]
+    for lang in ("pt", "es"):
+        fresh = TestClient(env["app"], base_url=BASE, cookies={"tritonlab_lang": lang})
+        wrong = fresh.post(
+            "/api/login", json={"username": "anna", "password": "not-hers-1"}, headers={"Origin": BASE}
+        )
+        assert wrong.status_code == 401 and wrong.json()["error"] == i18n.t(
+            "classroom_text.wrong_password", lang
+        )
+        teacher = As(env, "teacher")  # a join never says a name is taken (issue 34); the roster does
+        teacher.client.cookies.set("tritonlab_lang", lang)
+        taken = teacher.post("/api/classroom/users", json={"username": "anna"})
+        assert taken.status_code == 400
+        assert taken.json()["error"] == i18n.t("classroom_text.taken", lang, name="'anna'"), taken.text
+        bad = fresh.post(
+            f"/api/join/{code}",
+            json={"username": "A!", "password": "long-enough-1"},
+            headers={"Origin": BASE},
+        )
+        assert bad.status_code == 400 and bad.json()["error"].startswith("'a!' ")
+        assert bad.json()["error"] != i18n.t("classroom_text.bad_username", "en", name="'a!'")
+        short = fresh.post(
+            f"/api/join/{code}", json={"username": "zed", "password": "x"}, headers={"Origin": BASE}
+        )
+        assert short.json()["error"] == i18n.t("classroom_text.short_password", lang, count=8)
+        nowhere = fresh.get("/join/not-the-code")
+        assert nowhere.status_code == 404 and i18n.t("classroom_ui.errors.no_join_link", lang) in nowhere.text
+        csrf = fresh.get("/api/progress")
+        assert csrf.status_code == 401 and csrf.json()["error"] == i18n.t("web.guard.login_needed", lang)
+
+
+def test_a_cell_of_the_pictures_shows_its_learners_and_the_exports_are_bounded(
+    env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stuck learner whose failure message and code are hostile HTML: the heat-map cell's drill-down lists
+    them with the message and code escaped, the code numbered with the failure's line marked; an unknown kind
+    or exercise is a 404 page; the CSV is spreadsheet-safe; the PNG refuses an unknown picture and a teacher
+    past the per-minute limit (429 with Retry-After); learners get none of it."""
+    from tritonlab.web.classroom import exports
+
+    room = env["room"]
+    user, env["accounts"]["iris"] = room.add("iris", "=cmd|' /C calc'!A0")
+    iris = As(env, "iris")
+    code = iris.get("/api/exercises/vector-copy/code").json()
+    hostile = "import triton\n\n\ndef f():\n    return '</pre><script>alert(1)</script>'\n"
+    saved = iris.put(
+        "/api/exercises/vector-copy/code", json={"text": hostile, "base_version": code["version"]}
+    )
+    assert saved.status_code == 200, saved.text
+    failure = {
+        "kind": "exception",
+        "message": "<img src=x onerror=alert(2)>",
+        "where": "/tmp/run/solution.py:5",
+    }
+    room.db.learner(user.id).record_attempt(
+        {"exercise": "vector-copy", "passed": False, "backend": "interpreter", "failures": [failure]}
+    )
+    teacher = As(env, "teacher")
+    page = teacher.get("/teacher")
+    assert page.status_code == 200 and 'href="/teacher/exercises/vector-copy?kind=exception"' in page.text
+    drill = teacher.get("/teacher/exercises/vector-copy?kind=exception")
+    assert drill.status_code == 200
+    section = re.search(
+        r'<section class="drill-learner" data-username="iris"[^>]*>.*?</section>', drill.text, re.S
+    )
+    assert section, drill.text[-3000:]
+    html = section.group(0)
+    assert "<script>" not in html and "<img" not in html and "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert f'<span class="line mark" id="u{user.id}-L5">' in html and html.count('class="ln"') == 5
+    assert f'href="#u{user.id}-L5"' in html  # the failure's place links to the marked line
+    for bad in ("/teacher/exercises/vector-copy?kind=%3Cb%3E", "/teacher/exercises/no-such-exercise"):
+        r = teacher.get(bad)
+        assert (
+            r.status_code == 404 and "<b>" not in r.text and r.headers["content-type"].startswith("text/html")
+        )
+
+    stuck_csv = teacher.get("/api/classroom/insights/stuck.csv")
+    assert stuck_csv.status_code == 200 and stuck_csv.headers["content-type"].startswith("text/csv")
+    rows = {tuple(line.split(",")[:2]): line for line in stuck_csv.text.splitlines()[1:]}
+    assert "iris" in rows[("vector-copy", "exception")]
+    assert teacher.get("/api/classroom/insights/nope.csv").status_code == 404
+    assert teacher.get("/api/classroom/insights/nope.png").status_code == 404
+    for path in (
+        "/api/classroom/insights.json",
+        "/api/classroom/insights/time.csv",
+        "/api/classroom/insights/stuck.png",
+    ):
+        assert iris.get(path).status_code == 403
+
+    monkeypatch.setattr(exports, "PNG_PER_MINUTE", 2)
+    monkeypatch.setattr(exports, "_recent", exports.collections.defaultdict(exports.collections.deque))
+    monkeypatch.setattr(exports, "_cache", exports.collections.OrderedDict())
+    first = teacher.get("/api/classroom/insights/stuck.png")
+    assert first.status_code == 200 and first.content[:8] == b"\x89PNG\r\n\x1a\n"
+    assert teacher.get("/api/classroom/insights/stuck.png").content == first.content  # kept: not counted
+    assert teacher.get("/api/classroom/insights/attempts.png").status_code == 200
+    refused = teacher.get("/api/classroom/insights/time.png")
+    assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 61
+    room.set_disabled(user, True)  # out of the class's pictures for the tests that follow
+
+
+def test_serve_prints_the_full_log_in_and_join_urls_and_no_token(env: dict) -> None:
+    """`serve --classroom`'s banner: whole URLs a person can open (the public URL behind a proxy, else the
+    bound address), the join link in full while it is open, in the chosen language, and no token."""
+    import socket
+
+    from tritonlab import i18n
+    from tritonlab.cli.serve_banner import base_url, classroom_banner
+
+    room = env["room"]
+    assert base_url("127.0.0.1", 8123) == "http://127.0.0.1:8123"
+    assert base_url("::1", 8123) == "http://[::1]:8123"
+    assert base_url("0.0.0.0", 8123) == f"http://{socket.gethostname()}:8123"
+    assert base_url("0.0.0.0", 8123, "https://class.example.org/") == "https://class.example.org"
+    was_open = room.the_class()["join_open"]
+    try:
+        for is_open in (True, False):
+            room.set_join_open(is_open)
+            code = room.the_class()["join_code"]
+            login, lines = classroom_banner(room, "https://class.example.org", "pt")
+            assert login == "https://class.example.org/login" and lines[1:3] == [
+                i18n.t("serve.classroom_login", "pt"),
+                "    https://class.example.org/login",
+            ]
+            state = "serve.classroom_join_open" if is_open else "serve.classroom_join_closed"
+            assert lines[3:] == [i18n.t(state, "pt"), f"    https://class.example.org/join/{code}"]
+            assert not any("token" in line for line in lines)
+    finally:
+        room.set_join_open(was_open)

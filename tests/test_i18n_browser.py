@@ -39,7 +39,7 @@ if not CHROMIUM.exists():
     pytestmark.append(
         pytest.mark.skip(
             reason="needs Debian's Chromium at /usr/bin/chromium "
-            "(apt-get install chromium, or `make browser-deps`)"
+            "(apt-get install chromium, or `make system-deps` as root)"
         )
     )
 playwright_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")

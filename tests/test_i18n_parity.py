@@ -477,3 +477,52 @@ def test_classroom_templates_and_scripts_use_only_catalog_keys_present_in_every_
             assert i18n.placeholders(mine[key]) == i18n.placeholders(english[key]), (lang, key)
         same = [k for k in used if mine[k] == english[k] and english[k] not in ("#", "{ms} ms", "GPU")]
         assert not same, (lang, same)
+
+
+def test_the_classrooms_english_messages_are_translated(tmp_path: Path) -> None:
+    """Every message the classroom builds in English (classroom/, store/: refused log-ins, account and
+    leaderboard-name errors, the join link) is produced here by the real code, and each is re-rendered in pt
+    and es by the web layer's [classroom_text] templates (i18n.translate_known); every template is used."""
+    from tritonlab.classroom.auth import LoginRefused
+    from tritonlab.classroom.room import AccountError, Classroom, check_username
+
+    room = Classroom(f"sqlite:///{tmp_path / 'class.db'}", adopt=tmp_path / "none.db")
+    try:
+        code = room.init("Class")["join_path"].rsplit("/", 1)[1]
+        anna, password = room.add("anna")
+        room.set_leaderboard_name(anna, "Anna")
+        bob = room.add("bob")[0]
+        said: list[str] = []
+
+        def refused(action) -> None:  # noqa: ANN001
+            with pytest.raises((AccountError, LoginRefused, LookupError, PermissionError)) as info:
+                action()
+            said.append(str(info.value))
+
+        refused(lambda: check_username("A!"))
+        refused(lambda: room.add("carl", role="boss"))
+        refused(lambda: room.add("carl", password="short"))
+        refused(lambda: room.add("anna"))
+        refused(lambda: room.user("nobody"))
+        refused(lambda: room.auth.authenticate("anna", "not-her-password", "10.0.0.1"))
+        for _ in range(5):  # the back-off: the next try waits
+            with pytest.raises(LoginRefused):
+                room.auth.authenticate("anna", "not-her-password", "10.0.0.2")
+        refused(lambda: room.auth.authenticate("anna", password, "10.0.0.2"))
+        room.set_disabled(anna, True)
+        refused(lambda: room.auth.authenticate("anna", password, "10.0.0.3"))
+        refused(lambda: room.join("not-the-code", "dora", "", "long-enough-1"))
+        room.set_join_open(False)
+        refused(lambda: room.join(code, "dora", "", "long-enough-1"))
+        refused(lambda: room.set_leaderboard_name(bob, "x" * 41))
+        refused(lambda: room.set_leaderboard_name(bob, "A\u200bB"))
+        refused(lambda: room.set_leaderboard_name(bob, "anna"))
+    finally:
+        room.close()
+    used = set()
+    for text in said:
+        for lang in TRANSLATIONS:
+            translated = i18n.translate_known("classroom_text", text, lang)
+            assert translated != text, f"no [classroom_text] template matches {text!r} ({lang})"
+        used |= {key for key, pattern in i18n._patterns("classroom_text") if pattern.match(text)}
+    assert used == {k for k in i18n.catalog("en") if k.startswith("classroom_text.")}

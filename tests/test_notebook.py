@@ -78,6 +78,28 @@ def test_passing_verdict_html() -> None:
     assert 'data-passed="true"' in html and "passed" in html and "&lt;sandbox&gt;" in html
 
 
+def test_a_verdicts_display_has_a_text_version(tmp_path: Path) -> None:
+    """`%%check` shows its verdict with a text/plain version (a console, nbconvert to markdown, a text-only
+    reader), not `<IPython.core.display.HTML object>`: the verdict in words, learner text unescaped."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from tritonlab.notebook import magics
+    from tritonlab.notebook.render import verdict_html
+
+    InteractiveShell.instance()
+    failing = Verdict("vector-add", "interpreter", 42, "f.py", [CaseResult("n=7", False)],
+                      [Failure("n=7", "wrong-result", "x <b> & y differ")])  # fmt: skip
+    passing = Verdict("vector-add", "interpreter", 1, "f.py", [CaseResult("a", True)])
+    for verdict, words in ((failing, ("fail", "wrong-result\nx <b> & y differ")), (passing, ("passed",))):
+        with capture_output() as cap:
+            magics.show_html(verdict_html(verdict))
+        (shown,) = cap.outputs
+        text = shown.data["text/plain"]
+        assert shown.data["text/html"].startswith("<") and "IPython" not in text and "<div" not in text
+        assert "vector-add" in text and all(w in text for w in words), text
+
+
 def test_import_is_cheap() -> None:
     code = (
         "import sys, tritonlab, tritonlab.notebook, tritonlab.notebook.render, tritonlab.cli.serve; "

@@ -109,6 +109,7 @@ def test_a_learner_logs_in_through_the_provider_and_out_again(served: str) -> No
         expect(page.locator("#user-pill")).to_contain_text("Anna Lima (")
         me = page.request.get(served + "/api/me")
         assert me.ok and me.json()["username"] == "anna"
+        page.click("#user-pill")  # the account menu (templates/base.html) holds Log out
         page.click("#logout")
         page.get_by_role("button", name="Yes, sign me out").click()  # the provider's end-session page
         expect(page).to_have_url(served + "/login")

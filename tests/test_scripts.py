@@ -104,3 +104,17 @@ def test_every_entry_point_prints_its_usage_on_help() -> None:
             problems.append(f"{name}: --help imported {heavy.group(1)}")
     assert not problems, "\n".join(problems)
     assert [p.stat().st_mtime_ns for p in generated] == stamps, "a script's --help wrote a generated page"
+
+
+def test_make_run_takes_a_port() -> None:
+    """`make run PORT=8123` serves on that port (issue 36: it could not choose one); 8000 without it."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    for extra, port in ((["PORT=8123"], "8123"), ([], "8000")):
+        shown = subprocess.run(
+            ["make", "-n", "run", *extra], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert re.search(rf"tritonlab serve --port {port}\b", shown.stdout), shown.stdout[-2000:]

@@ -296,7 +296,7 @@ def test_cli_viz_through_the_real_entry_point(home: Path, tmp_path: Path) -> Non
     out, log = tmp_path / "pic.png", tmp_path / "log.json"
     done = cli("viz", "vector-copy", "--file", str(learner), "--out", str(out), "--log", str(log))
     assert done.returncode == 0, done.stderr
-    assert "out-of-bounds lanes" in done.stdout and out.stat().st_size > 10_000
+    assert "2 out-of-bounds lane accesses" in done.stdout and out.stat().st_size > 10_000
     data = json.loads(log.read_text())
     assert data["summary"]["oob_lanes"] == 2 and data["summary"]["case"] == "n=7 float32"
     assert cli("viz", "vector-copy", "--out", str(tmp_path / "x.jpg")).returncode == 2

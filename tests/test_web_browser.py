@@ -36,7 +36,7 @@ if not CHROMIUM.exists():
     pytestmark.append(
         pytest.mark.skip(
             reason="needs Debian's Chromium at /usr/bin/chromium "
-            "(apt-get install chromium, or `make browser-deps`)"
+            "(apt-get install chromium, or `make system-deps` as root)"
         )
     )
 playwright_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
@@ -711,3 +711,72 @@ def test_a_copy_kernels_speed_is_drawn_against_the_bandwidth_and_bad_numbers_dra
     expect(page.locator("[data-results-for='vector-add'] .speed")).to_have_text("speed: ?")
     assert page.locator("[data-role=speed-plot]").count() == 0
     assert page.evaluate("window.__pwned") is None
+
+
+# ---- issue 36: the walk's defects ------------------------------------------------------------------------
+
+ACTIVE = """() => { const a = document.activeElement;
+  if (!a || a === document.body) return "body";
+  if (a.closest(".results")) return "results";
+  if (a.matches("[data-action]")) return "button:" + a.dataset.action;
+  if (a.classList.contains("feedback")) return "feedback:" + a.closest("form").dataset.question;
+  return a.tagName + "." + a.className; }"""
+
+
+def test_focus_follows_run_check_and_the_quiz(page: object, server: str) -> None:
+    """Run and Check disable their button while the job runs: focus comes back to Run when it ends and moves to
+    the verdict after Check, never to the top of the page; a quiz Check moves focus to its feedback. A file
+    that does not import offers no per-case Visualize (there is no launch to draw)."""
+    expect = playwright_api.expect
+    page.goto(f"{server}lessons/5")
+    replace_code(page, WRONG)
+    page.focus("[data-action=run]")
+    page.keyboard.press("Enter")
+    expect(page.locator("[data-action=run]")).to_be_disabled()
+    expect(page.locator("[data-action=run]")).to_be_enabled(timeout=120_000)
+    assert page.evaluate(ACTIVE) == "button:run"
+    page.focus("[data-action=check]")
+    page.keyboard.press("Enter")
+    expect(page.locator(".verdict.fail")).to_be_visible(timeout=120_000)
+    expect(page.locator("[data-action=check]")).to_be_enabled()
+    assert page.evaluate(ACTIVE) == "results"
+    assert (
+        page.locator("table.cases tbody tr.fail button[data-viz-case]").count() > 0
+    )  # WRONG: each case has one
+
+    replace_code(page, "import triton\n\ndef vector_add(x, y:\n    return x\n")
+    page.click("[data-action=check]")
+    expect(page.locator(".verdict.fail")).to_be_visible(timeout=120_000)
+    expect(page.locator(".problems")).to_contain_text("SyntaxError")
+    assert page.locator("button[data-viz-case]").count() == 0
+
+    form = page.locator("#quiz form").first
+    form.scroll_into_view_if_needed()
+    choice = form.locator("input[type=radio], input[type=checkbox]")
+    if choice.count():
+        choice.first.check()
+    else:
+        form.locator("input").first.fill("1")
+    form.locator("button[type=submit]").focus()
+    page.keyboard.press("Enter")
+    expect(form.locator(".feedback")).to_be_visible()
+    question = form.get_attribute("data-question")
+    assert page.evaluate(ACTIVE) == f"feedback:{question}"
+
+
+def test_attention_says_why_it_has_no_picture(page: object, server: str) -> None:
+    """attention-forward's tensors are all 4-D, which no picture draws: no Visualize button, a sentence saying
+    why instead; an exercise with 1-D tensors keeps its button and no such sentence."""
+    expect = playwright_api.expect
+    page.goto(f"{server}lessons/12-attention")
+    section = page.locator(".exercise[data-exercise='attention-forward']")
+    expect(section).to_have_count(1)
+    assert section.locator("[data-action=viz]").count() == 0
+    assert section.locator("[data-action=inspect]").count() == 1  # Inspect still works on it
+    expect(section.locator("[data-role=no-viz]")).to_contain_text("4")
+    assert page.locator("[data-viz-for='attention-forward']").count() == 0
+    page.goto(f"{server}lessons/5")
+    vector = page.locator(".exercise[data-exercise='vector-add']")
+    assert (
+        vector.locator("[data-action=viz]").count() == 1 and vector.locator("[data-role=no-viz]").count() == 0
+    )

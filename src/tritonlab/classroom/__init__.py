@@ -11,6 +11,8 @@ Modules:
 - `hash_pool.py`: `HashPool`, where the server's log-ins and joins wait for a hash: bounded, fair per address.
 - `room.py`: `Classroom` (accounts, join link, the teacher's matrix and CSV) and `LearnerService` (the
   service bound to one learner's store and code).
+- `insights.py`: the numbers of the teacher's pictures (who is stuck on which failure kind, time to a first
+  pass, failed checks before it, GPU speeds against the roof) and the learners behind a picture's cell.
 - `backup.py`: what `classroom backup` / `restore` call (the database's URL, the file, the refusals).
 
 May import: `tritonlab.config`, `tritonlab.models`, `tritonlab.store`, `tritonlab.runs` (the run folder's

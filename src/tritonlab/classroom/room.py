@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from tritonlab import config
+from tritonlab.classroom import insights
 from tritonlab.classroom.auth import (
     Authenticator,
     OIDCAuthenticator,
@@ -348,6 +349,14 @@ class Classroom:
                         }
                     )
         return {"exercises": exercises, "learners": learners, "stuck": stuck, "generated_at": time.time()}
+
+    def insights(self, course: Course) -> dict:
+        """The numbers of the teacher's pictures (classroom/insights.py), in the course's exercise order."""
+        return insights.class_insights(self.db, [e.id for e in course.exercises()])
+
+    def learner_details(self, course: Course, exercise: str, user_ids: list[int]) -> list[dict]:
+        """A drill-down's learners: their checks of `exercise`, latest failure and code as it is now."""
+        return insights.learner_details(self.db, course, exercise, user_ids)
 
     def progress_csv(self, course: Course) -> str:
         data = self.matrix(course)

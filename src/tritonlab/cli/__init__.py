@@ -11,8 +11,8 @@ Modules:
 - `daemon.py`: the check daemon's client (standard library only); `daemon_server.py`: the daemon itself.
 - `quiz.py`: `quiz`; `quiz_terminal.py`: the interactive quiz on a terminal.
 - `bench.py`: `bench`; `inspect.py`: `inspect`; `profile.py`: `profile`; `viz.py`: `viz`.
-- `serve.py`: `serve` and `notebook`; `classroom.py`: `classroom …`; `classroom_backup.py`: `classroom backup`,
-  `classroom restore`.
+- `serve.py`: `serve` and `notebook`; `serve_banner.py`: the URLs `serve --classroom` prints.
+- `classroom.py`: `classroom …`; `classroom_backup.py`: `classroom backup`, `classroom restore`.
 - `doctor.py`: what `doctor` checks and prints; `devcheck.py`: what `dev check` proves, several files at once.
 
 May import: the service, `classroom`, `content`, `viz`, `web` (for `serve`), `config`, `models`, `i18n`.

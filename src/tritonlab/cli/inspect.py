@@ -16,8 +16,8 @@ import typer
 
 INSPECT_HELP = """Compile your kernel for a GPU target and show what the compiler made of it — no GPU needed.
 
-Your function runs once on the exercise's first case with every launch intercepted (nothing runs on a
-device); each launched kernel is compiled for --target with those argument types and constexprs. Shows the
+Your function runs once on one of the exercise's cases (the largest that is still small; the report names
+it) with every launch intercepted (nothing runs on a device); each launched kernel is compiled for --target with those argument types and constexprs. Shows the
 stages TTIR → TTGIR → LLVM IR → PTX (AMDGCN for hip), registers per thread, spills and shared memory
 (`ptxas -v`), the blocked layouts (sizePerThread, threadsPerWarp, warpsPerCTA) and how many programs fit
 on one SM at once, and what limits that."""

@@ -19,10 +19,9 @@ from typing import Annotated
 import typer
 
 from tritonlab.cli import classroom as class_cli
+from tritonlab.cli.serve_banner import WILDCARD_HOSTS, base_url, classroom_banner
 from tritonlab.i18n import t
 from tritonlab.web.security import LOOPBACK_HOSTS, is_loopback, new_token
-
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -212,14 +211,16 @@ def run_server(
     actual = sock.getsockname()[1]
     conns = ConnectionLimits.for_nofile(raise_nofile())  # web/connections.py: half-open floods, slow heads
     typer.echo(f"file descriptors: {conns.nofile}; at most {conns.max_connections} connections open at once")
-    shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
-    url = f"http://{shown}:{actual}/?token={secret}"
-    if room is not None:
-        url = (public_url.rstrip("/") if public_url else f"http://{shown}:{actual}") + "/login"
-        typer.echo(f"Classroom {room.the_class()['name']!r} ({room.where}); learners log in at:")  # type: ignore[index]
     typer.echo(t("serve.serving", service.lang, host=host, port=actual, backend=service.backend))
-    typer.echo(t("serve.open_url", service.lang))
-    typer.secho(f"    {url}", bold=True)
+    if room is None:
+        shown = "127.0.0.1" if host in WILDCARD_HOSTS else (f"[{host.strip('[]')}]" if ":" in host else host)
+        url = f"http://{shown}:{actual}/?token={secret}"
+        typer.echo(t("serve.open_url", service.lang))
+        typer.secho(f"    {url}", bold=True)
+    else:
+        url, lines = classroom_banner(room, base_url(host, actual, public_url), service.lang)
+        for line in lines:
+            typer.secho(line, bold=line.startswith("    "))
     typer.echo(t("serve.stop", service.lang), err=False)
     if proxies:
         typer.echo("Forwarded headers believed only from: " + ", ".join(str(n) for n in proxies))

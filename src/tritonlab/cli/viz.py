@@ -94,9 +94,9 @@ def _exercise(
         typer.echo(f"wrote {log['picture']}")
         if s:
             typer.echo(
-                f"case {s['case']}: {s.get('programs', 0)} programs, {s.get('masked_lanes', 0)} masked lanes, "
-                f"{s.get('oob_lanes', 0)} out-of-bounds lanes ({s.get('kind', '?')} picture of "
-                f"{s.get('kernel', '?')})"
+                f"case {s['case']}: {s.get('programs', 0)} programs, {s.get('masked_lanes', 0)} lane accesses "
+                f"switched off by masks, {s.get('oob_lanes', 0)} out-of-bounds lane accesses (each load and "
+                f"store counts its own lanes; {s.get('kind', '?')} picture of {s.get('kernel', '?')})"
             )
         for key in ("import_error", "process_failure"):
             if key in log:

@@ -133,7 +133,8 @@ def compiler_mode() -> None:
 
 
 def run_inspect(job: dict, run_dir: Path) -> int:
-    """Child: record the learner's launches on the exercise's first case, compile each for the target."""
+    """Child: record the learner's launches on one case of the exercise (`_case_spec`: the largest that is
+    still small; its name goes in the result), compile each for the target."""
     compiler_mode()  # @triton.jit must give compilable JITFunctions, not interpreted ones
     from tritonlab.grading import contracts, harness
 
@@ -180,7 +181,7 @@ def run_inspect(job: dict, run_dir: Path) -> int:
                 f"your function raised before launching a kernel: {info['type']}: {info['message']}"
             )
     if not launches:
-        out["problems"].append("no kernel launch was seen on the first case")
+        out["problems"].append(f"no kernel launch was seen on case {spec['name']}")
     seen = set()
     for jit_fn, args, kwargs in launches:
         name = getattr(jit_fn.fn, "__name__", "kernel")

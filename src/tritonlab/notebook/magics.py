@@ -54,9 +54,12 @@ def lang() -> str:
 
 
 def show_html(markup: str) -> None:
-    from IPython.display import HTML, display
+    """Show `markup` with a text/plain version beside it (render.plain: the verdict in words), which is what
+    a terminal console, `jupyter nbconvert --to markdown` or a screen reader's text view get, instead of
+    `<IPython.core.display.HTML object>`."""
+    from IPython.display import display
 
-    display(HTML(markup))
+    display({"text/html": markup, "text/plain": render.plain(markup)}, raw=True)
 
 
 def show_error(text: str) -> None:

@@ -182,8 +182,11 @@ def hint_html(
 
 
 TAG = re.compile(r"<[^>]+>")
+BLOCK = re.compile(r"<(?=(?:div|li|ul)\b)|</(?:div|li|ul)>")
 
 
 def plain(markup: str) -> str:
-    """The text of a piece of this module's HTML (for the text/plain fallback of a display)."""
-    return html.unescape(TAG.sub("", markup.replace("</div>", "\n").replace("</li>", "\n"))).strip()
+    """The text of a piece of this module's HTML (for the text/plain fallback of a display): each block
+    (div, li) on a line of its own, blank lines dropped."""
+    text = html.unescape(TAG.sub("", BLOCK.sub(lambda m: "\n" + m.group(0), markup)))
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())

@@ -8,13 +8,15 @@
 - store/learner_code.py: one learner's code (`LearnerCode`).
 
 This module adds the views bound to one learner (`learner`, `code`) and the class-wide summaries the
-teacher's matrix reads.
+teacher's matrix and pictures read (`summary`, `attempt_history`, `verdicts`).
 
 Isolation: `LearnerStore` and `LearnerCode` are bound to one user id when made, and every statement they run
 filters on it; nothing here takes a user id from a request.
 """
 
 from __future__ import annotations
+
+import json
 
 import sqlalchemy as sa
 
@@ -80,4 +82,47 @@ class ClassroomDB(Accounts, Sessions):
         out: dict[int, float] = {}
         for uid, at in [*rows, *code_rows]:
             out[int(uid)] = max(out.get(int(uid), 0.0), float(at))
+        return out
+
+    def attempt_history(self) -> list[dict]:
+        """Every check of every enabled learner, oldest first (by id: the order they were saved), as the
+        teacher's pictures read them: who, which exercise, when, passed, the first failure's kind, the speed
+        of a passing GPU check. The verdicts themselves are read apart (`verdicts`), only where needed."""
+        a, u = s.attempts, s.users
+        query = (
+            sa.select(a.c.id, a.c.user_id, a.c.exercise, a.c.at, a.c.passed, a.c.failure_kind, a.c.speed_ms)
+            .join(u, u.c.id == a.c.user_id)
+            .where(u.c.role == "learner", u.c.disabled == sa.false())
+            .order_by(a.c.id)
+        )
+        with self.engine.begin() as db:
+            rows = db.execute(query).fetchall()
+        return [
+            {
+                "id": int(r.id),
+                "user_id": int(r.user_id),
+                "exercise": r.exercise,
+                "at": float(r.at),
+                "passed": bool(r.passed),
+                "failure_kind": r.failure_kind,
+                "speed_ms": None if r.speed_ms is None else float(r.speed_ms),
+            }
+            for r in rows
+        ]
+
+    def verdicts(self, attempt_ids: list[int]) -> dict[int, dict]:
+        """The stored verdict of each attempt id (a verdict that does not parse reads as {})."""
+        out: dict[int, dict] = {}
+        ids = sorted({int(i) for i in attempt_ids})
+        with self.engine.begin() as db:
+            for start in range(0, len(ids), 500):  # bounded IN lists
+                chunk = ids[start : start + 500]
+                for r in db.execute(
+                    sa.select(s.attempts.c.id, s.attempts.c.verdict).where(s.attempts.c.id.in_(chunk))
+                ):
+                    try:
+                        data = json.loads(r.verdict)
+                    except ValueError:
+                        data = {}
+                    out[int(r.id)] = data if isinstance(data, dict) else {}
         return out

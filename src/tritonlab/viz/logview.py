@@ -244,7 +244,9 @@ def kind_of(exercise: str, launch: dict) -> str:
 
 
 def stats(launch: dict) -> dict:
-    """Counts for captions and JSON answers."""
+    """Counts for captions and JSON answers. `masked_lanes` and `oob_lanes` count lane accesses: every load
+    and store adds the lanes its mask switched off (or that fell outside the tensor), so a lane masked in
+    three loads counts three times."""
     accesses = [lanes(a) for p in launch["programs"] for a in p["accesses"]]
     return {
         "programs": len(launch["programs"]),

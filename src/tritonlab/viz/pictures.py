@@ -268,7 +268,10 @@ def access_map(launch: dict, out: str | Path, title: str = "") -> Path:
         :4
     ]
     if not pairs:
-        return message_figure(out, title or launch["kernel"], "no 1-D or 2-D tensor was accessed")
+        dims = sorted({len(launch["tensors"][t]["shape"]) for t, _ in lv.touched_pairs(launch)})
+        seen = "/".join(str(d) for d in dims) or "no"
+        why = f"nothing to draw: the kernel touched only {seen}-D tensors, and these pictures draw 1-D and 2-D ones"
+        return message_figure(out, title or launch["kernel"], why)
     cols = min(len(pairs), 2)
     rows = (len(pairs) + cols - 1) // cols
     fig = figure(6.2 * cols, 5.2 * rows + 0.6)

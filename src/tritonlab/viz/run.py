@@ -92,6 +92,25 @@ def candidate_cases(
     return fits[:limit]
 
 
+def input_dims(exercise_id: str) -> set[int]:
+    """The numbers of dimensions of the tensor inputs of the cases Visualize would draw."""
+    return {
+        t.values.ndim
+        for c in candidate_cases(exercise_id)
+        for t in (*c.args, *c.kwargs.values())
+        if isinstance(t, Tensor)
+    }
+
+
+def drawable(exercise_id: str) -> bool:
+    """Whether a picture can show this exercise's accesses: the pictures draw 1-D and 2-D tensors (and a
+    GEMM's tiles), so an exercise whose inputs all have more dimensions (attention's 4-D q, k, v) has none."""
+    if exercise_id in lv.GEMM_EXERCISES:
+        return True
+    dims = input_dims(exercise_id)
+    return not dims or min(dims) <= 2
+
+
 def record(
     exercise: Exercise,
     file: Path,
@@ -179,6 +198,10 @@ def summary(case: dict, exercise_id: str) -> dict:
     }
     if launch is not None:
         info.update(kind=lv.kind_of(exercise_id, launch), kernel=launch["kernel"], **lv.stats(launch))
+        dims = sorted({len(launch["tensors"][t]["shape"]) for t, _ in lv.touched_pairs(launch)})
+        # what the picture can show: a GEMM's tiles, a strip, or a map of 1-D / 2-D tensors (pictures.py)
+        info["drawn"] = info["kind"] != "map" or any(d in (1, 2) for d in dims)
+        info["dims"] = dims
     if case.get("exception"):
         info["exception"] = {k: case["exception"].get(k) for k in ("type", "message", "where")}
     return info

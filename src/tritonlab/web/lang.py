@@ -43,6 +43,12 @@ def tr(request: Request, key: str, /, **fmt: Any) -> str:
     return i18n.t(key, request_lang(request), **fmt)
 
 
+def classroom_text(request: Request, text: object) -> str:
+    """A message the classroom built in English (an AccountError, a refused log-in) in the request's
+    language, when the catalog's [classroom_text] knows it; else as it is."""
+    return i18n.translate_known("classroom_text", str(text), request_lang(request))
+
+
 def lesson_markdown(lesson: Lesson, lang: str) -> tuple[str, bool]:
     """(markdown, is_fallback): Service.lesson_markdown for an explicit language."""
     path = lesson.text_path(lang)

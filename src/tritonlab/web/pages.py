@@ -63,6 +63,18 @@ def has_kernel(exercise_id: str) -> bool:
         return False
 
 
+@functools.cache
+def viz_dims(exercise_id: str) -> tuple[bool, str]:
+    """(whether Visualize can draw the exercise, the dimensions of its inputs, e.g. "4") for the page: a kernel
+    exercise whose tensors all have more than two dimensions gets no Visualize button, and says why."""
+    try:
+        from tritonlab.viz.run import drawable, input_dims
+
+        return drawable(exercise_id), "/".join(str(d) for d in sorted(input_dims(exercise_id)))
+    except Exception:  # no contract: has_kernel already said there is nothing to draw
+        return False, ""
+
+
 def service_of(request: Request) -> Service:
     # In a classroom (web/classroom/guard.py) the guard put the logged-in learner's own service here.
     return getattr(request.state, "service", None) or request.app.state.service
@@ -199,6 +211,8 @@ def lesson_page(key: str, request: Request) -> Response:
                 "hint_total": len(exercise.hint_list(lang)),
                 "hints_fallback": lang != "en" and not exercise.hints.get(lang),
                 "viz": has_kernel(exercise.id),
+                "draw": has_kernel(exercise.id) and viz_dims(exercise.id)[0],
+                "dims": viz_dims(exercise.id)[1],
             }
         )
     examples = []

@@ -93,6 +93,16 @@ def describe_viz(log: dict, access_log: dict | None, exercise_id: str, lang: str
         if s.get("exception"):
             text += " " + t("web.viz.alt_raised", lang, error=_error_text(s["exception"]))
         return text
+    if s.get("drawn") is False:  # e.g. attention's 4-D tensors: the picture only says why it is empty
+        dims = "/".join(str(d) for d in s.get("dims", [])) or "?"
+        return t(
+            "web.viz.alt_not_drawn",
+            lang,
+            id=exercise_id,
+            case=s.get("case"),
+            kernel=s.get("kernel"),
+            dims=dims,
+        )
     grid = [g for g in s.get("grid", [s["programs"]]) if g > 1]
     if len(grid) > 1:
         parts = [t("web.viz.grid_nd", lang, count=s["programs"], shape="×".join(map(str, grid)))]
@@ -155,9 +165,8 @@ def viz_response(data: bytes, log: dict, exercise_id: str, lang: str, note: str 
         answer["problem"] = t("web.viz.process_failure", lang, message=message)
     elif not log.get("summary"):
         answer["problem"] = t("web.viz.nothing_recorded", lang)
-    elif not log["summary"].get(
-        "programs"
-    ):  # that case launched no kernel (a starter, an early raise, n = 0)
+    elif not log["summary"].get("programs") or log["summary"].get("drawn") is False:
+        # that case launched no kernel (a starter, an early raise, n = 0), or touched nothing a picture draws
         answer["problem"] = answer["alt"]
     return answer
 

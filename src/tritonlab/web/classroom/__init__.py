@@ -8,7 +8,10 @@ Modules:
 - `login.py`: log in, log out, join with the class's link, and their pages.
 - `oidc.py`: `/auth/`: log-in through the class's OpenID provider (code flow + PKCE), and logout.
 - `ratelimit.py`: `PerKey`, a sliding-window rate limit per client address (joins).
-- `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link).
+- `teacher.py`: the teacher's pages and `/api/classroom/` (matrix, CSV, roster, join link), a picture's cell
+  drilled down to its learners and their code.
+- `pictures.py`: the teacher's pictures as inline SVG (the numbers: classroom/insights.py).
+- `exports.py`: the pictures' numbers as JSON and CSV, and as PNG drawn by matplotlib (bounded, rate-limited).
 - `leaderboard.py`: the opt-in speed leaderboard's page and API.
 
 May import what web/ may. Imported only when `serve --classroom` builds its app.
@@ -20,11 +23,17 @@ from fastapi import APIRouter
 
 from tritonlab.classroom.room import Classroom
 from tritonlab.service import Service
-from tritonlab.web.classroom import leaderboard, login, oidc, teacher
+from tritonlab.web.classroom import exports, leaderboard, login, oidc, teacher
 from tritonlab.web.classroom.guard import ClassroomGuard
 from tritonlab.web.classroom.ownership import OwnedAttempts, OwnedJobs
 
-routers: tuple[APIRouter, ...] = (login.router, oidc.router, teacher.router, leaderboard.router)
+routers: tuple[APIRouter, ...] = (
+    login.router,
+    oidc.router,
+    teacher.router,
+    exports.router,
+    leaderboard.router,
+)
 
 
 def install(app, classroom: Classroom, service: Service, allowed_hosts, public_url: str | None) -> None:  # type: ignore[no-untyped-def]

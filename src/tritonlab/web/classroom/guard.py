@@ -20,8 +20,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tritonlab.classroom.room import Classroom, User
+from tritonlab.i18n import t
 from tritonlab.service import Service
-from tritonlab.web.classroom.ownership import current_user
+from tritonlab.web.classroom.ownership import current_lang, current_user
 from tritonlab.web.security import (
     LOOPBACK_HOSTS,
     UNSAFE_METHODS,
@@ -155,7 +156,7 @@ class ClassroomGuard(Guard):
         if user is None and not _public(path):
             if is_api or method != "GET":
                 await _json(
-                    send, 401, {"error": "log in first (POST /api/login)", "reason": "login needed"}, nonce
+                    send, 401, {"error": t("web.guard.login_needed", lang), "reason": "login needed"}, nonce
                 )
             else:
                 await _redirect(send, "/login?next=" + quote(path, safe="/"), nonce)
@@ -167,15 +168,14 @@ class ClassroomGuard(Guard):
             if user is not None and path not in CSRF_EXEMPT:
                 sent = headers.get("x-csrf-token", "")
                 if not (sent and same_secret(sent, csrf)):
-                    await _json(
-                        send,
-                        403,
-                        {"error": "missing or wrong X-CSRF-Token header; reload the page", "reason": "csrf"},
-                        nonce,
-                    )
+                    await _json(send, 403, {"error": t("web.guard.csrf", lang), "reason": "csrf"}, nonce)
                     return
         if path.startswith(TEACHER_PREFIXES) and (user is None or not user.is_teacher):
-            await _json(send, 403, {"error": "only a teacher may open this", "reason": "teacher only"}, nonce)
+            message = t("web.guard.teacher_only", lang)
+            if is_api:
+                await _json(send, 403, {"error": message, "reason": "teacher only"}, nonce)
+            else:  # a page: the app's own error page, in the browser's language, with the way back
+                await _page(send, scope, 403, message, nonce, lang)
             return
 
         state["user"] = user
@@ -183,11 +183,12 @@ class ClassroomGuard(Guard):
         state["csrf"] = csrf
         if learner is not None:
             state["service"] = learner
-        token = current_user.set(user)
+        token, said = current_user.set(user), current_lang.set(lang)
         try:
             await self.app(scope, self._capped(receive), self._with_headers(send, nonce))
         finally:
             current_user.reset(token)
+            current_lang.reset(said)
 
 
 def _origin_key(url: SplitResult) -> tuple[str, str, int | None] | None:
@@ -206,6 +207,23 @@ async def _json(send: Send, status: int, data: dict, nonce: str) -> None:
         {"type": "http.response.start", "status": status, "headers": headers + security_headers(nonce)}
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def _page(send: Send, scope: Scope, status: int, message: str, nonce: str, lang: str) -> None:
+    from tritonlab.web.pages import templates
+    from tritonlab.web.security import security_headers
+
+    app = scope.get("app")
+    version = getattr(getattr(app, "state", None), "static_version", "")
+    body = templates.get_template("error.html").render(
+        status=status, message=message, lang=lang, nonce=nonce, static_version=version
+    )
+    data = body.encode()
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(data)).encode())]
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers + security_headers(nonce)}
+    )
+    await send({"type": "http.response.body", "body": data})
 
 
 async def _redirect(send: Send, location: str, nonce: str) -> None:

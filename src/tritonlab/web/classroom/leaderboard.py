@@ -31,7 +31,7 @@ def _room(request: Request) -> Classroom:
 def _user(request: Request) -> User:
     user = getattr(request.state, "user", None)
     if user is None:
-        raise HTTPException(401, "log in first")
+        raise HTTPException(401, weblang.tr(request, "web.guard.login_needed"))
     return user
 
 
@@ -52,7 +52,7 @@ def set_name(body: NameBody, request: Request) -> dict:
     try:
         name = _room(request).set_leaderboard_name(_user(request), body.name)
     except AccountError as exc:
-        raise HTTPException(400, str(exc)) from None
+        raise HTTPException(400, weblang.classroom_text(request, exc)) from None
     return {"name": name}
 
 

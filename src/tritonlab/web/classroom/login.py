@@ -52,7 +52,7 @@ def guard_of(request: Request) -> ClassroomGuard:
 def user_of(request: Request) -> User:
     user = getattr(request.state, "user", None)
     if user is None:
-        raise HTTPException(401, "log in first")
+        raise HTTPException(401, weblang.tr(request, "web.guard.login_needed"))
     return user
 
 
@@ -96,11 +96,11 @@ async def login(body: LoginBody, request: Request) -> JSONResponse:
         if exc.retry_after > 0:
             wait = int(exc.retry_after) + 1
             return JSONResponse(
-                {"error": f"{exc}: {wait} s", "retry_after": wait},
+                {"error": f"{weblang.classroom_text(request, exc)}: {wait} s", "retry_after": wait},
                 status_code=429,
                 headers={"Retry-After": str(wait)},
             )
-        return JSONResponse({"error": str(exc)}, status_code=401)
+        return JSONResponse({"error": weblang.classroom_text(request, exc)}, status_code=401)
     old = getattr(request.state, "session_id", None)
     if old:
         await run_in_threadpool(classroom.db.end_session, old)
@@ -134,9 +134,9 @@ async def join(code: str, body: JoinBody, request: Request) -> JSONResponse:
     try:
         await run_in_threadpool(classroom.check_join, code)
     except LookupError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise HTTPException(404, weblang.classroom_text(request, exc)) from None
     except PermissionError as exc:
-        raise HTTPException(403, str(exc)) from None
+        raise HTTPException(403, weblang.classroom_text(request, exc)) from None
     wait = request.app.state.join_limit.hit(address)
     if wait:
         seconds = int(wait) + 1
@@ -155,12 +155,12 @@ async def join(code: str, body: JoinBody, request: Request) -> JSONResponse:
     except PoolFull as exc:
         return too_busy(exc)
     except LookupError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise HTTPException(404, weblang.classroom_text(request, exc)) from None
     except PermissionError as exc:
-        raise HTTPException(403, str(exc)) from None
+        raise HTTPException(403, weblang.classroom_text(request, exc)) from None
     except AccountError as exc:
         HASHING.refused(address)
-        raise HTTPException(400, str(exc)) from None
+        raise HTTPException(400, weblang.classroom_text(request, exc)) from None
     return await run_in_threadpool(_logged_in, request, user)
 
 
@@ -197,7 +197,7 @@ def login_page(request: Request) -> Response:
 def join_page(code: str, request: Request) -> Response:
     klass = classroom_of(request).the_class()
     if klass is None or not same_secret(klass["join_code"], code):
-        raise HTTPException(404, "no class has this join link")
+        raise HTTPException(404, weblang.tr(request, "classroom_ui.errors.no_join_link"))
     return page(
         request,
         "classroom_join.html",

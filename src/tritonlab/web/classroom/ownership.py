@@ -14,14 +14,17 @@ from contextvars import ContextVar
 from fastapi import HTTPException
 
 from tritonlab.classroom.room import User
+from tritonlab.i18n import t
 from tritonlab.web.jobs import Job, Jobs
 from tritonlab.web.quiz_api import MAX_ATTEMPTS_ALL, Attempt, Attempts
 
 RUNS_PER_MINUTE = 20
 ATTEMPTS_PER_LEARNER = 64  # quiz attempts kept per learner: a lesson page view makes one
 
-# The user of the request being served: set by the guard (web/classroom/guard.py) around every request.
+# The user of the request being served, and the language of its messages: set by the guard
+# (web/classroom/guard.py) around every request.
 current_user: ContextVar[User | None] = ContextVar("tritonlab_user", default=None)
+current_lang: ContextVar[str] = ContextVar("tritonlab_lang", default="en")
 
 
 class OwnedJobs(Jobs):
@@ -43,7 +46,7 @@ class OwnedJobs(Jobs):
             if mine:
                 raise HTTPException(
                     429,
-                    "You already have a run in flight: wait for it to finish or press Stop, then try again.",
+                    t("classroom_ui.errors.run_in_flight", current_lang.get()),
                     headers={"Retry-After": "2"},
                 )
             now = time.monotonic()
@@ -52,11 +55,10 @@ class OwnedJobs(Jobs):
                 recent.popleft()
             if len(recent) >= self.per_minute:
                 wait = int(60 - (now - recent[0])) + 1
-                raise HTTPException(
-                    429,
-                    f"You started {self.per_minute} runs in the last minute: wait {wait} s before the next one.",
-                    headers={"Retry-After": str(wait)},
+                message = t(
+                    "classroom_ui.errors.too_many_runs", current_lang.get(), count=self.per_minute, wait=wait
                 )
+                raise HTTPException(429, message, headers={"Retry-After": str(wait)})
             recent.append(now)
             job = super().start(kind, label, work, owner=user.id)
             with self._lock:

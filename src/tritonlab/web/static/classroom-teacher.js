@@ -33,6 +33,20 @@
       form.reset();
     } catch (e) { say(e.message); }
   });
+  // Resetting a password or disabling an account ends the person's sessions: asked first, in a dialog (Escape
+  // or Cancel changes nothing). Resolves true only for the confirming button.
+  function confirmed(action, name) {
+    const dialog = document.getElementById("confirm-dialog");
+    if (!dialog || !dialog.showModal) return Promise.resolve(window.confirm(tr("confirm_" + action, { username: name })));
+    dialog.querySelector("#confirm-title").textContent = tr("confirm_" + action + "_title", { username: name });
+    dialog.querySelector("#confirm-text").textContent = tr("confirm_" + action, { username: name });
+    dialog.querySelector("#confirm-button").textContent = tr("confirm_" + action + "_button", { username: name });
+    dialog.returnValue = "";
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true });
+      dialog.showModal();
+    });
+  }
   document.getElementById("roster").addEventListener("click", async (ev) => {
     const button = ev.target.closest("button[data-action]");
     if (!button) return;
@@ -40,6 +54,10 @@
     const id = row.dataset.userId, name = row.dataset.username;
     try {
       const action = button.dataset.action;
+      if ((action === "password" || action === "disable") && !(await confirmed(action, name))) {
+        button.focus();
+        return;
+      }
       if (action === "password") {
         const r = await post("/api/classroom/users/" + id + "/password");
         say(tr("new_password", { username: name, password: r.password }), true);

@@ -82,42 +82,15 @@
     go.focus();
   }
 
+  // The account menu in the top bar is the page's own (templates/base.html); Log out posts, then leaves.
   function userBar() {
-    const bar = document.querySelector(".topbar");
-    if (!bar) return;
-    plainFetch("/api/me", { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : null)).then((me) => {
-      if (!me) return;
-      const pill = document.createElement("span");
-      pill.className = "pill user-pill";
-      pill.id = "user-pill";
-      pill.textContent = me.display_name + " (" + tr("role_" + me.role, {}, me.role) + ")";
-      bar.appendChild(pill);
-      if (me.role === "teacher") {
-        const link = document.createElement("a");
-        link.className = "pill";
-        link.href = "/teacher";
-        link.id = "teacher-link";
-        link.textContent = tr("teacher", {}, "Teacher");
-        bar.appendChild(link);
-      }
-      const board = document.createElement("a");
-      board.className = "pill";
-      board.href = "/leaderboard";
-      board.id = "leaderboard-link";
-      board.textContent = tr("leaderboard", {}, "Leaderboard");
-      bar.appendChild(board);
-      const out = document.createElement("button");
-      out.type = "button";
-      out.id = "logout";
-      out.textContent = tr("logout", {}, "Log out");
-      out.addEventListener("click", async () => {
-        // ends the session on the server; the answer names the provider's end-session page for an account
-        // that logged in through the class's OpenID provider (web/classroom/oidc.py), else /login
-        const r = await postJSON("/auth/logout", {});
-        const next = r.ok && typeof r.data.redirect === "string" ? r.data.redirect : "/login";
-        window.location.href = next;
-      });
-      bar.appendChild(out);
+    const out = document.getElementById("logout");
+    if (!out) return;
+    out.addEventListener("click", async () => {
+      // ends the session on the server; the answer names the provider's end-session page for an account
+      // that logged in through the class's OpenID provider (web/classroom/oidc.py), else /login
+      const r = await postJSON("/auth/logout", {});
+      window.location.href = r.ok && typeof r.data.redirect === "string" ? r.data.redirect : "/login";
     });
   }
 

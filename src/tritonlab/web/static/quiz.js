@@ -67,6 +67,10 @@
     const next = form.querySelector("[data-role=next]");
     next.hidden = !section.classList.contains("mode-one") || forms.indexOf(form) === forms.length - 1;
     if (d.result) showResult(d.result);
+    // The Check button is gone now: focus moves to what it answered (read out by a screen reader), so the
+    // next Tab reaches Next rather than the top of the page.
+    box.tabIndex = -1;
+    box.focus();
   }
 
   function showResult(result) {
@@ -105,6 +109,7 @@
         box.className = "feedback bad";
         box.replaceChildren(el("p", { text: r.data.error }));
         box.hidden = false;
+        button.focus(); // it was disabled while waiting, which dropped the focus
         return;
       }
       showFeedback(form, r.data);

@@ -54,8 +54,31 @@
     }
   }
 
+  // Run and Check are disabled while a job runs, so the button that started it loses focus (and a keyboard
+  // or screen-reader user is dropped at the top of the page). When the job ends, focus goes to its result
+  // (a check's verdict) or back to the button, unless the learner has moved it somewhere since.
+  let returnFocus = null;
+  function lostFocus() {
+    const at = document.activeElement;
+    return !at || at === document.body || at.disabled === true;
+  }
+  function restoreFocus(kind, source) {
+    const back = returnFocus;
+    returnFocus = null;
+    if (!lostFocus()) return;
+    const verdict = kind === "check" && source && source.results ? source.results.querySelector(".verdict, .notice, p") : null;
+    for (const target of [verdict, back]) {
+      if (!target || !document.contains(target) || target.disabled) continue;
+      if (target === verdict) target.tabIndex = -1;
+      target.focus({ preventScroll: target !== verdict });
+      if (document.activeElement === target) return;
+    }
+  }
+
   function startJob(url, body, source) {
     if (job) return Promise.resolve(false);
+    const at = document.activeElement;
+    returnFocus = at && at !== document.body ? at : null;
     setBusy(true);
     return api("POST", url, body).then((r) => {
       if (!r.ok) {
@@ -63,6 +86,7 @@
         if (r.status === 409 && source && source.showConflict) source.showConflict(r.data);
         else term.writeln(t("js.run.could_not_start", { error: r.data.error }), "ansi-fg-1");
         if (source && source.notStarted) source.notStarted(r.status, r.data);
+        restoreFocus(source && source.pending, source);
         return false;
       }
       follow(r.data, source);
@@ -77,7 +101,7 @@
     term.stopTimer();
     term.elapsedNode.textContent = "0.0 s";
     const es = new EventSource(info.events);
-    job = { id: info.job, source: source, es: es };
+    job = { id: info.job, source: source, es: es, kind: source && source.pending };
     const on = (name, handler) => es.addEventListener(name, (e) => handler(JSON.parse(e.data)));
     let queued = false;
     on("begin", (d) => {
@@ -141,11 +165,13 @@
 
   function finish() {
     if (!job) return;
+    const { kind, source } = job;
     job.es.close();
     job = null;
     term.stopTimer();
     term.setQueue(null);
     setBusy(false);
+    restoreFocus(kind, source);
   }
 
   term.stopButton.addEventListener("click", () => {
@@ -704,9 +730,12 @@
           el("td", { class: "result", text: t("js.verdict.fail") }), el("td", {}, explain(list))]));
       }
     }
-    // A failing case's row offers the picture of exactly that case (same name, same seed).
+    // A failing case's row offers the picture of exactly that case (same name, same seed): only a case that
+    // failed on its own, and never when the file as a whole failed (a SyntaxError: a failure named after no
+    // case, e.g. "import"), since there is no launch to draw then.
+    const fileFailed = d.failures.some((f) => !names.has(f.case));
     const vizButton = (name) => {
-      if (!onVisualize) return null;
+      if (!onVisualize || fileFailed || !byCase.has(name)) return null;
       const button = el("button", { type: "button", class: "viz-case", "data-viz-case": name,
         title: t("js.verdict.visualize_title"), text: t("js.verdict.visualize") });
       button.addEventListener("click", () => onVisualize(name));
