@@ -79,3 +79,32 @@ def test_only_with_an_unknown_exercise_id_is_an_error_not_an_empty_pass(home: Pa
     )
     assert done.returncode != 0, done.stdout
     assert "vector-cpy" in done.stdout + done.stderr and "vector-copy" in done.stdout + done.stderr
+
+
+def test_only_takes_a_comma_separated_list(home: Path) -> None:
+    """`--only a,b` names two exercises (it was once read as one unknown id `a,b`); an unknown one among them is
+    still named."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "dev", "check", "--json", "--only", "vector-copy,vector-cpy"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode != 0 and any(
+        "no exercise of the course: vector-cpy " in p for p in report["problems"]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tritonlab", "dev", "check", "--json", "--only", "vector-copy, pid-map"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, report["problems"]
+    assert {i["item"] for i in report["items"]} == {
+        "vector-copy solution", "vector-copy starter", "pid-map solution", "pid-map starter",
+    }  # fmt: skip

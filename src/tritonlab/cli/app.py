@@ -122,7 +122,12 @@ def daemon_stop(json_out: Annotated[bool, typer.Option("--json", help="Print JSO
 @dev_app.command("check")
 def dev_check(
     json_out: Annotated[bool, typer.Option("--json")] = False,
-    only: Annotated[list[str] | None, typer.Option("--only", help="Only these exercise ids.")] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only", help="Only these exercise ids (repeat the option, or separate them by commas)."
+        ),
+    ] = None,
     backend: Annotated[str, typer.Option("--backend", help="interpreter or gpu.")] = "interpreter",
     jobs: Annotated[
         int | None,
@@ -134,6 +139,8 @@ def dev_check(
     """Verify the whole course: starters fail, solutions pass, hints, quizzes and examples are valid."""
     from tritonlab.cli.devcheck import run_dev_check
 
+    if only:
+        only = [name.strip() for given in only for name in given.split(",") if name.strip()]
     problems = run_dev_check(console(), json_out=json_out, only=only, backend=backend, jobs=jobs)
     raise typer.Exit(1 if problems else 0)
 
