@@ -47,7 +47,10 @@ EXPECTED: dict[str, str] = {
     "vector_add/patches_grader.py": "host-computed",
     # Python hidden in a kernel body runs on the interpreter only: refused by name, or by lowering to TTIR
     "vector_add/numpy_in_kernel.py": "host-computed",
-    "vector_add/python_in_kernel.py": "host-computed",
+    "vector_add/python_in_kernel.py": "does-not-compile",
+    # ... and a plain module-level float read in a kernel: right on the interpreter, never compiles for a GPU
+    "vector_add/plain_global_float.py": "does-not-compile",
+    "add_bias/plain_global_scale.py": "does-not-compile",
     # lesson 6
     "bench_protocol/mean_not_median.py": "wrong-result",
     "bench_protocol/seconds.py": "wrong-result",
@@ -221,6 +224,8 @@ CAUSE_MENTIONS: dict[str, str] = {
     "copy_2d/host_contiguous.py": "the copy is the work",
     "debug_rmsnorm/host_contiguous_x.py": "strides",
     "vector_add/host_numpy.py": "inside your Triton kernel",
+    "vector_add/plain_global_float.py": "tl.constexpr(...)",
+    "add_bias/plain_global_scale.py": "tl.constexpr(...)",
     "bench_protocol/mean_not_median.py": "mean",
     "bench_protocol/seconds.py": "seconds",
     "bench_protocol/no_sync.py": "synchronize",

@@ -6,6 +6,7 @@ inputs), `exception_failure`, `reads_outside`, `add_hint`, `grid_size`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "grid_size",
     "host_checks",
     "judge",
+    "replay_failure",
     "reads_outside",
 ]
 
@@ -178,6 +180,41 @@ def host_checks(
             )
         )
     return failures
+
+
+NOT_LOWERED = "does not compile for a GPU"  # grading/replay/lower.py's refusal when a kernel does not lower
+PLAIN_GLOBAL = re.compile(r"Cannot access global variable (\w+)")
+
+
+def replay_failure(case: Case, reason: str) -> Failure:
+    """The failure for a case whose launches, replayed alone, did not give its result (`reason`: the replay's
+    words). A launched kernel that does not lower for a GPU is its own kind, `does-not-compile`: the
+    interpreter ran its body as Python, which no GPU does (a plain module-level float, numpy in the body)."""
+    if NOT_LOWERED in reason:
+        name = PLAIN_GLOBAL.search(reason)
+        if name:
+            return Failure(
+                case.name,
+                "does-not-compile",
+                f"your kernel reads the module-level value `{name.group(1)}`, which is not a `tl.constexpr`: "
+                "only `tl.constexpr` globals may be read in a kernel, so it does not compile for a GPU",
+                f"write `{name.group(1)} = tl.constexpr(...)` at the top of your file, or pass the value to the "
+                "kernel as an argument",
+            )
+        return Failure(
+            case.name,
+            "does-not-compile",
+            reason,
+            "the interpreter runs a kernel body as Python; a GPU compiles it: use only triton.language "
+            "inside @triton.jit functions",
+        )
+    return Failure(
+        case.name,
+        "host-computed",
+        f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
+        "compute the result inside your Triton kernel: the host code may validate, allocate, and "
+        "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
+    )
 
 
 def exception_failure(case: Case, result: dict) -> Failure | None:
