@@ -127,6 +127,8 @@ EXPECTED: dict[str, str] = {
     "rmsnorm_backward/missing_store_mask.py": "out-of-bounds-write",
     "rmsnorm_backward/host_numpy.py": "host-computed",  # the first call's launches are replayed
     "rmsnorm_backward/state_kept_between_calls.py": "wrong-result",  # the repeat cases' second call differs
+    # ... also when results are cached by input identity: the repeat is made on fresh tensors of equal values
+    "rmsnorm_backward/cached_by_identity.py": "wrong-result",
     "rmsnorm_backward/layernorm_mean_term.py": "wrong-result",  # the lesson's LayerNorm dx, copied
     "autograd_wrap/no_apply.py": "wrong-result",
     "autograd_wrap/grads_swapped.py": "wrong-result",
