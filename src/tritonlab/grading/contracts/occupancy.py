@@ -8,7 +8,9 @@ Correctness is graded like every exercise (interpreter or GPU). Occupancy is gra
 from the file as text, and a separate sandboxed child that never imports the learner's file compiles that
 one function (decorators, defaults and annotations other than `tl.constexpr` stripped) for sm_90 with this
 contract's signature; registers come from `ptxas -v`, occupancy from grading/kernel_inspect.occupancy. The
-baseline is the same kernel body with the starter's configuration, compiled in the same run.
+baseline is the same kernel body with the starter's configuration, compiled in the same run. The configuration graded
+must be the one launched: every launch of the kernel that the replay ran (read by the parent from the launch
+record) must use BLOCK and num_warps equal to the file's constants (`judge_launched`), else low-occupancy.
 
 Cost model: reads n elements, writes n → bytes = 2·n·element_size.
 """
@@ -24,6 +26,9 @@ from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
 
 FUNCTION = "scale_shift"
+# the launches the replay ran, read by the parent from each case's launch record (check/read.py): the
+# configuration compiled for sm_90 must be the one launched (`judge_launched`)
+GRID_FROM_RECORD = True
 ARG_NAMES = ["x", "a", "b"]
 KERNEL = "scale_shift_kernel"
 COMPILE_CASE = "occupancy on sm_90 (trusted compile)"
@@ -168,4 +173,43 @@ def judge_compile(results: list[dict]) -> list[Failure]:
                 "run `tritonlab inspect occupancy` to see the register count and the limiting resource",
             )
         ]
+    return []
+
+
+DEFAULT_WARPS = 4  # Triton's num_warps when a launch gives none
+BLOCK_PLACE = list(SIGNATURE).index("BLOCK")  # BLOCK passed positionally
+
+
+def judge_launched(items: list[dict], entries: list) -> list[Failure]:
+    """The constants compiled (the file's BLOCK and NUM_WARPS) must be the ones every recorded launch of the
+    kernel used: a file that declares a small BLOCK and launches `BLOCK * 8` is graded on what ran."""
+    from tritonlab.grading.contracts import REPLAYED_LAUNCHES
+
+    if len(items) < 2:
+        return []
+    block, warps = items[1]["constexprs"]["BLOCK"], items[1]["options"]["num_warps"]
+    launched = 0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        for launch in entry.get(REPLAYED_LAUNCHES, []):
+            if launch.get("kernel") != KERNEL:
+                continue
+            launched += 1
+            kw, pos = launch.get("int_kwargs", {}), launch.get("int_args", [])
+            got_block = kw.get("BLOCK", pos[BLOCK_PLACE] if len(pos) > BLOCK_PLACE else None)
+            got_warps = kw.get("num_warps", DEFAULT_WARPS)
+            if (got_block, got_warps) != (block, warps):
+                return [
+                    Failure(
+                        COMPILE_CASE,
+                        "low-occupancy",
+                        f"case {str(entry.get('name', '?'))[:80]!r} launched `{KERNEL}` with BLOCK={got_block}, "
+                        f"num_warps={got_warps}, but your file's constants are BLOCK={block}, NUM_WARPS={warps}: "
+                        "the occupancy graded is that of the configuration your function launches",
+                        "launch with the constants themselves: `BLOCK=BLOCK, num_warps=NUM_WARPS`",
+                    )
+                ]
+    if not launched and any(isinstance(e, dict) and e.get(REPLAYED_LAUNCHES) is not None for e in entries):
+        return [Failure(COMPILE_CASE, "low-occupancy", f"no case launched `{KERNEL}`, the kernel graded", "")]
     return []
