@@ -337,6 +337,7 @@ def record_outputs(
     tensors = value if isinstance(value, (tuple, list)) else [value]
     entry["outputs"] = []
     entry["returned"] = type(value).__name__
+    entry["aliases"] = output_aliases(tensors, tools)
     if huge_case:  # too large to read back: a digest per tensor; the replay child judges (grading/huge.py)
         from tritonlab.grading import huge
 
@@ -346,7 +347,6 @@ def record_outputs(
             if isinstance(t, torch.Tensor)
         ]
         return
-    entry["aliases"] = output_aliases(tensors, tools)
     for k, t in enumerate(tensors):
         if not isinstance(t, torch.Tensor):
             continue
