@@ -145,6 +145,7 @@ FAILURE_KINDS = (
     "torch-fallback",
     "host-copy",
     "host-computed",
+    "does-not-compile",  # a launched kernel does not lower for a GPU (Python or a plain global in its body)
     "too-many-launches",
     "low-occupancy",
     "not-persistent",  # lesson 14: the launch is not one program per SM looping over tiles

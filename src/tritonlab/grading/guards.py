@@ -182,6 +182,8 @@ class Recorder:
     # argument objects), layout copies of arguments and fills, in the order they happened.
     trace: list[tuple] = field(default_factory=list)
     host_hooks: list[str] = field(default_factory=list)  # autotuned kernels with hooks that are host code
+    # autotune configs that give another result than the chosen one (launches.check_configs)
+    config_mismatches: list[dict] = field(default_factory=list)
     input_guards: list[Guarded] = field(default_factory=list)  # the case's inputs (for where.note_access)
     strays: list[dict] = field(default_factory=list)  # accesses off a tensor's elements, by kernel line
 

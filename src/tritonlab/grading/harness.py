@@ -195,6 +195,7 @@ def run_check(job: dict, run_dir: Path) -> int:
     guards.LEARNER_FILE = learner_file  # the name the learner module is compiled under
     guards.install_factories()
     launches.install_launch_counter()
+    launches.CHECK_CONFIGS = not getattr(contract, "CHECKS_EVERY_CONFIG", False)
     if device == "cpu":  # the interpreter: which kernel line made a stray access (feedback only)
         from tritonlab.grading import where
 
@@ -310,6 +311,7 @@ def record_outputs(
     entry["launches"] = rec.launches
     entry["torch_ops"] = rec.torch_ops
     entry["host_copies"] = rec.host_copies
+    entry["config_mismatches"] = rec.config_mismatches[:8]
     entry["op_where"] = rec.op_where
     entry["strays"] = rec.strays
     entry["guard_violations"] = [v for g in rec.allocations if (v := g.violations())]
@@ -336,6 +338,7 @@ def record_outputs(
     tensors = value if isinstance(value, (tuple, list)) else [value]
     entry["outputs"] = []
     entry["returned"] = type(value).__name__
+    entry["aliases"] = output_aliases(tensors, tools)
     if huge_case:  # too large to read back: a digest per tensor; the replay child judges (grading/huge.py)
         from tritonlab.grading import huge
 
@@ -361,6 +364,28 @@ def record_outputs(
                 "guarded": rec.owner_of(t) is not None,
             }
         )
+
+
+def output_aliases(tensors: list, tools: Tools) -> list[dict]:
+    """Each returned tensor whose memory overlaps an input's (a view of it, `x.t()`, or the input itself):
+    {"output": index, "input": label}. Reported only; the parent judges (contracts/compare.host_checks)."""
+    import torch
+
+    spans = []
+    for label, _view, g, _snapshot in tools.inputs:
+        storage = g.buffer.untyped_storage()
+        spans.append((label, storage.data_ptr(), storage.data_ptr() + storage.nbytes()))
+    found = []
+    for k, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor) or t.numel() == 0:
+            continue
+        storage = t.untyped_storage()
+        start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+        for label, lo, hi in spans:
+            if start < hi and lo < end:
+                found.append({"output": k, "input": label})
+                break
+    return found
 
 
 def run_program(job: dict, run_dir: Path) -> int:

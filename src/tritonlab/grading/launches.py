@@ -68,8 +68,13 @@ def _wrap_autotune(run: Any) -> Any:
         if rec is None or rec.paused:
             return run(self, *args, **kwargs)
         trace, copies, ops = len(rec.trace), len(rec.host_copies), len(rec.torch_ops)
+        every = CHECK_CONFIGS and len(getattr(self, "configs", [])) > 1
+        before = _states(args, kwargs) if every else []
         try:
-            return run(self, *args, **kwargs)
+            result = run(self, *args, **kwargs)
+            if every:
+                check_configs(self, rec, args, kwargs, before)
+            return result
         finally:
             window = rec.trace[trace:]
             launches = [i for i, e in enumerate(window) if e[0] == "launch"]
@@ -89,6 +94,71 @@ def _wrap_autotune(run: Any) -> Any:
 
     wrapper.__tritonlab_original__ = run  # type: ignore[attr-defined]
     return wrapper
+
+
+CHECK_CONFIGS = True  # harness.py turns it off for a contract that checks every config itself (autotune)
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    return [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor) and t.numel()]
+
+
+def _states(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    with guards.paused():
+        return [t.clone() for t in _tensors(args, kwargs)]
+
+
+def _config_name(config: Any) -> str:
+    parts = [f"{k}={v}" for k, v in getattr(config, "kwargs", {}).items()]
+    parts += [f"{a}={getattr(config, a)}" for a in ("num_warps", "num_stages") if getattr(config, a, None)]
+    return ", ".join(parts) or "default"
+
+
+def _far_apart(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Two configs' results differ by more than a different order of additions explains (1 % of the largest
+    magnitude), or in NaN/Inf, or (integers, bools) at all."""
+    if not (got.dtype.is_floating_point and want.dtype.is_floating_point):
+        return not torch.equal(got, want)
+    g, w = got.double(), want.double()
+    if not torch.equal(torch.isnan(g), torch.isnan(w)) or not torch.equal(torch.isinf(g), torch.isinf(w)):
+        return True
+    finite = torch.isfinite(w)
+    scale = float(w[finite].abs().max()) if bool(finite.any()) else 0.0
+    return bool(((g - w).abs()[finite] > 1e-2 * scale + 1e-6).any())
+
+
+def check_configs(tuner: Any, rec: Recorder, args: tuple, kwargs: dict, before: list[torch.Tensor]) -> None:
+    """Every config of an autotuned launch, the ones `prune_configs_by` dropped included, must give the result
+    the chosen config gave: each runs from the tensors' state before the tuned launch, and its results are
+    compared with the chosen config's (a first-line check in the learner's process, like the thread check).
+    The chosen config's results are put back afterwards; these runs are not recorded."""
+    best = getattr(tuner, "best_config", None)
+    tensors = _tensors(args, kwargs)
+    if best is None or len(tensors) != len(before):
+        return
+    after = _states(args, kwargs)
+    guards.activate(None)  # not the learner's launches: neither counted, recorded nor logged
+    try:
+        for config in list(tuner.configs):
+            if config is best:
+                continue
+            for t, old in zip(tensors, before, strict=True):
+                t.copy_(old)
+            tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            if any(_far_apart(t, want) for t, want in zip(tensors, after, strict=True)):
+                inner = getattr(tuner, "base_fn", None)
+                rec.config_mismatches.append(
+                    {
+                        "kernel": getattr(inner, "__name__", "kernel"),
+                        "config": _config_name(config),
+                        "chosen": _config_name(best),
+                    }
+                )
+                break
+    finally:
+        for t, want in zip(tensors, after, strict=True):
+            t.copy_(want)
+        guards.activate(rec)
 
 
 def install_launch_counter() -> None:

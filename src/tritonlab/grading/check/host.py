@@ -11,6 +11,7 @@ import numpy as np
 from tritonlab import config
 from tritonlab.grading.check.read import ITEMSIZE
 from tritonlab.grading.contracts import Case, Tensor
+from tritonlab.grading.contracts.compare import replay_failure
 from tritonlab.models import Exercise, Failure
 
 
@@ -79,15 +80,7 @@ def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[flo
             )
     reason = entry.get("host_computed")
     if reason:
-        failures.append(
-            Failure(
-                case.name,
-                "host-computed",
-                f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
-                "compute the result inside your Triton kernel: the host code may validate, allocate, and "
-                "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
-            )
-        )
+        failures.append(replay_failure(case, str(reason)))
     return failures
 
 

@@ -234,7 +234,7 @@ class CheckRun:
         if self.compiling is None:
             return
         if self.result and not self.result.get("import_error"):
-            self.compiling.finish(self.verdict)
+            self.compiling.finish(self.verdict, self.result.get("cases", []))
             self.verdict.timings["compile_s"] = self.compiling.seconds
         else:
             self.compiling.stop()

@@ -122,8 +122,8 @@ def attach_replayed_launches(contract: object, cases: list[Case], result: dict, 
 
 
 def replayed_launches(events: list) -> list[dict]:
-    """Kernel name, grid and integer keyword arguments of each launch in a record (hostile data: types
-    checked, sizes capped)."""
+    """Kernel name, grid and integer keyword and positional arguments of each launch in a record (hostile
+    data: types checked, sizes capped)."""
     out = []
     for e in events[:256]:
         if not isinstance(e, dict) or e.get("op") != "launch":
@@ -135,11 +135,16 @@ def replayed_launches(events: list) -> list[dict]:
             for k, v in list(kwargs.items())[:64]
             if isinstance(v, dict) and type(v.get("int")) is int
         }
+        args = e.get("args") if isinstance(e.get("args"), list) else []
         out.append(
             {
                 "kernel": str(e.get("kernel", "?"))[:100],
                 "grid": [g for g in grid[:3] if type(g) is int],
                 "int_kwargs": ints,
+                # positional integers by place (None for any other argument): a constexpr passed positionally
+                "int_args": [
+                    a["int"] if isinstance(a, dict) and type(a.get("int")) is int else None for a in args[:64]
+                ],
             }
         )
     return out

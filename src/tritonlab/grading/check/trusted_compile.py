@@ -58,7 +58,9 @@ class TrustedCompile:
         assert self.handle is not None
         self.run = self.handle.wait()
 
-    def finish(self, verdict: Verdict) -> None:
+    def finish(self, verdict: Verdict, entries: list | None = None) -> None:
+        """Wait for the compile and judge it; `entries` (the check's case entries, with the launches the replay
+        ran) let the contract require that the compiled configuration is the one launched (`judge_launched`)."""
         results: list[dict] = []
         if self._waiter is not None and self.run_dir is not None:
             self._waiter.join()
@@ -73,6 +75,8 @@ class TrustedCompile:
             self._clean()
             if len(results) == len(self.items):
                 self.failures += self.contract.judge_compile(results)
+            if hasattr(self.contract, "judge_launched"):
+                self.failures += self.contract.judge_launched(self.items, entries or [])
         self.seconds = time.monotonic() - self.started
         verdict.failures.extend(self.failures)
         verdict.cases.append(CaseResult(self.name, not self.failures))

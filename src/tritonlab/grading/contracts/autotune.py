@@ -27,6 +27,7 @@ from tritonlab.grading.contracts.compare import compare_values, exception_failur
 from tritonlab.models import Failure
 
 FUNCTION = "matmul_autotuned"
+CHECKS_EVERY_CONFIG = True  # run_case snapshots every config itself (launches.check_configs is off)
 # The launch record keeps the chosen config's launch (and its reset_to_zero fills) only: the benchmark runs are
 # not recorded (launches._wrap_autotune, and `bench` below deactivates the recorder). The replay must reproduce the
 # returned tensor; the per-config snapshots this contract takes are its own copies, not the learner's outputs.

@@ -8,6 +8,7 @@ which case fn really sleeps and SLACK_MS absorbs scheduling noise:
 - call counts: exactly warmup + rep calls;
 - slow warm-up calls, fast timed calls: warm-up calls must not be timed;
 - one outlier among the timed calls, durations chosen so that median, mean, min and max all differ;
+- skewed durations (a long tail on one side) where a trimmed mean, dropping the extremes, is not the median;
 - a simulated asynchronous device: `torch.cuda.is_available()` answers True and fn only queues work, which
   `torch.cuda.synchronize()` waits for — without a synchronize after fn the timing is ~0, without one before
   the clock starts the first timed call pays for the queued warm-up work.
@@ -41,6 +42,8 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
     timed = [2.0, 3.0, 4.0, 5.0, 150.0]
     order = [float(v) for v in rng.permutation(timed)]
     quick = float(rng.choice([2.0, 3.0]))
+    skewed = [1.0, 2.0, 2.5, 9.0, 10.0, 11.0, 40.0]  # median 9; mean of the middle five 6.9
+    low_tail = [0.5, 1.0, 1.5, 12.0, 12.5, 13.0, 13.5]  # median 12; mean of the middle five 8.0
     return [
         Case("counts: warmup=3, rep=7", extra={"warmup": 3, "rep": 7, "durations": [1.0] * 10}),
         Case("no warm-up: warmup=0, rep=5", extra={"warmup": 0, "rep": 5, "durations": [3.0] * 5}),
@@ -50,6 +53,16 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
         ),
         Case(
             "one outlier: median, not mean/min/max", extra={"warmup": 1, "rep": 5, "durations": [1.0] + order}
+        ),
+        # skewed durations (a long tail below the median): a trimmed mean (dropping the extremes) lands well
+        # below the median, where the symmetric outlier case above cannot tell them apart
+        Case(
+            "asymmetric durations: median, not a trimmed mean",
+            extra={"warmup": 1, "rep": 7, "durations": [1.0] + [float(v) for v in rng.permutation(skewed)]},
+        ),
+        Case(
+            "asymmetric durations, low tail: median, not a trimmed mean",
+            extra={"warmup": 1, "rep": 7, "durations": [1.0] + [float(v) for v in rng.permutation(low_tail)]},
         ),
         Case(
             "asynchronous device: synchronize after fn",
@@ -328,6 +341,13 @@ def diagnose(
     mean = sum(timed) / len(timed)
     if abs(value - mean) <= 0.1 * mean + 2:
         return "that is the mean: one slow outlier drags it up — return statistics.median(times)"
+    ordered = sorted(timed)
+    trimmed = ordered[1:-1]
+    if len(trimmed) >= 3 and abs(value - sum(trimmed) / len(trimmed)) <= 0.02 * median + 0.05:
+        return (
+            "that is a trimmed mean (the fastest and slowest calls dropped): on a skewed spread it is not the "
+            "middle value — return statistics.median(times)"
+        )
     if abs(value - sum(timed)) <= 0.1 * sum(timed) + 2:
         return "that is the total of the timed calls: time each call separately and take the median"
     if value <= min(timed) + 0.5:

@@ -6,6 +6,7 @@ inputs), `exception_failure`, `reads_outside`, `add_hint`, `grid_size`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "grid_size",
     "host_checks",
     "judge",
+    "replay_failure",
     "reads_outside",
 ]
 
@@ -108,11 +110,33 @@ def host_line(result: dict) -> str:
 
 
 def host_checks(
-    case: Case, result: dict, *, allow_copies: bool, needs_launch: bool, max_launches: int | None = None
+    case: Case,
+    result: dict,
+    *,
+    allow_copies: bool,
+    needs_launch: bool,
+    max_launches: int | None = None,
+    allow_aliases: bool = False,
 ) -> list[Failure]:
-    """Checks on what the host code did: launches, torch fallbacks, guards, inputs."""
+    """Checks on what the host code did: launches, torch fallbacks, guards, inputs, outputs that share an
+    input's memory (unless `allow_aliases`)."""
     failures: list[Failure] = []
     fn = result.get("function", "your function")
+    if not allow_aliases:
+        failures += aliased_outputs(case, result)
+    for bad in result.get("config_mismatches", [])[:1]:
+        if isinstance(bad, dict):
+            failures.append(
+                Failure(
+                    case.name,
+                    "wrong-result",
+                    f"the autotuned kernel `{str(bad.get('kernel'))[:60]}` gives another result with the config "
+                    f"{str(bad.get('config'))[:160]} than with the one the tuner chose ({str(bad.get('chosen'))[:160]})",
+                    "every config of triton.autotune must be right, the ones prune_configs_by drops too: the "
+                    "tuner may choose any of them on another GPU or size (check the masks and loop bounds for "
+                    "each block size)",
+                )
+            )
     for v in result.get("guard_violations", []):
         where = []
         if v["after"]:
@@ -178,6 +202,66 @@ def host_checks(
             )
         )
     return failures
+
+
+NOT_LOWERED = "does not compile for a GPU"  # grading/replay/lower.py's refusal when a kernel does not lower
+PLAIN_GLOBAL = re.compile(r"Cannot access global variable (\w+)")
+
+
+def replay_failure(case: Case, reason: str) -> Failure:
+    """The failure for a case whose launches, replayed alone, did not give its result (`reason`: the replay's
+    words). A launched kernel that does not lower for a GPU is its own kind, `does-not-compile`: the
+    interpreter ran its body as Python, which no GPU does (a plain module-level float, numpy in the body)."""
+    if NOT_LOWERED in reason:
+        name = PLAIN_GLOBAL.search(reason)
+        if name:
+            return Failure(
+                case.name,
+                "does-not-compile",
+                f"your kernel reads the module-level value `{name.group(1)}`, which is not a `tl.constexpr`: "
+                "only `tl.constexpr` globals may be read in a kernel, so it does not compile for a GPU",
+                f"write `{name.group(1)} = tl.constexpr(...)` at the top of your file, or pass the value to the "
+                "kernel as an argument",
+            )
+        return Failure(
+            case.name,
+            "does-not-compile",
+            reason,
+            "the interpreter runs a kernel body as Python; a GPU compiles it: use only triton.language "
+            "inside @triton.jit functions",
+        )
+    return Failure(
+        case.name,
+        "host-computed",
+        f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
+        "compute the result inside your Triton kernel: the host code may validate, allocate, and "
+        "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
+    )
+
+
+def aliased_outputs(case: Case, result: dict) -> list[Failure]:
+    """A returned tensor that shares memory with an input (the child's `aliases`): a view such as `x.t()`, or
+    the input itself. Its values are the input's, whatever a kernel launched."""
+    aliases = result.get("aliases", [])
+    if not isinstance(aliases, list):
+        return []
+    for alias in aliases[:1]:
+        if not isinstance(alias, dict):
+            continue
+        which = (
+            f"output {alias.get('output')}" if result.get("returned") in ("tuple", "list") else "the output"
+        )
+        return [
+            Failure(
+                case.name,
+                "host-computed",
+                f"{which} shares memory with {str(alias.get('input', 'an input'))[:80]}: it is a view of the "
+                "input (or the input itself), not a tensor your kernel wrote",
+                "allocate the output (torch.empty) and write every element of it in your kernel; a view "
+                "such as `x.t()` or `x.view(...)` only relabels the input's memory",
+            )
+        ]
+    return []
 
 
 def exception_failure(case: Case, result: dict) -> Failure | None:

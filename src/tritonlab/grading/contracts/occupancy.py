@@ -17,6 +17,9 @@ at least 6 programs and 24 warps per SM. Triton 3.6 compiles the starter to 255 
 gives the learner's kernel a few registers more or fewer than 3.9 does; so the learner's register count is
 taken REGISTER_MARGIN (one allocation unit: 8 per thread) lower before occupancy is worked out. The starter is
 still compiled in the same run, to show its numbers beside the learner's and to catch a broken compiler.
+The configuration graded must be the one launched: every launch of the kernel that the replay ran (read by the
+parent from the launch record) must use BLOCK and num_warps equal to the file's constants (`judge_launched`),
+else low-occupancy.
 
 Cost model: reads n elements, writes n → bytes = 2·n·element_size.
 """
@@ -32,6 +35,9 @@ from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
 
 FUNCTION = "scale_shift"
+# the launches the replay ran, read by the parent from each case's launch record (check/read.py): the
+# configuration compiled for sm_90 must be the one launched (`judge_launched`)
+GRID_FROM_RECORD = True
 ARG_NAMES = ["x", "a", "b"]
 KERNEL = "scale_shift_kernel"
 COMPILE_CASE = "occupancy on sm_90 (trusted compile)"
@@ -194,3 +200,42 @@ def graded_occupancy(compiled: dict) -> dict:
     graded = max(1, int(regs) - REGISTER_MARGIN) if isinstance(regs, int) and regs > 0 else regs
     out = occupancy(TARGET, graded, int(resources.get("shared_memory", 0) or 0), int(compiled["num_warps"]))
     return {**out, "graded_registers": graded}
+
+
+DEFAULT_WARPS = 4  # Triton's num_warps when a launch gives none
+BLOCK_PLACE = list(SIGNATURE).index("BLOCK")  # BLOCK passed positionally
+
+
+def judge_launched(items: list[dict], entries: list) -> list[Failure]:
+    """The constants compiled (the file's BLOCK and NUM_WARPS) must be the ones every recorded launch of the
+    kernel used: a file that declares a small BLOCK and launches `BLOCK * 8` is graded on what ran."""
+    from tritonlab.grading.contracts import REPLAYED_LAUNCHES
+
+    if len(items) < 2:
+        return []
+    block, warps = items[1]["constexprs"]["BLOCK"], items[1]["options"]["num_warps"]
+    launched = 0
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        for launch in entry.get(REPLAYED_LAUNCHES, []):
+            if launch.get("kernel") != KERNEL:
+                continue
+            launched += 1
+            kw, pos = launch.get("int_kwargs", {}), launch.get("int_args", [])
+            got_block = kw.get("BLOCK", pos[BLOCK_PLACE] if len(pos) > BLOCK_PLACE else None)
+            got_warps = kw.get("num_warps", DEFAULT_WARPS)
+            if (got_block, got_warps) != (block, warps):
+                return [
+                    Failure(
+                        COMPILE_CASE,
+                        "low-occupancy",
+                        f"case {str(entry.get('name', '?'))[:80]!r} launched `{KERNEL}` with BLOCK={got_block}, "
+                        f"num_warps={got_warps}, but your file's constants are BLOCK={block}, NUM_WARPS={warps}: "
+                        "the occupancy graded is that of the configuration your function launches",
+                        "launch with the constants themselves: `BLOCK=BLOCK, num_warps=NUM_WARPS`",
+                    )
+                ]
+    if not launched and any(isinstance(e, dict) and e.get(REPLAYED_LAUNCHES) is not None for e in entries):
+        return [Failure(COMPILE_CASE, "low-occupancy", f"no case launched `{KERNEL}`, the kernel graded", "")]
+    return []

@@ -116,9 +116,10 @@ def reference(
 
 
 def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
-    """Call the learner on the case; on a repeat case, twice on the same inputs, keeping the first result (the
+    """Call the learner on the case; on a repeat case, twice on equal inputs, keeping the first result (the
     second is only compared bit for bit: the determinism promise, and no state carried between calls). The
-    other cases call once: on the interpreter a kernel runs as much again per call."""
+    second call gets fresh tensors with the same values, never the first call's objects. The other cases call
+    once: on the interpreter a kernel runs as much again per call."""
     args = [tools.build_arg(a) for a in case_spec["args"]]
     kwargs = {k: tools.build_arg(v) for k, v in case_spec.get("kwargs", {}).items()}
     first = fn(*args, **kwargs)
@@ -131,6 +132,10 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
     rec = guards._ACTIVE
     launches = len(rec.launches) if rec is not None else 0
     events = len(rec.trace) if rec is not None else 0
+    # the repeat gets fresh tensors of equal values (new storage, not the same objects): a result cached by
+    # input identity cannot answer it, and state kept between calls shows
+    args = [tools.build_arg(a) for a in case_spec["args"]]
+    kwargs = {k: tools.build_arg(v) for k, v in case_spec.get("kwargs", {}).items()}
     try:
         second = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the first call's verdict stands; report the second

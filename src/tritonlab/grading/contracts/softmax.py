@@ -1,5 +1,6 @@
 """softmax (lesson 8): `softmax(x)` — row-wise softmax over the last dim of a 2-D `x`; output dtype = input
-dtype. Right for magnitudes like ±1e4 (subtract the row max), for -inf entries (a fully -inf row gives NaN,
+dtype. Right for magnitudes like ±1e4 (subtract the row max; rows of large negative and of large positive
+magnitude in every dtype), for -inf entries (a fully -inf row gives NaN,
 as in torch), and for any row length (rows longer than one block, too).
 
 Cost model: reads M·N elements, writes M·N → bytes = 2·M·N·element_size; ~5 FLOPs per element.
@@ -80,6 +81,11 @@ def cases(rng: np.random.Generator, backend: str) -> list[Case]:
         _case("", rnd((11, 777), 3.0), "float16"),
         _case("", rnd((11, 777), 3.0), "bfloat16"),
     ]
+    # rows far below zero and far above it, in every dtype, with masked lanes (N not a power of two): a max
+    # that counts masked lanes as 0 gives exp(x - 0) = 0 for every entry of a far-negative row (0 / 0 = NaN)
+    for dtype in ("float32", "float16", "bfloat16"):
+        for sign, name in ((-1.0, "large negative rows "), (1.0, "large positive rows ")):
+            out.append(_case(name, sign * (1e4 + 30.0 * rng.random((3, 100))), dtype))
     if backend == "gpu":
         out += [
             _case("", rnd((1823, 4097), 3.0), "float32"),
@@ -114,6 +120,14 @@ def diagnosis(x: Tensor, result: dict, rtol: np.ndarray, atol: float) -> str:
         return ""
     expected = reference(x.values)
     finite = np.isfinite(expected)
+    with np.errstate(invalid="ignore"):
+        far_below = np.all(x.values < -100, axis=1)  # every exp(x − 0) of such a row underflows to 0 in fp32
+    if np.any(np.isnan(actual[far_below]) & finite[far_below]):
+        return (
+            "a row whose entries are all far below zero gives 0 / 0 = NaN: its max came out as 0, not the row's "
+            "own maximum — masked-off lanes loaded with `other=0` count in tl.max; load with "
+            "`other=-float('inf')` (or mask them out of the max) so that the max is the row's"
+        )
     if (
         np.any(~np.isfinite(actual) & finite)
         and np.nanmax(np.abs(x.values[np.isfinite(x.values)]), initial=0) > 80
