@@ -340,5 +340,19 @@ def stray_threads(before: set[int]) -> list[str]:
     return [
         t.name
         for t in threading.enumerate()
-        if t.is_alive() and t.ident not in before and not isinstance(t, threading._DummyThread)
+        if t.is_alive()
+        and t.ident not in before
+        and not isinstance(t, threading._DummyThread)
+        and not _library_monitor(t)
     ]
+
+
+def _library_monitor(thread: threading.Thread) -> bool:
+    """tqdm's monitor thread, which torch.compile's Inductor starts through tqdm (it failed autograd-wrap's
+    solution on the H200 run 2026-12-04 (bda3280)). Known by its class object from the real tqdm module and its
+    unchanged `run`: it runs tqdm's monitor loop and nothing of the learner's (a subclass that overrides `run`,
+    or a class merely named alike, is still counted)."""
+    import sys
+
+    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+    return monitor is not None and type(thread) is monitor and type(thread).run is monitor.run
