@@ -590,7 +590,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "classroom-body-unchecked",
         "web/classroom/guard.py",
-        "        checked = await self._checked_body(method, headers, receive, send, nonce, lang, is_api)\n"
+        "        checked = await self._read_checked_body(scope, headers, receive, send, nonce, lang, is_api)\n"
         "        if checked is None:\n            return\n",
         "        checked = receive\n",
         k(GD, "oversized and sqlite"),
@@ -610,7 +610,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "teacher-sees-learner-markup",
         "web/classroom/teacher.py",
-        'code_html=Markup("<pre>") + Markup(highlight_code(text, "python")) + Markup("</pre>"),',
+        'code_html=Markup(numbered_code(text, "python", label=f"{learner.username}: {exercise.id}")),',
         'code_html=Markup("<pre>" + text + "</pre>"),',
         k(CI, "every_page and sqlite"),
         what="a learner's code is put into the teacher's page as HTML (stored XSS against the teacher)",
@@ -638,8 +638,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "quiz-attempt-owner-unchecked",
         "web/classroom/ownership.py",
-        "return attempt if self._owners.get(attempt_id) == (user.id if user else None) else None",
-        "return attempt",
+        "if attempt is None or self.owned_by(attempt_id) != self.owner():",
+        "if attempt is None:",
         k(CW, "another_learners and sqlite"),
         what="a learner can answer (and record into) another learner's quiz attempt",
         area="classroom",
@@ -665,8 +665,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "join-makes-a-teacher",
         "classroom/room.py",
-        'user, _ = self.add(username, display_name, "learner", password)',
-        'user, _ = self.add(username, display_name, "teacher", password)',
+        'return self.db.add_user(candidate, shown or name, "learner", hashed)',
+        'return self.db.add_user(candidate, shown or name, "teacher", hashed)',
         ("tests/test_join_link.py", "-k", "sqlite"),
         ci=True,
         what="whoever joins with the class's link becomes a teacher",
@@ -767,8 +767,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cookie-secret-not-saved",
         "store/accounts.py",
-        "                db.execute(s.settings.insert().values(key=key, value=value))\n",
-        "                pass\n",
+        "                db.execute(s.settings.insert().values(key=key, value=value))\n                return value\n",
+        "                return value\n",
         k("tests/test_sessions_revoked.py", "restart and sqlite"),
         what="the cookie secret is made anew at every start: a restart logs the whole class out",
         area="durability",

@@ -39,7 +39,10 @@ def test_gpu_probe_runs_the_walls_then_needs_cuda(sandbox_mode: pytest.MonkeyPat
         pytest.skip(f"bubblewrap cannot start a sandbox here: {report['reason']}")
     # The walls were checked inside the very sandbox a GPU run would get (device nodes bound when present)...
     assert ev["uid"] != 0 and ev["network"] is False and ev["isolated"] is True, ev
-    assert len(report["layers"]) == 6, report["layers"]
+    # the six walls of the sandbox, and the two each run adds inside it (runs/pidns.py, runs/rootview.py)
+    assert len(report["layers"]) == 8, report["layers"]
+    assert any("PID namespace of its own" in layer for layer in report["layers"]), report["layers"]
+    assert any("root of its own" in layer for layer in report["layers"]), report["layers"]
     # ...then CUDA was tried as the sandbox user, and that is what failed: fail closed.
     assert ev["cuda"] == {
         "ok": False,
