@@ -29,6 +29,30 @@ def forced(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+IDENTITY = (  # what a learner run prints of itself: pid, PID namespace, start time (clock ticks since boot)
+    "os.getpid(), os.readlink('/proc/self/ns/pid'), "
+    "open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]"
+)
+
+
+def run_gone(run: tuple[str, str, str]) -> bool:
+    """Whether a learner run that said (pid, its PID namespace, its start time) has ended. In a namespace of its
+    own (runs/pidns.py) a run is PID 2, a number that names another process out here, and a later namespace
+    (the next warm child's) may get the same inode number; a process of that namespace that started at that
+    tick is the run."""
+    pid, ns, started = run
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                same_ns = os.readlink(entry / "ns" / "pid") == ns
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if same_ns and stat[19] == started and stat[0] != "Z":
+                return False
+    return True
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -141,7 +165,7 @@ def test_daemon_runs_are_single_use_and_an_idle_daemon_ends(
     never a crash, and the daemon goes on serving; left idle, it ends and removes its socket."""
     monkeypatch.setenv("TRITONLAB_DAEMON_IDLE", "3")
     learner = tmp_path / "learner.py"
-    learner.write_text("import os\nprint('RUN-PID', os.getpid())\n" + (LEARNERS / "good.py").read_text())
+    learner.write_text(f"import os\nprint('RUN-PID', {IDENTITY})\n" + (LEARNERS / "good.py").read_text())
     events: list[dict] = []
     sock = daemon.connect("interpreter")
     try:
@@ -151,15 +175,17 @@ def test_daemon_runs_are_single_use_and_an_idle_daemon_ends(
     finally:
         sock.close()
     try:
-        pids = []
+        runs = []
         for _ in range(2):
             reply = check(learner, events)
             assert reply["verdict"]["passed"], reply
-            pids.append(int(reply["output"].split("RUN-PID", 1)[1].split()[0]))
+            runs.append(tuple(reply["output"].split("RUN-PID", 1)[1].split()[:3]))
         daemons = {e["daemon"] for e in events if "daemon" in e}
-        assert len(daemons) == 1  # one warm daemon answered both
-        assert pids[0] != pids[1] and daemons.isdisjoint(pids)
-        assert wait_until(lambda: not any(alive(p) for p in pids), 10)
+        assert len(daemons) == 1, [e for e in events if "daemon" in e]  # one warm daemon answered both
+        assert runs[0] != runs[1]  # two processes
+        assert wait_until(lambda: all(run_gone(r) for r in runs), 10)  # both ended with their check
+        if runs[0][1] == os.readlink("/proc/self/ns/pid"):  # no namespaces here: host pids
+            assert daemons.isdisjoint(int(r[0]) for r in runs)
         socks = list((forced / "daemon").glob("*.sock"))
         assert wait_until(lambda: not alive(next(iter(daemons))), 40) and not socks[0].exists()
         # its log has the phases of its start, in order (make gpu-verify's first check reports them)
@@ -176,7 +202,7 @@ def test_a_client_that_goes_away_has_its_run_stopped(forced: Path, tmp_path: Pat
     pid_file = tmp_path / "run.pid"
     learner = tmp_path / "hang.py"
     learner.write_text(
-        f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        f"import os\nopen({str(pid_file)!r}, 'w').write(' '.join(map(str, ({IDENTITY}))))\n"
         + (LEARNERS / "hang.py").read_text()
     )
     sock = daemon.connect("interpreter")
@@ -185,11 +211,11 @@ def test_a_client_that_goes_away_has_its_run_stopped(forced: Path, tmp_path: Pat
         msg = {"op": "check", "exercise": "vector-copy", "file": str(learner), "record": False, "cwd": "/"}
         sock.sendall((json.dumps(msg) + "\n").encode())
         events.append(json.loads(sock.makefile("rb").readline()))
-        assert wait_until(lambda: pid_file.is_file() and pid_file.read_text().isdigit(), 60)
-        pid = int(pid_file.read_text())
-        assert alive(pid)
+        assert wait_until(lambda: pid_file.is_file() and len(pid_file.read_text().split()) == 3, 60)
+        run = tuple(pid_file.read_text().split())
+        assert not run_gone(run)
         sock.close()  # Ctrl-C in the CLI
-        assert wait_until(lambda: not alive(pid), 15)
+        assert wait_until(lambda: run_gone(run), 15)
     finally:
         sock.close()
         stop_daemon(events)

@@ -99,8 +99,16 @@ def test_the_pinned_starter_is_what_this_compiler_makes() -> None:
         "d = o.describe(o.starter_kernel(), 16384, 4); "
         "print(json.dumps([d['resources'].get('registers'), d['occupancy']]))"
     )
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # another test may have set it
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=root / "scripts"
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root / "scripts",
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     import json

@@ -138,10 +138,27 @@ def unshare(runs_folder: Path) -> None:
         finally:
             os.close(probe)
         if os.pread(mutex, len(BOUND), 0) == BOUND:
+            # nobody else holds the folder: whatever is still mounted inside goes with it (a capped folder of a
+            # run or of the sandbox probe that an exit cut short: the probe runs in a thread of the server)
+            inside = folder.rstrip(os.sep) + os.sep
+            _unmount_inside(inside)
             unmount(folder)
+            # a mount made inside the shared bind propagates to the folder it covers (its peer): once the bind
+            # is gone that copy shows, so it goes too
+            _unmount_inside(inside)
             os.ftruncate(mutex, 0)
     finally:
         os.close(mutex)
+
+
+def _unmount_inside(inside: str) -> None:
+    """Unmount every mount point under the folder path `inside` (ending in a separator), innermost first."""
+    for _ in range(3):  # stacked copies show one after another
+        points = sorted((m for m in mount_points() if m.startswith(inside)), reverse=True)
+        if not points:
+            return
+        for point in points:
+            unmount(point)
 
 
 def unmount(mount_point: str) -> bool:

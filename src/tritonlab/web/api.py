@@ -71,6 +71,8 @@ def save_backup(service: Service, exercise: Exercise, text: str) -> object:
     """Keep a copy of the editor's text; text the store refuses (a class cannot hold a NUL) is a 400."""
     try:
         return service.workspace.backup(exercise, text, "discarded")
+    except BackupRefused:  # too large (413) or too many (429): web/app.py answers its status
+        raise
     except WorkspaceError as exc:
         raise HTTPException(400, str(exc)) from None
 
