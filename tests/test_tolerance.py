@@ -144,11 +144,14 @@ import triton
 import triton.language as tl
 
 UNITS = __UNITS__  # how far every sum is moved, in units of rounding of its dtype
-UNIT = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+# the unit's exponent: the kernel makes its scale from it (a float computed on the host and passed in would be
+# a host-chosen value, which the replay refuses as host-computed: docs/grader.md "What the replay trusts")
+EXPONENT = {torch.float32: -24, torch.float16: -11, torch.bfloat16: -8}
 
 
 @triton.jit
-def scaled_add_kernel(x_ptr, y_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+def scaled_add_kernel(x_ptr, y_ptr, out_ptr, n, EXP: tl.constexpr, BLOCK: tl.constexpr):
+    scale = 1.0 + __UNITS__ * 2.0 * tl.exp2(tl.full((), EXP, tl.float32))
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
@@ -162,8 +165,9 @@ def vector_add(x, y):
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n = out.numel()
     if n:
-        scale = 1.0 + UNITS * 2 * UNIT[x.dtype]
-        scaled_add_kernel[(triton.cdiv(n, 1024),)](x.contiguous(), y.contiguous(), out, n, scale, BLOCK=1024)
+        scaled_add_kernel[(triton.cdiv(n, 1024),)](
+            x.contiguous(), y.contiguous(), out, n, EXP=EXPONENT[x.dtype], BLOCK=1024
+        )
     return out
 """
 

@@ -366,7 +366,9 @@ def test_visualize_draws_the_learners_launch_and_a_failing_case(env: dict) -> No
     )
     summary = drawn["summary"]
     assert summary["kernel"] == "copy_kernel" and summary["programs"] >= 2 and summary["oob_lanes"] == 0
-    assert f"grid of {summary['programs']} programs" in drawn["alt"] and "masked lane" in drawn["alt"]
+    assert (
+        f"grid of {summary['programs']} programs" in drawn["alt"] and "switched off by masks" in drawn["alt"]
+    )
     assert "out-of-bounds" not in drawn["alt"]
     assert client.get("/api/exercises/vector-copy/code").json()["text"] == solution  # saved first
 
