@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,31 +276,8 @@ def probed(backend: str) -> dict | None:
     return _answered.get((backend, mode()))
 
 
-_probes_running = threading.Condition()
-_probes_in_flight = [0]
-
-
-def wait_for_probes(timeout: float) -> bool:
-    """Wait (at most `timeout` s) until no probe is in flight: a probe mounts a capped folder under the runs
-    folder and unmounts it when it ends, so a process that is leaving lets it end first (a server stopped while
-    its start-up probe ran left that mount behind). True when none is."""
-    with _probes_running:
-        return _probes_running.wait_for(lambda: _probes_in_flight[0] == 0, timeout)
-
-
 @functools.lru_cache(maxsize=8)
 def _probe(backend: str, wanted: str) -> dict:
-    with _probes_running:
-        _probes_in_flight[0] += 1
-    try:
-        return _probe_now(backend, wanted)
-    finally:
-        with _probes_running:
-            _probes_in_flight[0] -= 1
-            _probes_running.notify_all()
-
-
-def _probe_now(backend: str, wanted: str) -> dict:
     result: dict = {"hardened": False, "mode": wanted, "layers": [], "reason": "", "evidence": {}}
     if wanted == "basic":
         result["reason"] = "TRITONLAB_SANDBOX=basic: the hardened layer is switched off"

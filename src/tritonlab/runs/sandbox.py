@@ -412,5 +412,4 @@ class Zygote:
             hierarchy.release()
         if self.shared:
             self.shared = False
-            hardening.wait_for_probes(8.0)  # a probe still running unmounts its folder first
             runfolder.unshare(config.runs_dir().resolve())
