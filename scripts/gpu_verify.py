@@ -552,10 +552,10 @@ def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
         rows = json.loads(record.read_text()).get("rows", [])
     exercises = []
     for exercise, target in EDITED_TARGET.items():
-        walls = [r["wall_s"] for r in rows if r.get("exercise") == exercise and r.get("edit") is not None]
-        passed = [
-            r.get("exit") == 0 for r in rows if r.get("exercise") == exercise and r.get("edit") is not None
-        ]
+        edited = [
+            r for r in rows if r.get("exercise") == exercise and r.get("edit") is not None
+        ]  # no warm-up
+        walls, passed = [r["wall_s"] for r in edited], [r.get("exit") == 0 for r in edited]
         exercises.append({
             "exercise": exercise, "target_s": target, "walls_s": walls,
             "median_s": statistics.median(walls) if walls else None, "all_passed": bool(passed) and all(passed),

@@ -352,7 +352,5 @@ def _library_monitor(thread: threading.Thread) -> bool:
     solution on the H200 run 2026-12-04 (bda3280)). Known by its class object from the real tqdm module and its
     unchanged `run`: it runs tqdm's monitor loop and nothing of the learner's (a subclass that overrides `run`,
     or a class merely named alike, is still counted)."""
-    import sys
-
     monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
     return monitor is not None and type(thread) is monitor and type(thread).run is monitor.run
