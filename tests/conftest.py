@@ -34,6 +34,13 @@ def pytest_configure(config: pytest.Config) -> None:
 _INTERPRET_AT_START = pytest.StashKey["str | None"]()
 
 
+@pytest.fixture
+def interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TRITON_INTERPRET set while one test runs: kernels it decorates in-process become interpreted ones. The
+    way to get that in-process; set at import it would reach every later test (pytest_collection_finish)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """No test module may set TRITON_INTERPRET while it is imported: Triton reads it when a kernel is decorated,
     so every later in-process kernel of the session would run on the interpreter, GPU tests included (the H200

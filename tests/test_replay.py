@@ -16,13 +16,8 @@ from tritonlab.grading.replay.lower import lower
 from tritonlab.grading.replay.replayer import MAX_EVENTS, Replayer
 from tritonlab.grading.replay.source import build_kernels, extract
 
-
-@pytest.fixture(autouse=True)
-def interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As in the interpreter zygote: the kernels the replay builds from text are decorated with
-    TRITON_INTERPRET set (only while each test runs: set at import, it would make every later in-process
-    kernel of the session an interpreted one; tests/conftest.py refuses that)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+# the kernels the replay builds from text are decorated with TRITON_INTERPRET set, as in the interpreter zygote
+pytestmark = pytest.mark.usefixtures("interpreted")
 
 
 KERNEL = """

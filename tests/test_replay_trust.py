@@ -19,12 +19,8 @@ from tritonlab.grading.replay.trust import HostValues, covers, file_literals
 from tritonlab.models import Verdict
 from tritonlab.runs.collect import RunResult
 
-
-@pytest.fixture(autouse=True)
-def interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As in the interpreter zygote, only while each test runs (set at import it would make every later
-    in-process kernel of the session an interpreted one; tests/conftest.py refuses that)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+# the kernels the replay builds from text are decorated with TRITON_INTERPRET set, as in the interpreter zygote
+pytestmark = pytest.mark.usefixtures("interpreted")
 
 
 SOURCE = "BLOCK = 128\nLOG2E = 1.4426950408889634\nMODE = 'rn'\n"
