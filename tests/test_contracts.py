@@ -339,3 +339,25 @@ def test_autograd_wrap_judges_the_gradcheck_and_compile_reports_of_the_child() -
     flat = result_with(aw.expected(gc)["c"].reshape(-1, 3), "float64")
     flat["data"] = {"returned": "Tensor", "fwd_launches": 1, "requires_grad": True, "same_shape": False}
     assert [f.kind for f in aw.check(gc, flat)] == ["wrong-shape"]
+
+
+def _every_exercise() -> list[str]:
+    from tritonlab.content.course import load_course
+
+    return [ex.id for ex in load_course().exercises()]
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "gpu"])
+@pytest.mark.parametrize("exercise", _every_exercise())
+def test_case_names_are_unique(exercise: str, backend: str) -> None:
+    """Results, replays and verdicts name their cases: persistent-matmul once had two cases named
+    'M=45 N=37 K=70 bfloat16, num_sms=132' (its own and matmul's plan's), and on the GPU one was judged against
+    the other's expected values (H200 run 2026-12-04 (e98e901)). `make_cases` refuses such a plan."""
+    from tritonlab.grading.check.cases import make_cases
+
+    try:
+        contract = contracts.get(exercise)
+    except KeyError:
+        pytest.skip(f"{exercise} has no contract (not a kernel exercise)")
+    names = [c.name for c in make_cases(contract, 11, backend)]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

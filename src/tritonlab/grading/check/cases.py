@@ -15,6 +15,11 @@ def make_cases(contract: object, seed: int, backend: str, huge_cases: bool = Fal
     cases = contract.cases(rng, backend)
     if huge_cases and hasattr(contract, "huge_cases"):
         cases += contract.huge_cases(rng)
+    seen: set[str] = set()
+    for case in cases:  # results, replays and verdicts name cases: two of one name would be judged as one
+        if case.name in seen:
+            raise ValueError(f"{getattr(contract, '__name__', contract)}: two cases are named {case.name!r}")
+        seen.add(case.name)
     return cases
 
 

@@ -31,7 +31,6 @@ def plan(rng: np.random.Generator, backend: str) -> list[tuple[mm.Shape, int]]:
         ((200, 330, 24, "contiguous", "contiguous", "float16", "more tiles than SMs: "), ps.ODD_SMS[0]),
         ((130, 100, 16, "contiguous", "contiguous", "float32", "many programs: "), ps.ODD_SMS[1]),
         ((33, 20, 45, "strided", "padded", "float32", "a strided, b padded: "), sms),
-        ((45, 37, 70, "contiguous", "contiguous", "bfloat16", ""), sms),
     ]
     return shapes
 
