@@ -285,13 +285,16 @@ def _probe(backend: str, wanted: str) -> dict:
     listener = socket.socket()
     run_dir = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))
     other_run = Path(tempfile.mkdtemp(prefix="probe-", dir=config.runs_dir()))
+    shared = False
     try:
         who = identity()
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         prepare_run_dir(run_dir)
         prepare_run_dir(other_run)
-        capped = runfolder.cap(other_run)  # as root each run's folder is a mount: the probe's must not show
+        # as root each run's folder is a mount (the probe's must not show), on the shared bind like a run's
+        shared = runfolder.share(config.runs_dir())  # below it, a later bind hid it until the last exit
+        capped = runfolder.cap(other_run)
         canary = config.home() / ".sandbox-canary"  # world-readable on purpose: only the mounts may hide it
         canary.write_text("if the sandbox can read this, the data folder is exposed\n")
         canary.chmod(0o644)
@@ -341,6 +344,8 @@ def _probe(backend: str, wanted: str) -> dict:
         # root that bind can come back through the runs folder's shared mount
         runfolder.remove_run_dir(run_dir)
         runfolder.remove_run_dir(other_run)
+        if shared:
+            runfolder.unshare(config.runs_dir())
     result["evidence"] = ev | {"user": who.user}
     return judge(result, ev, who)
 
