@@ -158,6 +158,15 @@ def make_class(env: dict, home: Path, users: list[tuple[str, str]], deadline: De
     cli("classroom", "add", "--csv", str(roster), "--json")
 
 
+def attempt(step: object) -> str:
+    """Run one clean-up step; a step that fails is reported and the others still run."""
+    try:
+        step()  # type: ignore[operator]
+    except BaseException as exc:  # noqa: BLE001 - every step runs whatever the one before did
+        return f"{getattr(step, '__qualname__', step)}: {type(exc).__name__}: {exc}"[:300]
+    return ""
+
+
 def stop_server(server: object) -> None:
     """SIGTERM (the server stops its runs and releases their mounts), SIGKILL after TEARDOWN_S, then whatever
     it had started and left behind."""
@@ -269,7 +278,14 @@ def stub(item: workload.Item) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-
+    try:
+        import httpx  # noqa: F401 - the learners' client
+    except ImportError:
+        print(
+            "load_gpu.py needs httpx (`pip install httpx`, or carry its wheel to the GPU machine)",
+            file=sys.stderr,
+        )
+        return 2
     from gpuload.learner import WebLearner
     from gpuload.report import markdown, summarize
     from gpuload.sampler import Sampler
@@ -278,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     from ray_throughput import LocalCluster
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even where a shell ignored it for us
     deadline = Deadline(args.max_seconds)
     started_unix = time.time()
     only = [e.strip() for e in args.exercises.split(",") if e.strip()]
@@ -325,20 +342,23 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - reported, then cleaned up
         failure = f"{type(exc).__name__}: {exc}"[:2000]
         tail = server.log.read_text(errors="replace")[-2000:] if server and server.log.exists() else ""
-        if tail and tail.strip()[-200:] not in failure:
+        interrupted = isinstance(exc, KeyboardInterrupt | SystemExit)
+        if tail and not interrupted and tail.strip()[-200:] not in failure:
             failure += "\nserver log: " + tail
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
         stop.set()
-        sampler.stop()
-        if server is not None:
-            stop_server(server)
-        if load is not None:
-            records = load.collect()
-        for learner in learners:
-            learner.close()
-        if cluster is not None:
-            cluster.stop()
-        remove_home(home)
+        collected: list[list[dict]] = []
+        steps = [sampler.stop]
+        steps += [lambda: stop_server(server)] if server is not None else []
+        steps += [lambda: collected.append(load.collect())] if load is not None else []
+        steps += [learner.close for learner in learners]
+        steps += [cluster.stop] if cluster is not None else []
+        steps += [lambda: remove_home(home)]
+        problems = [p for p in (attempt(step) for step in steps) if p]
+        records = collected[0] if collected else []
+        if problems:
+            failure += ("\n" if failure else "") + "clean-up: " + "; ".join(problems)
     timeline["total_s"] = round(time.monotonic() - deadline.started, 1)
     report = {
         "started_unix": started_unix,

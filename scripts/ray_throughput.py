@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import statistics
@@ -131,6 +132,7 @@ class LocalCluster:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(self.tmp, ignore_errors=True)  # the token, the nodes' session folders and logs
 
 
 # ---- the measurement --------------------------------------------------------------------------------------

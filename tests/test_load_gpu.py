@@ -163,3 +163,34 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
         "<!-- gpu-load-l2-8-local-interpreter:end -->"
     )[0]
     assert f"**{s['checks_per_minute']}**" in section and "| 6 / 6 / 0 / 0 |" in section
+
+
+def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path) -> None:
+    """The parser of `nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits` output
+    (no GPU here: a stand-in executable prints what nvidia-smi prints on a two-GPU machine, then junk)."""
+    from gpuload import sampler
+
+    two = tmp_path / "two-gpus"
+    two.write_text("#!/bin/sh\nprintf '37, 1024\\n 0, 512\\n'\n")
+    junk = tmp_path / "junk"
+    junk.write_text("#!/bin/sh\nprintf '[N/A], [N/A]\\n'\n")
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+    for exe in (two, junk, failing):
+        exe.chmod(0o755)
+    assert sampler.gpu_sample(str(two)) == [(37.0, 1024.0), (0.0, 512.0)]
+    assert sampler.gpu_sample(str(junk)) is None
+    assert sampler.gpu_sample(str(failing)) is None
+    s = sampler.Sampler(0.05)
+    s.nvidia_smi = str(two)
+    s.gpu = [[(37.0, 1024.0), (0.0, 512.0)], [(63.0, 2048.0), (10.0, 512.0)]]
+    gpu = s.summary()["gpu"]
+    assert gpu["gpus"] == 2 and gpu["util_mean_pct"] == 27.5 and gpu["util_max_pct"] == 63.0
+    assert gpu["mem_max_mib"] == 2048.0 and gpu["per_gpu"][0]["util_mean_pct"] == 50.0
+    none = sampler.Sampler()
+    none.nvidia_smi = None  # a machine without nvidia-smi
+    assert none.summary()["gpu"] == {
+        "available": False,
+        "reason": "no nvidia-smi on PATH",
+        "util_mean_pct": "n/a",
+    }

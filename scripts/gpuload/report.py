@@ -41,6 +41,7 @@ def summarize(records: list[dict], planned: int) -> dict:
             verdict_kinds[kind] = verdict_kinds.get(kind, 0) + 1
     submitted = [r for r in records if "submitted_at" in r]
     first = min((r["submitted_at"] for r in submitted), default=None)
+    last_sent = max((r["submitted_at"] for r in submitted), default=None)
     done_at = [r["submitted_at"] + r["latency_s"] for r in judged]
     steady = [r["submitted_at"] + r["latency_s"] for r in judged if r["kind"] != "timeout"]
     # the window: first submission to the last verdict that was not a timeout's (a timeout's verdict comes at
@@ -65,6 +66,9 @@ def summarize(records: list[dict], planned: int) -> dict:
         "rate_limited_429": sum(r.get("rate_limited", 0) for r in records),
         "window_s": round(window, 2) if window else None,
         "checks_per_minute": round(60 * in_window / window, 1) if window else None,
+        "submitted_per_minute": round(60 * (len(submitted) - 1) / (last_sent - first), 1)
+        if len(submitted) > 1 and last_sent > first
+        else None,
         "checks_per_minute_all": round(60 * len(judged) / span, 1) if span else None,
         "latency_s": spread(quick),
         "latency_s_with_timeouts": spread(latencies),
@@ -123,7 +127,8 @@ def markdown(report: dict) -> str:
             f"| verdicts by what the file must give | {expect} |",
             f"| verdicts by kind | {kinds} |",
             f"| verdicts unlike what the file must give | {s['mismatches']} |",
-            f"| 429 answers waited out | {s['rate_limited_429']} |",
+            f"| checks submitted per minute (the offered rate reached) / 429 answers waited out | "
+            f"{s['submitted_per_minute']} / {s['rate_limited_429']} |",
             f"| GPU utilisation (`nvidia-smi` every 0.5 s) | {gpu_cell} |",
             f"| CPU busy, whole machine ({cpu['cores']} cores), mean / p95 | {cpu['busy_mean_pct']} % / "
             f"{cpu['busy_p95_pct']} % |",
