@@ -26,10 +26,8 @@ Exit 0 when every check got a verdict matching its file, 1 otherwise (2 when the
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -41,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpuload import plan as workload  # noqa: E402
+from gpuload.load import Deadline, Load, log_in, warm_up  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOTS_VARIABLE = "TRITONLAB_GPU_SLOTS"
@@ -98,18 +97,6 @@ def extra_env(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict
     if args.slots is not None:
         found[SLOTS_VARIABLE] = str(args.slots)
     return found
-
-
-class Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.started = time.monotonic()
-        self.at = self.started + seconds
-
-    def left(self) -> float:
-        return max(0.0, self.at - time.monotonic())
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.at
 
 
 def on_sigterm(signum: int, _frame: object) -> None:
@@ -187,90 +174,6 @@ def stop_server(server: object) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-# ---- the load -------------------------------------------------------------------------------------------
-
-
-def log_in(learners: list, deadline: Deadline) -> float:
-    started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(learners))) as pool:
-        list(pool.map(lambda ln: ln.login(), learners, timeout=max(1.0, deadline.left())))
-    return time.monotonic() - started
-
-
-def warm_up(learner: object, items: list, deadline: Deadline) -> list[dict]:
-    out = []
-    for item in items:
-        record = learner.check(item, read_timeout=max(1.0, deadline.left()))  # type: ignore[attr-defined]
-        out.append({k: record.get(k) for k in ("exercise", "passed", "latency_s", "error")})
-    return out
-
-
-class Load:
-    """Submit the plan's items (at `rate` a minute, or closed loop), each to a learner whose last job has
-    ended, until the plan or the deadline ends; `run` then waits for the checks in flight until the deadline.
-    `collect`, after the server is stopped, gathers every submitted check's record: one that never answered is
-    unfinished."""
-
-    def __init__(self, learners: list, rate: float, deadline: Deadline, stop: threading.Event) -> None:
-        self.rate, self.deadline, self.stop = rate, deadline, stop
-        self.idle: queue.Queue = queue.Queue()
-        for learner in learners:
-            self.idle.put(learner)
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=len(learners), thread_name_prefix="learner"
-        )
-        self.futures: dict[concurrent.futures.Future, workload.Item] = {}
-
-    def one(self, learner: object, item: workload.Item) -> dict:
-        try:
-            return learner.check(item, read_timeout=max(1.0, self.deadline.left()))  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001 - a learner that broke is a result too
-            return stub(item) | {
-                "error": f"{type(exc).__name__}: {exc}"[:300],
-                "unfinished": self.stop.is_set(),
-            }
-        finally:
-            self.idle.put(learner)
-
-    def run(self, items: list[workload.Item]) -> None:
-        began = time.monotonic()
-        try:
-            for i, item in enumerate(items):
-                if self.rate:
-                    due = began + 60.0 * i / self.rate
-                    if self.stop.wait(max(0.0, min(due - time.monotonic(), self.deadline.left()))):
-                        break
-                try:
-                    learner = self.idle.get(timeout=max(0.01, self.deadline.left()))
-                except queue.Empty:
-                    break
-                if self.deadline.passed():
-                    self.idle.put(learner)
-                    break
-                self.futures[self.pool.submit(self.one, learner, item)] = item
-            concurrent.futures.wait(list(self.futures), timeout=self.deadline.left())
-        finally:
-            self.stop.set()  # from here a broken stream is the run's end, not an error
-
-    def collect(self, wait_s: float = 30.0) -> list[dict]:
-        self.stop.set()
-        concurrent.futures.wait(list(self.futures), timeout=wait_s)
-        records = []
-        for future, item in self.futures.items():
-            if future.done():
-                records.append(future.result())
-            else:
-                records.append(
-                    stub(item) | {"unfinished": True, "error": "no answer after the server stopped"}
-                )
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        return sorted(records, key=lambda r: r["index"])
-
-
-def stub(item: workload.Item) -> dict:
-    return {"index": item.index, "exercise": item.exercise, "kind": item.kind, "file": item.file}
 
 
 # ---- the run ---------------------------------------------------------------------------------------------
