@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import statistics
@@ -88,9 +89,10 @@ def _pids_named(marks: tuple[str, ...]) -> set[int]:
 
 
 class LocalCluster:
-    """`ray start` a head on 127.0.0.2 and K-1 nodes on 127.0.0.3.., token auth; `stop()` ends exactly those."""
+    """`ray start` a head on 127.0.0.2 and K-1 nodes on 127.0.0.3.., token auth, `units` of the
+    `tritonlab_interpreter` resource on each (a node's GPUs Ray finds itself); `stop()` ends exactly those."""
 
-    def __init__(self, nodes: int) -> None:
+    def __init__(self, nodes: int, units: int = 1) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="tl-ray-tput-", dir="/tmp"))
         token = self.tmp / "token"
         token.write_text(secrets.token_hex(32))
@@ -103,7 +105,7 @@ class LocalCluster:
         env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
         beside = Path(sys.executable).with_name("ray")
         cli = [str(beside)] if beside.exists() else [sys.executable, "-m", "ray.scripts.scripts"]
-        unit = ["--resources", json.dumps({"tritonlab_interpreter": 1}), "--num-cpus", "1"]
+        unit = ["--resources", json.dumps({"tritonlab_interpreter": units}), "--num-cpus", str(units)]
         self.marks = (str(self.tmp), f"--gcs_server_port={self.port}", f"127.0.0.2:{self.port}")
         started = time.monotonic()
         head = [*cli, "start", "--head", "--port", str(self.port), "--node-ip-address", "127.0.0.2"]
@@ -130,6 +132,7 @@ class LocalCluster:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(self.tmp, ignore_errors=True)  # the token, the nodes' session folders and logs
 
 
 # ---- the measurement --------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""scripts/load_gpu.py's parts: the workload plan, the web learners, the utilisation sampler, the report."""

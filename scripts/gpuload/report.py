@@ -1,0 +1,138 @@
+"""scripts/load_gpu.py's figures from its check records, and their markdown table.
+
+A record whose verdict disagrees with what its file must give (a right file failing, a wrong file passing, the
+endless loop not failing as `timeout`, any `worker-lost`) is a mismatch; a check that got no verdict for a
+reason other than the run's end is an error. Both make the run fail. The accounting holds by construction
+and is checked here: every submitted check ends as exactly one of verdict, unfinished (cut by the run's end)
+or error.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ray_throughput import percentile, spread
+
+
+def expected_ok(record: dict) -> bool:
+    """Whether a record's verdict is what its file must give."""
+    kinds = set(record.get("kinds", []))
+    if "worker-lost" in kinds:
+        return False
+    if record["kind"] == "right":
+        return record["passed"]
+    if record["kind"] == "timeout":
+        return not record["passed"] and "timeout" in kinds
+    return not record["passed"]
+
+
+def summarize(records: list[dict], planned: int) -> dict:
+    judged = [r for r in records if "passed" in r]
+    unfinished = [r for r in records if "passed" not in r and r.get("unfinished")]
+    errors = [r for r in records if "passed" not in r and not r.get("unfinished")]
+    mismatches = [r for r in judged if not expected_ok(r)]
+    by_kind: dict[str, dict[str, int]] = {
+        k: {"passed": 0, "failed": 0} for k in ("right", "wrong", "timeout")
+    }
+    verdict_kinds: dict[str, int] = {}
+    for r in judged:
+        by_kind[r["kind"]]["passed" if r["passed"] else "failed"] += 1
+        for kind in r["kinds"] if not r["passed"] else ["passed"]:
+            verdict_kinds[kind] = verdict_kinds.get(kind, 0) + 1
+    submitted = [r for r in records if "submitted_at" in r]
+    first = min((r["submitted_at"] for r in submitted), default=None)
+    last_sent = max((r["submitted_at"] for r in submitted), default=None)
+    done_at = [r["submitted_at"] + r["latency_s"] for r in judged]
+    steady = [r["submitted_at"] + r["latency_s"] for r in judged if r["kind"] != "timeout"]
+    # the window: first submission to the last verdict that was not a timeout's (a timeout's verdict comes at
+    # its wall-clock limit, long after the load; it still counts when it lands inside the window)
+    window = (max(steady) - first) if steady and first is not None else None
+    span = (max(done_at) - first) if done_at and first is not None else None
+    in_window = sum(1 for t in done_at if window and t <= first + window + 1e-9)
+    latencies = [r["latency_s"] for r in judged]
+    quick = [r["latency_s"] for r in judged if r["kind"] != "timeout"]
+    waits = [float(r["queue_wait_s"]) for r in judged if isinstance(r.get("queue_wait_s"), int | float)]
+    nodes: dict[str, int] = {}
+    for r in judged:
+        nodes[r.get("node") or "?"] = nodes.get(r.get("node") or "?", 0) + 1
+    summary = {
+        "planned": planned,
+        "submitted": len(records),
+        "verdicts": len(judged),
+        "unfinished": len(unfinished),
+        "errors": len(errors),
+        "mismatches": len(mismatches),
+        "accounted": len(judged) + len(unfinished) + len(errors) == len(records),
+        "rate_limited_429": sum(r.get("rate_limited", 0) for r in records),
+        "window_s": round(window, 2) if window else None,
+        "checks_per_minute": round(60 * in_window / window, 1) if window else None,
+        "submitted_per_minute": round(60 * (len(submitted) - 1) / (last_sent - first), 1)
+        if len(submitted) > 1 and last_sent > first
+        else None,
+        "checks_per_minute_all": round(60 * len(judged) / span, 1) if span else None,
+        "latency_s": spread(quick),
+        "latency_s_with_timeouts": spread(latencies),
+        "queue_wait_s": spread(waits),
+        "queue_wait_reported": len(waits),
+        "ended_after_verdict_p50_s": percentile(
+            [r["ended_s"] - r["latency_s"] for r in judged if "ended_s" in r], 50
+        ),
+        "by_kind": by_kind,
+        "verdict_kinds": dict(sorted(verdict_kinds.items())),
+        "checks_per_node": nodes,
+        "mismatch_examples": [_brief(r) for r in mismatches[:10]],
+        "error_examples": [_brief(r) for r in errors[:10]],
+    }
+    summary["ok"] = summary["accounted"] and not errors and not mismatches and bool(judged)
+    return summary
+
+
+def _brief(r: dict) -> dict:
+    keep = ("index", "exercise", "kind", "file", "passed", "kinds", "first_failure", "error", "learner")
+    return {k: r[k] for k in keep if k in r}
+
+
+def markdown(report: dict) -> str:
+    s, cfg, util = report["summary"], report["config"], report["utilisation"]
+    gpu, cpu = util["gpu"], util["cpu"]
+    lat, wait = s["latency_s"], s["queue_wait_s"]
+    gpu_cell = (
+        f"mean {gpu['util_mean_pct']} % / max {gpu['util_max_pct']} % over {gpu['gpus']} GPU(s), "
+        f"memory max {gpu['mem_max_mib']:.0f} MiB ({gpu['samples']} samples)"
+        if gpu.get("available")
+        else f"n/a ({gpu.get('reason')})"
+    )
+    kinds = ", ".join(f"{k}: {v}" for k, v in s["verdict_kinds"].items()) or "none"
+    expect = "; ".join(f"{k} {v['passed']} passed / {v['failed']} failed" for k, v in s["by_kind"].items())
+    env = ", ".join(f"`{k}={v}`" for k, v in sorted(cfg["env"].items())) or "none"
+    return "\n".join(
+        [
+            f"Measured by `scripts/load_gpu.py` on {time.strftime('%Y-%m-%d', time.gmtime(report['started_unix']))}: "
+            f"mix `{cfg['mix']}` ({len(cfg['exercises'])} exercises), `--executor {cfg['executor']}`, "
+            f"`--backend {report['backend']}`, {cfg['learners']} classroom learners through the web API of a real "
+            f"`tritonlab serve --classroom`, {cfg['checks']} checks planned"
+            + (f" at {cfg['rate']}/min" if cfg["rate"] else " (each learner again as soon as its last ended)")
+            + f"; extra environment: {env}.",
+            "",
+            "| figure | value |",
+            "| --- | --- |",
+            f"| checks submitted / with a verdict / cut by the run's end / errors | {s['submitted']} / "
+            f"{s['verdicts']} / {s['unfinished']} / {s['errors']} |",
+            f"| checks per minute (first submission to the last non-timeout verdict, {s['window_s']} s) | "
+            f"**{s['checks_per_minute']}** |",
+            f"| latency, submission to verdict, p50 / p95 / max (timeouts left out) | {lat['p50']} / {lat['p95']} / "
+            f"{lat['max']} s |",
+            f"| queue wait (the verdict's `timings.queue_wait_s`), p50 / p95 / max | {wait['p50']} / {wait['p95']} / "
+            f"{wait['max']} s |",
+            f"| verdicts by what the file must give | {expect} |",
+            f"| verdicts by kind | {kinds} |",
+            f"| verdicts unlike what the file must give | {s['mismatches']} |",
+            f"| checks submitted per minute (the offered rate reached) / 429 answers waited out | "
+            f"{s['submitted_per_minute']} / {s['rate_limited_429']} |",
+            f"| GPU utilisation (`nvidia-smi` every 0.5 s) | {gpu_cell} |",
+            f"| CPU busy, whole machine ({cpu['cores']} cores), mean / p95 | {cpu['busy_mean_pct']} % / "
+            f"{cpu['busy_p95_pct']} % |",
+            f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
+            f"{report['timeline'].get('total_s')} s |",
+        ]
+    )

@@ -1,0 +1,196 @@
+"""scripts/load_gpu.py (issue 37): its plan, its accounting, and one short run against a real classroom server.
+
+The smoke run is the script as the lead runs it on the H200, made small: the interpreter, the local executor,
+3 classroom learners and 6 checks (right files and one wrong file) through the web API. Its report is read
+against its own per-check records, so a broken count, percentile or verdict test in the script fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from gpuload import plan  # noqa: E402
+from gpuload.report import expected_ok, summarize  # noqa: E402
+from ray_throughput import percentile  # noqa: E402
+
+
+def test_the_mixes_hold_the_lessons_they_name() -> None:
+    every = plan.exercises()
+    early = plan.mix_exercises("l2-8")
+    assert {e.id for e in early} == {e.id for e in every if 2 <= e.lesson <= 8}
+    assert {"vector-copy", "vector-add", "softmax"} <= {e.id for e in early}
+    assert not {"matmul", "attention-forward"} & {e.id for e in early}
+    assert [e.id for e in plan.mix_exercises("course")] == [e.id for e in every]
+    # every exercise that has deliberately wrong files gets them (tests/wrong/<id with _>/)
+    with_wrong = {p.name.replace("_", "-") for p in plan.WRONG.iterdir() if p.is_dir()}
+    assert {e.id for e in every if e.wrong} == with_wrong & {e.id for e in every}
+
+
+def test_the_plan_mixes_right_wrong_and_one_timeout_in_fifty() -> None:
+    chosen = plan.mix_exercises("l2-8")
+    items = plan.build(chosen, 200, 0.5, 50, seed=3)
+    assert [i.index for i in items] == list(range(200))
+    timeouts = [i for i in items if i.kind == "timeout"]
+    assert [i.index for i in timeouts] == [49, 99, 149, 199]
+    assert all("while True" in i.text for i in timeouts)
+    wrong = [i for i in items if i.kind == "wrong"]
+    assert all(i.file.startswith("tests/wrong/") for i in wrong)
+    assert all(i.text == (ROOT / i.file).read_text() for i in wrong)
+    right = [i for i in items if i.kind == "right"]
+    assert all(i.file.endswith("/solution.py") for i in right)
+    # half of each exercise's uses are wrong files where it has some (vector-copy has none: always right)
+    assert 0.35 < len(wrong) / len(items) < 0.5
+    assert {i.exercise for i in items} == {e.id for e in chosen}
+    assert plan.build(chosen, 200, 0.5, 50, seed=3) == items  # deterministic for a seed
+
+
+def test_a_verdict_unlike_its_file_is_a_mismatch_and_the_counts_add_up() -> None:
+    def rec(index: int, kind: str, passed: bool | None, kinds: tuple[str, ...] = (), **more: object) -> dict:
+        r = {
+            "index": index,
+            "exercise": "vector-add",
+            "kind": kind,
+            "file": "f",
+            "submitted_at": 100.0 + index,
+        }
+        if passed is not None:
+            r |= {"passed": passed, "kinds": list(kinds), "latency_s": 1.0 + index, "queue_wait_s": 0.5}
+        return r | more
+
+    good = [
+        rec(0, "right", True),
+        rec(1, "wrong", False, ("wrong-result",)),
+        rec(2, "timeout", False, ("timeout",)),
+    ]
+    assert all(expected_ok(r) for r in good)
+    bad = [
+        rec(3, "right", False, ("wrong-result",)),
+        rec(4, "wrong", True),
+        rec(5, "timeout", False, ("crash",)),
+        rec(6, "right", False, ("worker-lost",)),
+    ]
+    assert not any(expected_ok(r) for r in bad)
+    cut = rec(7, "right", None, unfinished=True, error="cut")
+    broken = rec(8, "right", None, error="check answered 500")
+    s = summarize([*good, *bad, cut, broken], planned=10)
+    assert (s["submitted"], s["verdicts"], s["unfinished"], s["errors"], s["mismatches"]) == (9, 7, 1, 1, 4)
+    assert s["accounted"] and not s["ok"]
+    assert s["by_kind"] == {
+        "right": {"passed": 1, "failed": 2},
+        "wrong": {"passed": 1, "failed": 1},
+        "timeout": {"passed": 0, "failed": 2},
+    }
+    assert sum(s["verdict_kinds"].values()) >= s["verdicts"]
+    assert summarize(good, planned=3)["ok"]
+
+
+@pytest.mark.slow
+def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Path) -> None:
+    out, doc = tmp_path / "report.json", tmp_path / "capacity.md"
+    doc.write_text("# capacity\n")
+    argv = [sys.executable, str(ROOT / "scripts" / "load_gpu.py"), "--backend", "interpreter"]
+    argv += [
+        "--executor",
+        "local",
+        "--learners",
+        "3",
+        "--checks",
+        "6",
+        "--exercises",
+        "vector-copy,vector-add",
+    ]
+    argv += ["--warmup", "0", "--max-seconds", "90", "--out", str(out), "--write", str(doc)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(out.read_text())
+    printed = json.loads(done.stdout.splitlines()[-1])
+    s, records = report["summary"], report["records"]
+    assert printed["summary"] == s and report["ok"] and not report["failure"]
+
+    # every check submitted got exactly one verdict, and it is what its file must give
+    assert s["planned"] == s["submitted"] == s["verdicts"] == len(records) == 6
+    assert s["unfinished"] == s["errors"] == s["mismatches"] == 0
+    assert sorted(r["index"] for r in records) == list(range(6))
+    assert {r["kind"] for r in records} == {"right", "wrong"}
+    for r in records:
+        assert r["passed"] is (r["kind"] == "right"), r
+        assert r["kinds"] if r["kind"] == "wrong" else not r["kinds"], r
+    assert s["by_kind"]["right"] == {"passed": sum(r["kind"] == "right" for r in records), "failed": 0}
+    assert s["by_kind"]["wrong"] == {"passed": 0, "failed": sum(r["kind"] == "wrong" for r in records)}
+    assert s["verdict_kinds"]["passed"] == s["by_kind"]["right"]["passed"]
+
+    # the figures are those of the records
+    latencies = [r["latency_s"] for r in records]
+    assert (
+        s["latency_s"]["p50"]
+        == percentile(latencies, 50)
+        <= s["latency_s"]["p95"]
+        == percentile(latencies, 95)
+    )
+    assert s["latency_s"]["max"] == max(latencies)
+    waits = [r["queue_wait_s"] for r in records]
+    assert all(0 <= w <= lat for w, lat in zip(waits, latencies, strict=True)), records
+    assert s["queue_wait_reported"] == 6 and s["queue_wait_s"]["p95"] == percentile(waits, 95)
+    first = min(r["submitted_at"] for r in records)
+    last = max(r["submitted_at"] + r["latency_s"] for r in records)
+    assert s["window_s"] == pytest.approx(last - first, abs=0.01)
+    assert s["checks_per_minute"] == pytest.approx(60 * 6 / (last - first), rel=0.01)
+    assert s["checks_per_minute"] > 0
+
+    util = report["utilisation"]
+    assert util["cpu"]["samples"] > 0 and 0 <= util["cpu"]["busy_mean_pct"] <= 100
+    assert util["gpu"]["available"] or util["gpu"]["util_mean_pct"] == "n/a"
+
+    # it stopped what it started: the server (and its runs) and the class's folder
+    with pytest.raises(ProcessLookupError):
+        os.kill(report["server"]["pid"], 0)
+    assert not Path(report["server"]["home"]).exists()
+
+    # the markdown section, between its markers, says the same
+    text = doc.read_text()
+    assert text.startswith("# capacity\n")
+    section = text.split("<!-- gpu-load-l2-8-local-interpreter:begin -->")[1].split(
+        "<!-- gpu-load-l2-8-local-interpreter:end -->"
+    )[0]
+    assert f"**{s['checks_per_minute']}**" in section and "| 6 / 6 / 0 / 0 |" in section
+
+
+def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path) -> None:
+    """The parser of `nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits` output
+    (no GPU here: a stand-in executable prints what nvidia-smi prints on a two-GPU machine, then junk)."""
+    from gpuload import sampler
+
+    two = tmp_path / "two-gpus"
+    two.write_text("#!/bin/sh\nprintf '37, 1024\\n 0, 512\\n'\n")
+    junk = tmp_path / "junk"
+    junk.write_text("#!/bin/sh\nprintf '[N/A], [N/A]\\n'\n")
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+    for exe in (two, junk, failing):
+        exe.chmod(0o755)
+    assert sampler.gpu_sample(str(two)) == [(37.0, 1024.0), (0.0, 512.0)]
+    assert sampler.gpu_sample(str(junk)) is None
+    assert sampler.gpu_sample(str(failing)) is None
+    s = sampler.Sampler(0.05)
+    s.nvidia_smi = str(two)
+    s.gpu = [[(37.0, 1024.0), (0.0, 512.0)], [(63.0, 2048.0), (10.0, 512.0)]]
+    gpu = s.summary()["gpu"]
+    assert gpu["gpus"] == 2 and gpu["util_mean_pct"] == 27.5 and gpu["util_max_pct"] == 63.0
+    assert gpu["mem_max_mib"] == 2048.0 and gpu["per_gpu"][0]["util_mean_pct"] == 50.0
+    none = sampler.Sampler()
+    none.nvidia_smi = None  # a machine without nvidia-smi
+    assert none.summary()["gpu"] == {
+        "available": False,
+        "reason": "no nvidia-smi on PATH",
+        "util_mean_pct": "n/a",
+    }
