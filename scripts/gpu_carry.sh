@@ -29,7 +29,7 @@ for d in /.whl/ /.ray-wheels/ /.nb-wheels/ /.deb/; do grep -qxF "$d" .git/info/e
 # Not in the image (docs/gpu-runs/2026-12-01-h200-4b8b6df/README.md says what was carried): the web and classroom stack.
 fetch .whl fastapi starlette pydantic pydantic_core annotated-types typing-inspection opentelemetry-api uvicorn platformdirs \
   nbformat fastjsonschema jsonschema jsonschema-specifications referencing rpds-py jupyter_core traitlets \
-  sqlalchemy greenlet alembic mako argon2-cffi argon2-cffi-bindings cffi pycparser
+  sqlalchemy greenlet alembic mako argon2-cffi argon2-cffi-bindings cffi pycparser httpx httpcore
 fetch .nb-wheels nbclient jupyter_client ipykernel ipython ipython_pygments_lexers pyzmq tornado comm \
   matplotlib-inline prompt_toolkit wcwidth pexpect ptyprocess stack-data executing asttokens pure_eval \
   nest-asyncio2  # (no debugpy, jedi: a kernel runs without them, and they would not fit the 64 MiB of a call)
