@@ -198,7 +198,7 @@ class Service(Workers, Jobs, Speed, Progress):
     def prepare_cases(self, exercise: Exercise) -> None:
         """Draw the seed of this exercise's next check now and make its cases in a background thread."""
         wanted = self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu"
-        if not wanted:
+        if not wanted or self.executor != "local":  # a cluster worker makes a check's cases from its seed
             return
         with self._lock:
             if exercise.id in self._next_seed:
