@@ -221,8 +221,13 @@ def measure(args: argparse.Namespace) -> dict:
         "queue_wait_s": spread(waits),
         "phase_medians_s": phase_medians([r.get("timings", {}) for r in records]),
         "warm_children": {
-            run: sum(1 for r in records if r.get("timings", {}).get(run, {}).get("worker.warm_child"))
-            for run in ("check_run", "replay_run")
+            run: sum(1 for r in records if r.get("timings", {}).get(f"{run}_warm_child"))
+            for run in ("check", "replay")
+        },
+        # what crossed the wire per check (a remote check: its spec out, its verdict data back), the largest
+        "payload_mb_max": {
+            way: max((r.get("timings", {}).get("remote", {}).get(key, 0.0) for r in records), default=0.0)
+            for way, key in (("to_worker", "payload_mb"), ("back", "reply_mb"))
         },
         "workers_ready_s": round(ready_s, 1),
         "warmup_s": [round(v.duration_s, 2) for v in warmup],
