@@ -214,7 +214,8 @@ def sleeper(tmp_path: Path) -> Path:
 
 def test_unhardened_workers_are_refused_unless_allowed() -> None:
     pool = object.__new__(driver.RayPool)
-    report = {"ok": True, "hardened": False, "sandbox_reason": "TRITONLAB_SANDBOX=basic"}
+    pool.versions = {"course": "c" * 64, "code": "d" * 64}
+    report = {"ok": True, "hardened": False, "sandbox_reason": "basic", "versions": pool.versions}
     pool.options = executors.RemoteOptions()
     assert "no hardened sandbox" in pool._problem(report)
     pool.options = executors.RemoteOptions(allow_unhardened=True)

@@ -158,3 +158,35 @@ def test_timings_keep_numbers_and_flags_only() -> None:
     }
     verdict = remote_check.verdict_from_worker(data, check)
     assert verdict.timings == {"a_s": 1.0, "d": {"e": 2}}
+
+
+@pytest.fixture(scope="module")
+def gpu_zygote(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    from tritonlab.runs import sandbox
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("gpu-home")))
+        z = sandbox.Zygote("gpu", pool=2)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exercise", EXERCISES, ids=[e.id for e in EXERCISES])
+def test_a_gpu_check_graded_where_its_cases_are_made_answers_under_1_mb(exercise: object, gpu_zygote) -> None:
+    """The worker's side of a Ray check on a GPU, for every exercise: its cases (up to 770 MB of float64 for
+    matmul-bias) are made and judged on the worker; what goes back is the verdict data, at most 1 MB, and the
+    driver takes it as the same verdict."""
+    check = check_of(exercise)
+    check.huge_cases = False
+    job = remote_check.spec(check)
+    reply = remote_check.grade_on_worker(
+        job, gpu_zygote, lambda: gpu_zygote, lambda run: None, lambda text: None
+    )
+    size = transfer.size(reply)
+    print(f"\n{exercise.id}: spec {transfer.size(job)} B out, reply {size} B back")
+    assert transfer.size(job) <= 1_000_000 and size <= 1_000_000
+    taken = transfer.check_reply(reply)
+    verdict = remote_check.verdict_from_worker(taken["verdict"], check)
+    assert verdict.passed, [f.to_json() for f in verdict.failures[:3]]
