@@ -10,7 +10,8 @@ runs `--warmup` checks (not counted: each worker's first run fills its caches), 
 checks of an exercise's reference solution all at once, one thread each, through one Service: the fair
 queue serializes them per worker. It prints (and writes to `--out`) one JSON object: every verdict (passed,
 node, executor, latency, queue wait, the verdict's per-phase timings), p50/p95/max latency and queue wait,
-checks per minute. `--executor local` measures this machine's zygote the same way.
+checks per minute, and `payload_mb_max`: the most a check shipped to a worker and back (exit 1 above
+`--max-payload-mb`, default 1). `--executor local` measures this machine's zygote the same way.
 """
 
 from __future__ import annotations
@@ -247,6 +248,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="each check's wall-clock limit (s)")
     parser.add_argument("--local-cluster", type=int, default=0, metavar="K", help="start a K-node cluster")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--max-payload-mb",
+        type=float,
+        default=1.0,
+        help="exit 1 when a check shipped more than this to a worker or back (issue 37's bound)",
+    )
     args = parser.parse_args()
     cluster = LocalCluster(args.local_cluster) if args.local_cluster and args.executor == "ray" else None
     try:
@@ -260,7 +267,10 @@ def main() -> int:
     print(json.dumps(summary), flush=True)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
-    return 0 if report["all_passed"] else 1
+    over = {way: mb for way, mb in report["payload_mb_max"].items() if mb > args.max_payload_mb}
+    if over:
+        print(f"payload over {args.max_payload_mb} MB per check: {over}", file=sys.stderr)
+    return 0 if report["all_passed"] and not over else 1
 
 
 if __name__ == "__main__":
