@@ -45,6 +45,18 @@ def test_the_spec_of_every_exercise_carries_no_case_data(exercise: object) -> No
     assert all(isinstance(v, str | int | float | bool) for k, v in spec.items() if k != "versions")
 
 
+def test_a_source_past_the_saved_file_limit_is_not_shipped() -> None:
+    from tritonlab.config import MAX_SOURCE_BYTES
+    from tritonlab.runs.executor import ExecutorError
+
+    check = check_of(EXERCISES[0])
+    check.source = "#" * MAX_SOURCE_BYTES
+    assert transfer.size(remote_check.spec(check)) <= 1_000_000
+    check.source += "#"
+    with pytest.raises(ExecutorError, match="too large to check on the cluster"):
+        remote_check.spec(check)
+
+
 def test_a_worker_refuses_a_check_from_other_versions() -> None:
     job = remote_check.spec(check_of(EXERCISES[0]))
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab.config import MAX_SOURCE_BYTES
 from tritonlab.content.course import load_course
 from tritonlab.grading import retry
 from tritonlab.grading.check.pipeline import CheckRun
@@ -45,7 +46,13 @@ OUTPUT_CUT = "\n[tritonlab] output cut at {n} characters on its way back from th
 
 
 def spec(check: CheckRun) -> dict:
-    """What the driver ships for a check: plain data, a few hundred bytes beside the graded text."""
+    """What the driver ships for a check: plain data, a few hundred bytes beside the graded text, which may
+    hold at most MAX_SOURCE_BYTES (the web's limit on a saved file): a check ships at most 1 MB."""
+    if check.source is not None and len(check.source.encode("utf-8", "surrogateescape")) > MAX_SOURCE_BYTES:
+        raise executors.ExecutorError(
+            f"{check.file} is larger than {MAX_SOURCE_BYTES // 1024} KiB: too large to check on the cluster "
+            "(a learner's file is a few kB; split it, or check it with --executor local)"
+        )
     return {
         "exercise": check.exercise.id,
         "seed": int(check.seed),
