@@ -144,6 +144,15 @@ def test_a_bad_verdict_from_a_worker_is_refused(bad: str) -> None:
         remote_check.verdict_from_worker(taken["verdict"], check)
 
 
+def test_a_check_without_a_seed_takes_the_workers_draw() -> None:
+    check = check_of(EXERCISES[0], seed=None)
+    data = worker_verdict(check_of(EXERCISES[0], seed=123456))
+    assert remote_check.verdict_from_worker(data, check).seed == 123456
+    for bad in ("123456", -1, True, None, 2**70):
+        with pytest.raises(SandboxError, match="bad seed"):
+            remote_check.verdict_from_worker(data | {"seed": bad}, check)
+
+
 def test_a_bad_answer_is_refused_before_it_is_parsed() -> None:
     deep = "[" * 50 + "]" * 50
     for reply in (

@@ -39,7 +39,7 @@ class ServiceCheckRun(CheckRun):
         target: Path,
         source: str | None,
         zygote: sandbox.Zygote,
-        seed: int,
+        seed: int | None,
         *,
         began: float,
         record: bool,

@@ -159,11 +159,11 @@ class Service(Workers, Jobs, Speed, Progress):
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else check_job.read_source(target)
         zygote = self.zygote()
-        if seed is None:
+        if seed is None and self.executor == "local":  # a cluster worker draws it (remote_check.py)
             with self._lock:
                 seed = self._next_seed.pop(exercise.id, None)
-        if seed is None:
-            seed = random.SystemRandom().randrange(1, 2**31)
+            if seed is None:
+                seed = random.SystemRandom().randrange(1, 2**31)
         return ServiceCheckRun(
             self,
             exercise,

@@ -1,6 +1,7 @@
 """A check graded on a cluster worker (`--executor ray`): seeds, not tensors, over the wire.
 
-The driver ships a check's spec: the exercise's id, the seed, the text being graded, the file's name, the
+The driver ships a check's spec: the exercise's id, the seed (or none: the worker draws it, and makes the
+cases of its next seed of that exercise ahead, in the background, as a local server does), the text being graded, the file's name, the
 backend, the time limit, the compile cache named for the learner, and the driver's course and code versions
 (`spec`). The worker (ray_executor/actor.py:Worker.check, trusted code outside the learner's sandbox) runs the
 very steps 1-6 of the one check pipeline (grading/check/pipeline.py: `CheckRun.grade`, inside the same harness
@@ -23,13 +24,16 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tritonlab.config import MAX_SOURCE_BYTES
 from tritonlab.content.course import load_course
-from tritonlab.grading import retry
+from tritonlab.grading import case_cache, contracts, retry
+from tritonlab.grading.check import cases as check_cases
 from tritonlab.grading.check.pipeline import CheckRun
 from tritonlab.models import FAILURE_KINDS, CaseResult, Course, Failure, Verdict
 from tritonlab.runs import executor as executors
@@ -55,7 +59,7 @@ def spec(check: CheckRun) -> dict:
         )
     return {
         "exercise": check.exercise.id,
-        "seed": int(check.seed),
+        "seed": None if check.seed is None else int(check.seed),  # None: the worker draws it
         "backend": check.backend,
         "file": str(check.file),
         "source": check.source,
@@ -86,20 +90,22 @@ def grade_on_worker(
     if why:
         return {"refused": why}
     exercise = _course().exercise(str(job["exercise"]))
+    backend, huge = str(job["backend"]), bool(job.get("huge"))
     cache = transfer.worker_cache({"mode": "check", transfer.CACHE_KEY: job.get("cache")})
+    seed, ahead = (int(job["seed"]), False) if job.get("seed") is not None else _drawn(exercise.id, backend)
 
     def once(worker: object) -> Verdict:
         return CheckRun(
             exercise,
             Path(job["file"]),
-            str(job["backend"]),
+            backend,
             worker,
-            seed=int(job["seed"]),
+            seed=seed,
             timeout=float(job["timeout"]),
             on_output=on_output,
             on_start=on_start,
             source=job.get("source"),
-            huge_cases=bool(job.get("huge")),
+            huge_cases=huge,
             cache=cache,
         ).grade()
 
@@ -107,6 +113,10 @@ def grade_on_worker(
         verdict = retry.check_retrying(once, fresh_zygote, first=zygote)
     except executors.WorkerLost as lost:
         return {"lost": str(lost)[:MAX_TEXT]}
+    finally:
+        if not huge:
+            _draw_ahead(exercise.id, backend)
+    verdict.timings["cases_ahead"] = ahead
     output = verdict.output
     if len(output) > MAX_OUTPUT_BACK:
         output = output[:MAX_OUTPUT_BACK] + OUTPUT_CUT.format(n=MAX_OUTPUT_BACK)
@@ -114,6 +124,38 @@ def grade_on_worker(
     data["failures"] = [_cut(f) for f in data["failures"][:MAX_ITEMS]]
     data["notes"] = [n[:MAX_TEXT] for n in data["notes"][:MAX_ITEMS]]
     return {"verdict": json.dumps(data), "output": output}
+
+
+# This worker's next seed per (exercise, backend), its cases made in the background after the last check of it
+# (the local server draws the next seed ahead the same way: facade.prepare_cases).
+_AHEAD: dict[tuple[str, str], int] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def _drawn(exercise_id: str, backend: str) -> tuple[int, bool]:
+    """The seed of a check that named none: the one drawn ahead (its cases made or being made), else a new one."""
+    with _AHEAD_LOCK:
+        seed = _AHEAD.pop((exercise_id, backend), None)
+    return (seed, True) if seed is not None else (random.SystemRandom().randrange(1, 2**31), False)
+
+
+def _draw_ahead(exercise_id: str, backend: str) -> None:
+    """Draw this worker's next seed of the exercise and make its cases and references now, in a thread: the
+    next check of it on this worker finds them made (case_cache: one maker per seed, a check waits for it)."""
+    if case_cache.CASES.budget_for(backend) <= 0:
+        return
+    seed = random.SystemRandom().randrange(1, 2**31)
+    with _AHEAD_LOCK:
+        if (exercise_id, backend) in _AHEAD:
+            return
+        _AHEAD[(exercise_id, backend)] = seed
+
+    def make() -> None:
+        contract = contracts.get(exercise_id)
+        made = check_cases.cases(contract, exercise_id, backend, seed)
+        check_cases.prepare_references(contract, made)
+
+    threading.Thread(target=make, name=f"cases-{exercise_id}", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=1)
@@ -165,8 +207,11 @@ def verdict_from_worker(data: dict, check: CheckRun) -> Verdict:
         ("backend", check.backend),
         ("file", str(check.file)),
     ):
-        if data.get(key) != want:
+        if data.get(key) != want and not (key == "seed" and want is None):
             raise SandboxError(f"the worker answered for another check ({key} differs)")
+    seed = data.get("seed")  # the worker's own draw when the check named none
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise SandboxError("the worker's verdict has a bad seed")
     cases = []
     for c in _items(data.get("cases"), "cases"):
         if not isinstance(c, dict) or not isinstance(c.get("passed"), bool):
@@ -191,7 +236,7 @@ def verdict_from_worker(data: dict, check: CheckRun) -> Verdict:
     return Verdict(
         exercise=check.exercise.id,
         backend=check.backend,
-        seed=check.seed,
+        seed=seed,
         file=str(check.file),
         cases=cases,
         failures=failures,
@@ -215,6 +260,7 @@ def grade_remote(check: CheckRun, pool: object, on_handle: Callable[[object], No
         raise executors.ExecutorError(f"the worker on {handle.node} refused the check: {reply['refused']}")
     mark = time.monotonic()
     verdict = verdict_from_worker(reply["verdict"], check)
+    check.seed = verdict.seed  # the worker's draw, when the check named none
     verdict.output = reply["output"]
     handle.timings["validate_s"] = time.monotonic() - mark
     verdict.timings["remote"] = _timings(handle.timings, 1)
