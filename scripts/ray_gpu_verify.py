@@ -60,7 +60,7 @@ def summary_of(stdout: str) -> object:
     if "verdicts" in data or "checks_per_minute" in data:  # ray_throughput.py
         keep = ("executor", "backend", "workers", "checks", "passed", "all_passed", "wall_s")
         keep += ("checks_per_minute", "latency_s", "queue_wait_s", "workers_ready_s", "warm_children")
-        keep += ("phase_medians_s", "sandbox")
+        keep += ("phase_medians_s", "sandbox", "payload_mb_max")
         return {k: data[k] for k in keep if k in data}
     if "passed" in data:  # a check verdict
         keep = ("exercise", "passed", "backend", "duration_s", "executor", "node", "timings", "speed")

@@ -10,7 +10,8 @@ runs `--warmup` checks (not counted: each worker's first run fills its caches), 
 checks of an exercise's reference solution all at once, one thread each, through one Service: the fair
 queue serializes them per worker. It prints (and writes to `--out`) one JSON object: every verdict (passed,
 node, executor, latency, queue wait, the verdict's per-phase timings), p50/p95/max latency and queue wait,
-checks per minute. `--executor local` measures this machine's zygote the same way.
+checks per minute, and `payload_mb_max`: the most a check shipped to a worker and back (exit 1 above
+`--max-payload-mb`, default 1). `--executor local` measures this machine's zygote the same way.
 """
 
 from __future__ import annotations
@@ -224,8 +225,13 @@ def measure(args: argparse.Namespace) -> dict:
         "queue_wait_s": spread(waits),
         "phase_medians_s": phase_medians([r.get("timings", {}) for r in records]),
         "warm_children": {
-            run: sum(1 for r in records if r.get("timings", {}).get(run, {}).get("worker.warm_child"))
-            for run in ("check_run", "replay_run")
+            run: sum(1 for r in records if r.get("timings", {}).get(f"{run}_warm_child"))
+            for run in ("check", "replay")
+        },
+        # what crossed the wire per check (a remote check: its spec out, its verdict data back), the largest
+        "payload_mb_max": {
+            way: max((r.get("timings", {}).get("remote", {}).get(key, 0.0) for r in records), default=0.0)
+            for way, key in (("to_worker", "payload_mb"), ("back", "reply_mb"))
         },
         "workers_ready_s": round(ready_s, 1),
         "warmup_s": [round(v.duration_s, 2) for v in warmup],
@@ -245,6 +251,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="each check's wall-clock limit (s)")
     parser.add_argument("--local-cluster", type=int, default=0, metavar="K", help="start a K-node cluster")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--max-payload-mb",
+        type=float,
+        default=1.0,
+        help="exit 1 when a check shipped more than this to a worker or back (issue 37's bound)",
+    )
     args = parser.parse_args()
     cluster = LocalCluster(args.local_cluster) if args.local_cluster and args.executor == "ray" else None
     try:
@@ -258,7 +270,10 @@ def main() -> int:
     print(json.dumps(summary), flush=True)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
-    return 0 if report["all_passed"] else 1
+    over = {way: mb for way, mb in report["payload_mb_max"].items() if mb > args.max_payload_mb}
+    if over:
+        print(f"payload over {args.max_payload_mb} MB per check: {over}", file=sys.stderr)
+    return 0 if report["all_passed"] and not over else 1
 
 
 if __name__ == "__main__":

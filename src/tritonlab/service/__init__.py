@@ -10,6 +10,8 @@ Modules:
 - `facade.py`: `Service`, the methods the interfaces call: the course, the learner's code, `check`.
 - `check.py`: `ServiceCheckRun`, the check pipeline with the service's steps: its place in the gate, the
   attempt saved (record), the verdict shown (show), a passing GPU check timed (speed).
+- `remote_check.py`: a check graded on a cluster worker from its seed: the spec shipped, what the worker runs
+  (the same pipeline), the verdict data taken back and checked field by field.
 - `record.py`: the record step: the attempt saved before it is shown, the speed added to it afterwards.
 - `speed.py`: the speed step: a passing GPU check timed by two sandboxed runs (perf/speed.py).
 - `jobs.py`: every other run through the same gate: a learner's program, harness jobs, `inspect`, `profile`.

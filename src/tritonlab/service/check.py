@@ -7,7 +7,8 @@ timed (9, speed.py: more runs, each queued on its own). Steps 1-6 go through `gr
 tritonlab's own harness died under them (the worker, a replay or trusted-compile child killed from outside),
 they are graded again, once, on a live worker (`service.zygote()` starts a new one when the last died), with
 the same seed and text. A check whose harness or remote worker was lost under the retry too is not graded,
-and neither saved, shown nor timed: its verdict says so (`worker-lost`).
+and neither saved, shown nor timed: its verdict says so (`worker-lost`). With a cluster (`executor="ray"`),
+steps 1-6 run on a worker, from the seed (remote_check.py: the same pipeline there, its verdict data back).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tritonlab.models import Exercise, Verdict
 from tritonlab.runs import executor as executors
 from tritonlab.runs import sandbox
 from tritonlab.runs.collect import Run
-from tritonlab.service import record
+from tritonlab.service import record, remote_check
 
 
 class ServiceCheckRun(CheckRun):
@@ -38,7 +39,7 @@ class ServiceCheckRun(CheckRun):
         target: Path,
         source: str | None,
         zygote: sandbox.Zygote,
-        seed: int,
+        seed: int | None,
         *,
         began: float,
         record: bool,
@@ -79,7 +80,9 @@ class ServiceCheckRun(CheckRun):
     def _waiting(self, position: int) -> None:
         # Next in line: make this check's cases now (case_cache, one maker per seed), so the worker that frees
         # up never waits for the parent's NumPy. Only the head of the queue: memory stays bounded.
-        if position == 1 and not self.ahead and case_cache.CASES.budget > 0:
+        # With a cluster the worker makes them from the seed: nothing to make here.
+        local = self.service.executor == "local"
+        if position == 1 and local and not self.ahead and case_cache.CASES.budget > 0:
             self.ahead.append(self.service._make_cases_soon(self.exercise, self.seed))
         if self.on_wait:
             self.on_wait(position)
@@ -102,6 +105,8 @@ class ServiceCheckRun(CheckRun):
             return super(ServiceCheckRun, self).grade()
 
         try:
+            if self.service.executor != "local":  # steps 1-6 on a cluster worker, from the seed
+                return remote_check.grade_remote(self, self.zygote, self._started)
             return retry.check_retrying(once, self.service.zygote, first=self.zygote)
         except executors.WorkerLost as lost:  # nothing was graded: `graded` stays False
             self.graded = False

@@ -159,11 +159,11 @@ class Service(Workers, Jobs, Speed, Progress):
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else check_job.read_source(target)
         zygote = self.zygote()
-        if seed is None:
+        if seed is None and self.executor == "local":  # a cluster worker draws it (remote_check.py)
             with self._lock:
                 seed = self._next_seed.pop(exercise.id, None)
-        if seed is None:
-            seed = random.SystemRandom().randrange(1, 2**31)
+            if seed is None:
+                seed = random.SystemRandom().randrange(1, 2**31)
         return ServiceCheckRun(
             self,
             exercise,
@@ -198,7 +198,7 @@ class Service(Workers, Jobs, Speed, Progress):
     def prepare_cases(self, exercise: Exercise) -> None:
         """Draw the seed of this exercise's next check now and make its cases in a background thread."""
         wanted = self.prefetch_cases if self.prefetch_cases is not None else self.backend == "gpu"
-        if not wanted:
+        if not wanted or self.executor != "local":  # a cluster worker makes a check's cases from its seed
             return
         with self._lock:
             if exercise.id in self._next_seed:

@@ -102,7 +102,9 @@ class CheckRun:
         self.started = time.monotonic()
         self.make_cases()  # 1
         verdict = self.verdict
-        self.run_dir = self.zygote.new_run_dir(cache=self.cache)[0]  # a warm child may be bound to it already
+        # a warm child may be bound to the run directory already
+        self.run_dir, warm = self.zygote.new_run_dir(cache=self.cache)
+        verdict.timings["check_warm_child"] = warm
         self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
         self.compiling: TrustedCompile | None = None
         try:

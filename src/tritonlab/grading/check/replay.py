@@ -71,7 +71,9 @@ def replay_cases(
         todo.append((i, entry, record))
     if not todo:
         return
-    replay_dir = zygote.new_run_dir(cache=caches.REPLAY)[0]
+    replay_dir, warm = zygote.new_run_dir(cache=caches.REPLAY)
+    if timings is not None:
+        timings["replay_warm_child"] = warm
     try:
         (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
         job_cases = []

@@ -6,8 +6,10 @@ Modules:
   live output and Stop while a run is busy.
 - `driver.py`: the driver's side in the server or the CLI: joining the cluster (`connect`) and the pool of
   usable workers (`RayPool`), which looks like a Zygote to the grader.
-- `remote.py`: one job on a worker, driven from here (`RemoteRun`): shipped, its output streamed, tried once
+- `remote.py`: one job on a worker, driven from here (`RemoteRun`; a whole check: `RemoteCheck`): shipped, its output streamed, tried once
   more on another worker when its node is lost, landed.
+- `versions.py`: the course and code versions a worker must share with its driver (hashes of the course's
+  exercise files and of the package), reported at its self-check; a worker that differs is refused.
 - `transfer.py`: what crosses the wire, data only both ways, and how each end checks it (no ray import).
 
 Imported only when the ray executor is chosen (`Service.remote`), and this `__init__` imports nothing, so the

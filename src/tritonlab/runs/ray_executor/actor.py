@@ -9,6 +9,10 @@
 - `run(job_id, job, inputs, learner, limits)` writes the job into a run directory of its own node, runs it
   in its zygote, and returns plain data it builds itself (transfer.reply), plus `timings`, where its time
   went.
+- `check(job_id, spec)` grades a whole check from its spec (exercise, seed, text; no case data) with the
+  same check pipeline as a local check, found by name (`CHECK_ENTRY`), and returns the verdict data.
+- Its self-check reports its course and code versions (versions.py); the driver refuses a worker whose
+  versions differ from its own.
 - It is threaded (`max_concurrency`), so that `read_output(job_id, offset)` (live output) and `stop(job_id)`
   (kill the run's process tree, via the zygote) are served while `run` is busy. `ray.cancel` cannot
   interrupt a running actor method; this can.
@@ -16,6 +20,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -30,9 +35,11 @@ import ray
 from tritonlab.runs import backend as backends
 from tritonlab.runs import hardening, pool, rundir, runfolder, sandbox
 from tritonlab.runs.collect import Run
-from tritonlab.runs.ray_executor import transfer
+from tritonlab.runs.ray_executor import transfer, versions
 
 START_TIMEOUT_S = 180.0  # a worker's self-check and zygote start (torch + triton imports)
+# What grades a whole check on this node, by name: the service's side of it (service/remote_check.py).
+CHECK_ENTRY = "tritonlab.service.remote_check:grade_on_worker"
 
 
 class _Job:
@@ -112,6 +119,7 @@ class Worker:
             report["error"] = str(exc)
             return report
         report["zygote"] = {k: info.get(k) for k in ("torch", "triton", "python", "import_seconds")}
+        report["versions"] = versions.local()  # the driver refuses a worker whose course or code differs
         report["ok"] = True
         return report
 
@@ -133,15 +141,44 @@ class Worker:
         zygote.wait_ready(START_TIMEOUT_S)
         return zygote
 
-    def run(self, job_id: str, job: dict, inputs: dict, learner: dict | None, limits: dict) -> dict:
-        """Run one job; besides the result, `timings` says where this worker's time went (seconds)."""
-        began = time.monotonic()
+    def _register(self, job_id: str) -> _Job:
         entry = _Job()
         with self._lock:
             self._jobs[job_id] = entry
             if job_id in self._early_stops:
                 self._early_stops.remove(job_id)
                 entry.stop_requested = True
+        return entry
+
+    def check(self, job_id: str, spec: dict) -> dict:
+        """Grade one check from its spec (exercise, seed, text, versions) with this node's zygote: the same
+        check pipeline as a local check, found by name (CHECK_ENTRY: the sandbox stays below the grader, as the
+        zygote's ENTRIES do). Returns plain data: the verdict as JSON text and the output, bounded
+        (service/remote_check.py), and `timings`."""
+        began = time.monotonic()
+        entry = self._register(job_id)
+
+        def started(run: Run) -> None:  # the check child: what Stop ends
+            entry.run = run
+            if entry.stop_requested:
+                run.stop()
+
+        try:
+            zygote = self._ready_zygote()
+            waited = time.monotonic() - began
+            module, _, name = CHECK_ENTRY.partition(":")
+            grade = getattr(importlib.import_module(module), name)
+            reply = grade(spec, zygote, self._ready_zygote, started, entry.append)
+            reply["timings"] = {"zygote_s": round(waited, 4), "worker_s": round(time.monotonic() - began, 4)}
+            return reply
+        finally:
+            with self._lock:
+                self._jobs.pop(job_id, None)
+
+    def run(self, job_id: str, job: dict, inputs: dict, learner: dict | None, limits: dict) -> dict:
+        """Run one job; besides the result, `timings` says where this worker's time went (seconds)."""
+        began = time.monotonic()
+        entry = self._register(job_id)
         staging: Path | None = None
         run_dir: Path | None = None
         try:

@@ -3,7 +3,8 @@ tritonlab workers (`RayPool`).
 
 RayPool creates the worker actors (actor.Worker), reads their self-checks and keeps only the usable ones: a
 worker whose sandbox is not hardened is refused unless the operator allowed it
-(TRITONLAB_RAY_ALLOW_UNHARDENED=1). To the grader it looks like a Zygote: `new_run_dir` gives a local run
+(TRITONLAB_RAY_ALLOW_UNHARDENED=1), and so is one whose course or tritonlab code differs from this process's
+(versions.py): it grades a check from its seed, so it must make and judge the same cases. To the grader it looks like a Zygote: `new_run_dir` gives a local run
 directory, `start(run_dir, limits)` returns a remote.RemoteRun, and a free worker is handed to each run in
 turn (`acquire`, `release`; a lost one is `forget`-ten). The server is a long-running Ray driver that joins the
 cluster through the head's GCS (RAY_ADDRESS=HOST:PORT or `auto`); a one-off `check` from a laptop may use Ray
@@ -27,8 +28,9 @@ from tritonlab.runs import backend as backends
 from tritonlab.runs import caches, runfolder
 from tritonlab.runs.executor import ExecutorError, RemoteOptions, WorkerLost
 from tritonlab.runs.limits import Limits
+from tritonlab.runs.ray_executor import versions
 from tritonlab.runs.ray_executor.actor import START_TIMEOUT_S, Worker
-from tritonlab.runs.ray_executor.remote import RemoteRun, WorkerRef, label
+from tritonlab.runs.ray_executor.remote import RemoteCheck, RemoteRun, WorkerRef, label
 
 NAMESPACE = "tritonlab"
 RESOURCES = {"interpreter": "tritonlab_interpreter", "gpu": "GPU"}
@@ -71,6 +73,7 @@ class RayPool:
         self.hardened: bool | None = None
         self.hardened_reason = ""
         self.info: dict = {}
+        self.versions = versions.local()  # a worker must report the same course and code (versions.py)
         self.dead = False
         self.on_capacity: Callable[[int], None] | None = None
         self._free: list[WorkerRef] = []
@@ -153,7 +156,12 @@ class RayPool:
                 f"{w.node}: {w.report['sandbox_reason']}" for w in used if not w.report["hardened"]
             )
         )
-        self.info = {"executor": "ray", "workers": [w.report for w in used], "refused": self.refused}
+        self.info = {
+            "executor": "ray",
+            "versions": self.versions,
+            "workers": [w.report for w in used],
+            "refused": self.refused,
+        }
         self._capacity_changed()
 
     def _problem(self, report: dict) -> str:
@@ -165,7 +173,7 @@ class RayPool:
                 f"{report.get('sandbox_reason')}. Fix the node (`tritonlab doctor` there), or set "
                 "TRITONLAB_RAY_ALLOW_UNHARDENED=1 if every learner is trusted"
             )
-        return ""
+        return versions.differences(self.versions, report.get("versions"))
 
     def _why_none(self) -> str:
         reasons = "; ".join(f"{r.get('node', 'a worker')}: {r['reason']}" for r in self.refused)
@@ -239,6 +247,13 @@ class RayPool:
     def start(self, run_dir: Path, limits: Limits) -> RemoteRun:
         self.wait_ready()
         return RemoteRun(self, run_dir, limits)
+
+    def check(self, spec: dict, timeout: float) -> RemoteCheck:
+        """A whole check graded on a worker from its spec (service/remote_check.py); the worker is lost when
+        no answer came within its runs' limits (the check's and the replay's, twice for a harness retry on
+        the worker) and the grace."""
+        self.wait_ready()
+        return RemoteCheck(self, spec, Limits(wall_seconds=4 * timeout))
 
     def close(self) -> None:
         with self._cond:

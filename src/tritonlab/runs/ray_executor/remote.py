@@ -4,6 +4,9 @@
 worker, streams the run's output while polling, and writes the returned files into the local run directory,
 validated like a local run's (transfer.land). A worker lost mid-run (its node died) is forgotten and the run
 is tried once more on another worker; when that fails too, WorkerLost says that nothing was graded.
+
+`RemoteCheck` is a whole check the same way: its spec out (no case data: the worker makes the cases from the
+seed), its verdict data back (service/remote_check.py), with the same streaming, Stop and retry.
 """
 
 from __future__ import annotations
@@ -75,7 +78,6 @@ class RemoteRun:
 
     def __init__(self, pool: Workers, run_dir: Path, limits: Limits) -> None:
         self.pool, self.run_dir, self.limits = pool, run_dir, limits
-        self.cache = pool.cache_for(run_dir)  # None: a run directory from elsewhere, no shared cache
         self.id = uuid.uuid4().hex
         self.node = ""
         self.attempts: list[str] = []  # the nodes tried, in order
@@ -95,10 +97,8 @@ class RemoteRun:
     def wait(self, on_output: Callable[[str], None] | None = None) -> RunResult:
         emit = on_output or (lambda _text: None)
         began = time.monotonic()
-        job, inputs, learner = transfer.payload(self.run_dir, self.cache)
+        args = self._payload()
         self.timings["payload_s"] = time.monotonic() - began
-        self.timings["payload_mb"] = sum(len(v) for v in inputs.values()) / 1e6
-        limits = dataclasses.asdict(self.limits)
         tried: set[str] = set()
         while True:
             asked = time.monotonic()
@@ -108,7 +108,7 @@ class RemoteRun:
             self.attempts.append(worker.node)
             try:
                 sent = time.monotonic()
-                reply = self._attempt(worker, job, inputs, learner, limits, emit)
+                reply = self._attempt(worker, args, emit)
                 self.timings["remote_s"] = time.monotonic() - sent
             except _Lost as exc:
                 self._worker = None
@@ -135,17 +135,19 @@ class RemoteRun:
             self.pool.release(worker)
             return self._land(reply)
 
-    def _attempt(
-        self,
-        worker: WorkerRef,
-        job: dict,
-        inputs: dict,
-        learner: dict | None,
-        limits: dict,
-        emit: Callable[[str], None],
-    ) -> dict:
+    def _payload(self) -> tuple:
+        """What this run ships (the arguments of the actor's method after the job's id)."""
+        cache = self.pool.cache_for(self.run_dir)  # None: a run directory from elsewhere, no shared cache
+        job, inputs, learner = transfer.payload(self.run_dir, cache)
+        self.timings["payload_mb"] = sum(len(v) for v in inputs.values()) / 1e6
+        return job, inputs, learner, dataclasses.asdict(self.limits)
+
+    def _call(self, worker: WorkerRef, args: tuple) -> object:
+        return worker.handle.run.remote(self.id, *args)
+
+    def _attempt(self, worker: WorkerRef, args: tuple, emit: Callable[[str], None]) -> dict:
         self._shown = []
-        ref = worker.handle.run.remote(self.id, job, inputs, learner, limits)
+        ref = self._call(worker, args)
         if self._stop.is_set():
             worker.handle.stop.remote(self.id)
         shown = 0
@@ -184,3 +186,32 @@ class RemoteRun:
         self.timings |= transfer.worker_timings(reply)
         self.timings["attempts"] = len(self.attempts)
         return transfer.run_result(self.run_dir, reply, self._before, self.started, self.timings)
+
+
+class RemoteCheck(RemoteRun):
+    """A whole check on a worker (service/remote_check.py): its spec out (exercise, seed, text, versions; no
+    case data), its verdict data back, streamed, Stop and the retry on a lost worker as for a run. `wait`
+    returns the reply as transfer.check_reply took it; `timings` has `payload_mb` (out) and `reply_mb`
+    (back). `limits.wall_seconds` bounds the whole check (its run and its replay) before the worker is lost."""
+
+    def __init__(self, pool: Workers, spec: dict, limits: Limits) -> None:
+        super().__init__(pool, Path(), limits)
+        self.spec = spec
+
+    def _payload(self) -> tuple:
+        self.timings["payload_mb"] = transfer.size(self.spec) / 1e6
+        return (self.spec,)
+
+    def _call(self, worker: WorkerRef, args: tuple) -> object:
+        return worker.handle.check.remote(self.id, *args)
+
+    def _land(self, reply: dict) -> dict:  # type: ignore[override] - a check's answer, not a RunResult
+        landed = time.monotonic()
+        self.timings["reply_mb"] = transfer.size(reply) / 1e6
+        taken = transfer.check_reply(reply)
+        self.timings["land_s"] = time.monotonic() - landed
+        self.timings |= transfer.worker_timings(reply)
+        self.timings["attempts"] = len(self.attempts)
+        if "output" in taken:
+            taken["output"] = self._before + taken["output"]
+        return taken

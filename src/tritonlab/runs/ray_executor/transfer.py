@@ -8,6 +8,10 @@ pickles only this dict of bytes, str, int, float and bool. The driver writes tho
 directory without following anything there (`land`) and hands it to `rundir.sanitize`, like a local run; it
 takes only the fields it knows, of the types it expects (`run_result`, `worker_timings`).
 
+A check goes whole (service/remote_check.py): the driver ships its spec (exercise, seed, the text, versions) and
+the worker grades it on its node, answering the verdict as JSON text and the output, both bounded; the driver
+takes that answer with `check_reply` (size, depth, types) before the service checks every field it keeps.
+
 This module does not import ray: the grader's side of it is tested without a cluster.
 """
 
@@ -27,6 +31,7 @@ from tritonlab.runs import caches, rundir
 from tritonlab.runs.collect import RunResult
 from tritonlab.runs.executor import ExecutorError
 from tritonlab.runs.limits import Limits
+from tritonlab.runs.sandbox import SandboxError
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 RESERVED = {"job.json", "output.log"}
@@ -189,3 +194,44 @@ def run_result(run_dir: Path, reply: dict, before: str, started: float, timings:
         seconds=float(reply.get("seconds") or (time.monotonic() - started)),
         timings={k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
     )
+
+
+# ---- a whole check on a worker (service/remote_check.py): a spec out, verdict data back -------------------
+
+MAX_CHECK_REPLY_BYTES = 1_000_000  # one check's reply: the verdict's JSON text and the output cut to a bound
+MAX_VERDICT_DEPTH = 8  # a verdict nests four levels (timings' run phases); a little room, no more
+MAX_REASON = 4000
+
+
+def size(data: object) -> int:
+    """Bytes a spec or a reply of plain data (str, numbers, flags, dicts, lists) weighs on the wire, as JSON."""
+    return len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def check_reply(reply: object) -> dict:
+    """A worker's answer to a check, as the driver takes it: {"lost": text} or {"refused": text}, or
+    {"verdict": dict, "output": text} from the verdict's JSON text (at most MAX_CHECK_REPLY_BYTES with the
+    output, nested at most MAX_VERDICT_DEPTH). Anything else raises SandboxError; the verdict's own fields
+    are checked by the service (remote_check.verdict_from_worker)."""
+    if not isinstance(reply, dict):
+        raise SandboxError("the worker's answer to a check is not a dict")
+    for key in ("lost", "refused"):
+        if reply.get(key) is not None:
+            if not isinstance(reply[key], str):
+                raise SandboxError(f"the worker's answer has a bad {key!r}")
+            return {key: reply[key][:MAX_REASON]}
+    text, output = reply.get("verdict"), reply.get("output")
+    if not isinstance(text, str) or not isinstance(output, str):
+        raise SandboxError("the worker's answer to a check has no verdict text and output")
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) + len(output.encode("utf-8", "surrogatepass")) > MAX_CHECK_REPLY_BYTES:
+        raise SandboxError(f"the worker's answer to a check is over {MAX_CHECK_REPLY_BYTES} bytes")
+    if rundir.json_depth(data) > MAX_VERDICT_DEPTH:
+        raise SandboxError("the worker's verdict nests too deep")
+    try:
+        verdict = json.loads(text)
+    except (ValueError, RecursionError):
+        raise SandboxError("the worker's verdict is not JSON") from None
+    if not isinstance(verdict, dict):
+        raise SandboxError("the worker's verdict is not a JSON object")
+    return {"verdict": verdict, "output": output}
