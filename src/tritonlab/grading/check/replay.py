@@ -31,7 +31,7 @@ def replay_cases(
     timeout: float,
     timings: dict | None = None,
     policy: dict | None = None,
-) -> None:
+) -> object:
     """Redo each returned case's recorded launches in a fresh child (grading/replay/) and compare its
     outputs with what the check child returned: a difference is the host's doing (`host_computed`).
     `timings` (the verdict's) gets the replay run's phases when the run was remote; `policy` (the exercise's
@@ -39,9 +39,12 @@ def replay_cases(
 
     A returned case whose record holds no launch fails unless every output the launches must give is empty:
     the launch counts and records of the check child are the learner's to forge, so "no launch" is decided
-    here, from the record alone, and never waived."""
+    here, from the record alone, and never waived.
+
+    Returns what the replay child reported as its launches' variants (hostile until validated:
+    check/precompile.py keeps them for the next check's precompile), None when nothing was replayed."""
     if not getattr(contract, "REPLAY", True) or result.get("import_error"):
-        return
+        return None
     entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
     todo: list[tuple[int, dict, dict]] = []
     for i, case in enumerate(cases):
@@ -70,7 +73,7 @@ def replay_cases(
             continue
         todo.append((i, entry, record))
     if not todo:
-        return
+        return None
     replay_dir = zygote.new_run_dir(cache=caches.REPLAY)[0]
     try:
         (replay_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
@@ -107,8 +110,12 @@ def replay_cases(
             }
             if timings is not None:
                 child_seconds(timings, "replay_child", [reply.get("seconds")])
+                compiled = reply.get("compiled_here")
+                if isinstance(compiled, int) and not isinstance(compiled, bool) and 0 <= compiled < 1 << 20:
+                    timings["replay_compiled"] = compiled  # kernels the replay compiled itself (diagnostic)
+            launched = reply.get("variants")
         except (OSError, ValueError, AttributeError, rundir.Malformed):
-            replayed = {}
+            replayed, launched = {}, None
         atomics = backend == "gpu" and "atomic_" in source
         # a case whose check child ran the kernels through the interpreter on a GPU, the replay compiled
         interpreted = getattr(contract, "interpreted_on_gpu", None) if backend == "gpu" else None
@@ -136,6 +143,7 @@ def replay_cases(
                     entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
     finally:
         runfolder.remove_run_dir(replay_dir)
+    return launched
 
 
 def produced_outputs(entry: dict, indices: tuple[int, ...] | None) -> bool:

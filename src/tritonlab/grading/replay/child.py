@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonlab.grading.replay import Refused
+from tritonlab.grading.replay import Refused, variants
 from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
 from tritonlab.grading.replay.source import build_kernels
 from tritonlab.grading.replay.trust import HostValues, file_literals
@@ -77,6 +77,8 @@ def run_replay(job: dict, run_dir: Path) -> int:
         run_kernels, lower_kernels = {}, {}
     literals = file_literals(source)
     started = time.perf_counter()
+    entries_before = cache_entries()
+    launched: list[dict] = []  # the distinct launches, as variants: the next check's precompile (variants.py)
     for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
         if failure:
@@ -118,6 +120,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
             replayer.build_buffers(record, inputs)
             with tile_map(job.get("tile_map") and device == "cpu") as tap:
                 replayer.run_events(record, run_kernels, lower_kernels)
+            keep_variants(launched, replayer.launched)
             outputs = [replayer.tensor(s) for s in _list(record.get("outputs"), "outputs", MAX_ARGS)]
             if device == "cuda":
                 torch.cuda.synchronize()
@@ -145,5 +148,31 @@ def run_replay(job: dict, run_dir: Path) -> int:
             }
         flush()
     out["seconds"] = round(time.perf_counter() - started, 3)
+    out["variants"] = launched
+    # how many kernels this child compiled itself (new entries in its compile cache): a precompile that
+    # matched leaves none (grading/replay/precompile.py)
+    out["compiled_here"] = max(0, cache_entries() - entries_before)
     flush()
     return 0
+
+
+def cache_entries() -> int:
+    """The number of entries (one folder per compiled kernel key) in this child's compile cache."""
+    import os
+
+    try:
+        return len(os.listdir(os.environ.get("TRITON_CACHE_DIR") or "."))
+    except OSError:
+        return 0
+
+
+def keep_variants(kept: list[dict], launched: list[tuple]) -> None:
+    """Add each launch's variant not kept yet (at most variants.MAX_VARIANTS; an argument with no variant
+    form leaves its launch out)."""
+    for name, args, kwargs, options in launched:
+        try:
+            v = variants.describe(name, args, kwargs, options)
+        except ValueError:
+            continue
+        if v not in kept and len(kept) < variants.MAX_VARIANTS:
+            kept.append(v)

@@ -70,6 +70,7 @@ class Replayer:
         self.trust: HostValues | None = None
         self.allocs: dict[int, tuple[int, int, int]] = {}  # buffer index -> (interior numel, guard, itemsize)
         self.constants: dict[int, float] = {}  # buffer index -> the constant a factory filled it with
+        self.launched: list[tuple] = []  # (kernel, args, kwargs, options) of each launch step made
 
     def build_buffers(self, record: dict, inputs: dict[str, Any]) -> None:
         import torch
@@ -203,6 +204,7 @@ class Replayer:
             op = event.get("op")
             if op == "launch":
                 name, grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
+                self.launched.append((name, args, kwargs, options))
                 steps.append(functools.partial(run_kernels[name][grid], *args, **kwargs, **options))
             elif op == "copy":
                 steps.append(
