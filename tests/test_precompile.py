@@ -123,15 +123,16 @@ def launches():
 
 wanted = variants.validate([variants.describe("matmul_kernel", a, k, o) for a, k, o in launches()])
 kernels, _ = build_kernels(source, "/learner/solution.py")  # the precompile child's way
-done, errors, parallel = precompile.compile_variants(kernels, wanted, "cpu", 4)
+done, errors, processes = precompile.compile_variants(kernels, wanted, 4)
 entries = set(os.listdir(cache))
 replay, _ = build_kernels(source, "/learner/solution.py")  # the replay child's own kernels, built again
 for args, kwargs, options in launches():  # Triton's launch path, up to the launch (no GPU here)
     replay["matmul_kernel"].warmup(*args, grid=(1,), **kwargs, **options)
 after = set(os.listdir(cache))
 flipped = [dict(v, args=[["ptr", v["args"][0][1], not v["args"][0][2]]] + v["args"][1:]) for v in wanted[:1]]
-precompile.compile_variants(kernels, flipped, "cpu", 1)
+precompile.compile_variants(kernels, flipped, 1)
 print(json.dumps({"compiled": done, "errors": errors, "variants": len(wanted), "entries": len(entries),
+                  "processes": processes,
                   "new": len(after - entries), "flipped_new": len(set(os.listdir(cache)) - after)}))
 """
 
@@ -154,7 +155,7 @@ def test_the_precompile_makes_exactly_the_entries_the_replays_launch_looks_up(tm
     )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["errors"] == [] and got["compiled"] == got["variants"] == 9, got
+    assert got["errors"] == [] and got["compiled"] == got["variants"] == 9 and got["processes"] == 4, got
     assert got["entries"] >= 6 and got["new"] == 0, got  # every replay launch found its entry
     assert got["flipped_new"] == 1, got
 

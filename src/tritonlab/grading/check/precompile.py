@@ -137,7 +137,7 @@ class Precompile:
             except rundir.Malformed:
                 data = None
             if isinstance(data, dict):
-                self.report = {k: data.get(k) for k in ("compiled", "parallel", "seconds")}
+                self.report = {k: data.get(k) for k in ("compiled", "processes", "seconds")}
                 errors = data.get("errors")
                 self.report["errors"] = [str(e)[:300] for e in errors[:8]] if isinstance(errors, list) else []
         self._clean()
