@@ -108,6 +108,7 @@ from tritonlab.grading.replay.source import build_kernels
 
 cache = os.environ["TRITON_CACHE_DIR"]
 source = open(sys.argv[1]).read().replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # " + sys.argv[2])
+imported = sys.argv[3] == "check"  # the check child's kernels (the file imported) rather than the replay's
 precompile.use_target("cuda:90")
 
 def launches():
@@ -122,12 +123,19 @@ def launches():
             yield args, kwargs, {"num_warps": 4}
 
 wanted = variants.validate([variants.describe("matmul_kernel", a, k, o) for a, k, o in launches()])
-kernels, _ = build_kernels(source, "/learner/solution.py")  # the precompile child's way
+kernels, _ = build_kernels(source, "/learner/solution.py", imported)  # the precompile child's way
 done, errors, processes = precompile.compile_variants(kernels, wanted, 4)
 entries = set(os.listdir(cache))
-replay, _ = build_kernels(source, "/learner/solution.py")  # the replay child's own kernels, built again
+if imported:  # the check child's: the file imported (elsewhere: the snapshot of each check has its own path)
+    from tritonlab.grading import harness
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"] + "-src", "solution.py")
+    os.makedirs(os.path.dirname(path))
+    open(path, "w").write(source)
+    launched = harness.load_learner(path).matmul_kernel
+else:  # the replay child's own kernels, built again
+    launched = build_kernels(source, "/learner/solution.py")[0]["matmul_kernel"]
 for args, kwargs, options in launches():  # Triton's launch path, up to the launch (no GPU here)
-    replay["matmul_kernel"].warmup(*args, grid=(1,), **kwargs, **options)
+    launched.warmup(*args, grid=(1,), **kwargs, **options)
 after = set(os.listdir(cache))
 flipped = [dict(v, args=[["ptr", v["args"][0][1], not v["args"][0][2]]] + v["args"][1:]) for v in wanted[:1]]
 precompile.compile_variants(kernels, flipped, 1)
@@ -137,17 +145,21 @@ print(json.dumps({"compiled": done, "errors": errors, "variants": len(wanted), "
 """
 
 
-def test_the_precompile_makes_exactly_the_entries_the_replays_launch_looks_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("child", ["replay", "check"])
+def test_the_precompile_makes_exactly_the_entries_the_childs_launch_looks_up(
+    tmp_path: Path, child: str
+) -> None:
     """For cuda:90, through Triton's own launch path both ways: the variants compiled from their data form,
-    then the replay's real arguments warmed up in the same cache: no new entry (a cache hit each). A variant
-    whose alignment is flipped makes a new entry: the comparison sees a specialization that differs."""
+    then the child's real arguments warmed up in the same cache (the replay's kernels built from the text; the
+    check child's from the file imported): no new entry, a cache hit each. A variant whose alignment is
+    flipped makes a new entry: the comparison sees a specialization that differs."""
     env = os.environ | {
         "TRITON_INTERPRET": "0",
         "TRITON_CACHE_DIR": str(tmp_path / "cache"),
         "TRITON_DEFAULT_FP_FUSION": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-c", KEY_MATCH, str(MATMUL), os.urandom(6).hex()],
+        [sys.executable, "-c", KEY_MATCH, str(MATMUL), os.urandom(6).hex(), child],
         capture_output=True,
         text=True,
         env=env,
@@ -227,3 +239,4 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache)
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
+    assert "check_precompile_s" in second.timings  # the learner's own cache's, stopped with the check child

@@ -113,6 +113,7 @@ class CheckRun:
         self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
         self.compiling: TrustedCompile | None = None
         self.precompiling: precompile.Precompile | None = None
+        self.precompiling_check: precompile.Precompile | None = None
         try:
             self.write_job()  # 2
             self.run_child()  # 3, with the trusted compile beside it
@@ -131,8 +132,9 @@ class CheckRun:
         finally:
             if self.compiling is not None:
                 self.compiling.stop()  # a check that raised or was stopped: never leave the compile running
-            if self.precompiling is not None:
-                self.precompiling.stop()
+            for pre in (self.precompiling, self.precompiling_check):
+                if pre is not None:
+                    pre.stop()
             if not self.keep_run_dir:
                 runfolder.remove_run_dir(self.run_dir)
         verdict.duration_s = time.monotonic() - self.started
@@ -181,6 +183,10 @@ class CheckRun:
             self.zygote, self.run_dir, limits, self.verdict.timings, self.on_start, self.on_output
         )
         self.verdict.output = self.run_result.output
+        if self.precompiling_check is not None:  # no use once the check child has ended
+            self.precompiling_check.wait(0)
+            precompile.timings_of(self.precompiling_check, 0, self.verdict.timings, "check_precompile")
+            self.precompiling_check = None
 
     def precompiles(self) -> bool:
         return getattr(self.contract, "REPLAY", True) and (
@@ -188,21 +194,29 @@ class CheckRun:
         )
 
     def start_precompile(self) -> None:
-        """3, beside the check child: the replay's kernels compiled ahead, from the variants the replay of the
-        learner's previous check of this exercise launched (precompile.py)."""
+        """3, beside the check child: the replay's kernels compiled ahead into the replay's cache, from the
+        variants the replay of the learner's previous check of this exercise launched, and the same variants
+        into the learner's own cache as the check child's import makes its kernels (precompile.py)."""
         if not self.precompiles():
             return
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
         if wanted:
-            self.precompiling = precompile.Precompile(
-                self.zygote,
-                self.source,
-                self.file,
-                wanted,
-                self.backend,
-                self.timeout,
-                self.precompile_target,
-            )
+            for cache in (caches.REPLAY, self.cache):
+                pre = precompile.Precompile(
+                    self.zygote,
+                    self.source,
+                    self.file,
+                    wanted,
+                    self.backend,
+                    self.timeout,
+                    self.precompile_target,
+                    cache=cache,
+                    as_imported=cache != caches.REPLAY,
+                )
+                if cache == caches.REPLAY:
+                    self.precompiling = pre
+                else:
+                    self.precompiling_check = pre
 
     def read_result(self) -> None:
         """4. The child's result and outputs, vetted; the exercise's host policy; the launches to replay."""

@@ -89,7 +89,8 @@ class Precompile:
     """The trusted precompile of stored variants into the replay's cache, started beside the check child.
 
     `target` None: the device's own target (a GPU check); `"cuda:90"`: compiled for that target without a GPU
-    (the CPU tests)."""
+    (the CPU tests). `cache`: the replay's (for the replay child), or the learner's own with `as_imported`
+    (for the check child, whose kernels Triton keys by their module and first line: replay/source.py)."""
 
     def __init__(
         self,
@@ -100,17 +101,21 @@ class Precompile:
         backend: str,
         timeout: float,
         target: str | None = None,
+        cache: str = caches.REPLAY,
+        as_imported: bool = False,
     ) -> None:
         self.started = time.monotonic()
         self.report: dict = {}
         self.handle: Run | None = None
         self.run: RunResult | None = None
-        self.run_dir: Path | None = zygote.new_run_dir(cache=caches.REPLAY)[0]
+        self.run_dir: Path | None = zygote.new_run_dir(cache=cache)[0]
         try:
             (self.run_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
             job = {"mode": "precompile", "source": "source.py", "file": str(file), "variants": wanted}
             if target:
                 job["target"] = target
+            if as_imported:
+                job["as_imported"] = True
             (self.run_dir / "job.json").write_text(json.dumps(job))
             self.handle = zygote.start(self.run_dir, default_limits(backend, timeout))
         except BaseException:
@@ -155,13 +160,15 @@ class Precompile:
             self.run_dir = None
 
 
-def timings_of(pre: Precompile, waited: float, timings: dict) -> None:
-    """The precompile's part of a verdict's timings: how long the replay waited for it, how long it ran,
-    how many variants it compiled (the replay's `replay_compiled` says how many it still compiled itself)."""
-    timings["precompile_wait_s"] = round(waited, 3)
+def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "precompile") -> None:
+    """A precompile's part of a verdict's timings: how long the replay waited for it (`precompile_wait_s`),
+    how long it ran, how many variants it compiled (`precompiled`; `check_precompiled` for the check child's;
+    the replay's `replay_compiled` says how many kernels it still compiled itself)."""
+    if name == "precompile":
+        timings["precompile_wait_s"] = round(waited, 3)
     seconds = pre.report.get("seconds")
     ran = isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6
-    timings["precompile_s"] = round(float(seconds) if ran else time.monotonic() - pre.started, 3)
+    timings[f"{name}_s"] = round(float(seconds) if ran else time.monotonic() - pre.started, 3)
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
-        timings["precompiled"] = compiled
+        timings[name.removesuffix("e") + "ed"] = compiled

@@ -10,7 +10,10 @@ variants are shared out between forked processes (`compile_variants`), one per c
 
 On a GPU the target is the device's. `job["target"] = "cuda:90"` (tests, a machine without a GPU) installs a
 driver that only answers "which device, stream and target" (`CompileOnlyDriver`): nothing is launched in this
-mode either way. Writes `precompile.json`: {"compiled": n, "errors": [...], "seconds": s, "processes": n}.
+mode either way. `job["as_imported"]`: the kernels built as the check child's import makes them (replay/source.py), for the
+precompile into the learner's own cache that the check child compiles into (check/precompile.py).
+
+Writes `precompile.json`: {"compiled": n, "errors": [...], "seconds": s, "processes": n}.
 """
 
 from __future__ import annotations
@@ -132,7 +135,9 @@ def run_precompile(job: dict, run_dir: Path) -> int:
         wanted = _variants.validate(job.get("variants"))
         source = (run_dir / job["source"]).read_text(encoding="utf-8", errors="surrogateescape")
         use_target(job.get("target"))
-        kernels, _lower = build_kernels(source, job.get("file") or "learner.py")
+        kernels, _lower = build_kernels(
+            source, job.get("file") or "learner.py", job.get("as_imported") is True
+        )
         workers = int(job.get("workers") or min(WORKERS, os.cpu_count() or 1))
         out["compiled"], out["errors"], out["processes"] = compile_variants(kernels, wanted, workers)
     except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
