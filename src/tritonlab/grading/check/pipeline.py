@@ -112,8 +112,7 @@ class CheckRun:
         self.run_dir = self.zygote.new_run_dir(cache=self.cache)[0]  # a warm child may be bound to it already
         self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
         self.compiling: TrustedCompile | None = None
-        self.precompiling: precompile.Precompile | None = None
-        self.precompiling_check: precompile.Precompile | None = None
+        self.precompiling: precompile.Beside | None = None
         try:
             self.write_job()  # 2
             self.run_child()  # 3, with the trusted compile beside it
@@ -132,9 +131,8 @@ class CheckRun:
         finally:
             if self.compiling is not None:
                 self.compiling.stop()  # a check that raised or was stopped: never leave the compile running
-            for pre in (self.precompiling, self.precompiling_check):
-                if pre is not None:
-                    pre.stop()
+            if self.precompiling is not None:
+                self.precompiling.stop()
             if not self.keep_run_dir:
                 runfolder.remove_run_dir(self.run_dir)
         verdict.duration_s = time.monotonic() - self.started
@@ -177,16 +175,19 @@ class CheckRun:
             self.compiling = TrustedCompile(
                 self.contract, self.file, self.source, self.backend, self.zygote, self.timeout
             )
-        self.start_precompile()
+
+        def started(handle: Run) -> None:
+            if self.on_start:
+                self.on_start(handle)
+            self.start_precompile()  # once the check child has its place: never before it
+
         limits = run.run_limits(self.backend, self.timeout, self.cases)
         self.run_result = run.run(
-            self.zygote, self.run_dir, limits, self.verdict.timings, self.on_start, self.on_output
+            self.zygote, self.run_dir, limits, self.verdict.timings, started, self.on_output
         )
         self.verdict.output = self.run_result.output
-        if self.precompiling_check is not None:  # no use once the check child has ended
-            self.precompiling_check.wait(0)
-            precompile.timings_of(self.precompiling_check, 0, self.verdict.timings, "check_precompile")
-            self.precompiling_check = None
+        if self.precompiling is not None:
+            self.precompiling.check_ended(self.verdict.timings)
 
     def precompiles(self) -> bool:
         return getattr(self.contract, "REPLAY", True) and (
@@ -201,22 +202,16 @@ class CheckRun:
             return
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
         if wanted:
-            for cache in (caches.REPLAY, self.cache):
-                pre = precompile.Precompile(
-                    self.zygote,
-                    self.source,
-                    self.file,
-                    wanted,
-                    self.backend,
-                    self.timeout,
-                    self.precompile_target,
-                    cache=cache,
-                    as_imported=cache != caches.REPLAY,
-                )
-                if cache == caches.REPLAY:
-                    self.precompiling = pre
-                else:
-                    self.precompiling_check = pre
+            self.precompiling = precompile.Beside(
+                self.zygote,
+                self.source,
+                self.file,
+                wanted,
+                self.backend,
+                self.timeout,
+                self.precompile_target,
+                self.cache,
+            )
 
     def read_result(self) -> None:
         """4. The child's result and outputs, vetted; the exercise's host policy; the launches to replay."""
@@ -252,9 +247,7 @@ class CheckRun:
         if self.source is None or self.run_result.timed_out:
             return
         if self.precompiling is not None:  # its kernels are the replay's: wait for them, then replay
-            waited = self.precompiling.wait()
-            precompile.timings_of(self.precompiling, waited, self.verdict.timings)
-            self.precompiling = None
+            self.precompiling.replay_ready(self.verdict.timings)
         mark = time.monotonic()
         launched = replay.replay_cases(
             self.contract,

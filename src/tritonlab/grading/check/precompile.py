@@ -172,3 +172,50 @@ def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "preco
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
         timings[name.removesuffix("e") + "ed"] = compiled
+
+
+class Beside:
+    """Both precompiles of one check (the replay's cache and the learner's), started in a thread once the check
+    child has started (so neither takes a warm child or a moment from it), with what the pipeline calls at each
+    step: `check_ended` (the learner's is of no use after: stopped), `replay_ready` (the replay's waited for),
+    `stop` (a check that ended early). A precompile that cannot start is only noted: it decides nothing."""
+
+    def __init__(self, zygote: sandbox.Zygote, source: str, file: Path, wanted: list[dict], backend: str,
+                 timeout: float, target: str | None, learner_cache: str) -> None:  # fmt: skip
+        self.replay: Precompile | None = None
+        self.check: Precompile | None = None
+        self.problem = ""
+
+        def start() -> None:
+            try:
+                self.replay = Precompile(zygote, source, file, wanted, backend, timeout, target)
+                self.check = Precompile(
+                    zygote, source, file, wanted, backend, timeout, target, learner_cache, as_imported=True
+                )
+            except Exception as exc:  # noqa: BLE001 - e.g. no run directory left: the check goes on without
+                self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+        self.thread = threading.Thread(target=start, name="precompile-start", daemon=True)
+        self.thread.start()
+
+    def check_ended(self, timings: dict) -> None:
+        self.thread.join()
+        if self.problem:
+            timings["precompile_problem"] = self.problem
+        if self.check is not None:
+            self.check.wait(0)
+            timings_of(self.check, 0, timings, "check_precompile")
+            self.check = None
+
+    def replay_ready(self, timings: dict) -> None:
+        self.thread.join()
+        if self.replay is not None:
+            waited = self.replay.wait()
+            timings_of(self.replay, waited, timings)
+            self.replay = None
+
+    def stop(self) -> None:
+        self.thread.join()
+        for pre in (self.check, self.replay):
+            if pre is not None:
+                pre.stop()
