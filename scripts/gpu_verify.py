@@ -17,7 +17,8 @@ Steps, each timed and bounded, in this order (the last one gets what is left of 
 10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
 11. `edited_kernel`: the first check of an edited vector-copy, softmax and matmul solution
     (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
-    40's goals;
+    40's goals, each with its split (check child, replay child, the replay's wait for the precompile beside
+    the check child, kernels precompiled, kernels the replay still compiled: grading/check/precompile.py);
 12. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
     cases only while time is left; the restated targets judged from its rows (perf/targets.py).
 

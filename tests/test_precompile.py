@@ -21,7 +21,7 @@ from tritonlab.grading.check import pipeline
 from tritonlab.grading.check.precompile import Precompile, VariantStore
 from tritonlab.grading.replay import variants
 from tritonlab.models import Exercise
-from tritonlab.runs import caches, sandbox
+from tritonlab.runs import caches, hardening, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "course/09-matmul-fusion/exercises/matmul/solution.py"
@@ -196,7 +196,29 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]
         z.close()
 
 
-def test_the_precompile_child_never_imports_the_learners_file(zygote: sandbox.Zygote, tmp_path: Path) -> None:
+@pytest.fixture(scope="module", params=["basic", "hardened"])
+def any_zygote(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[sandbox.Zygote]:
+    """Both layers: hardened, the precompile child forks its compile workers inside bubblewrap and the
+    replay's cache is bound at its own path."""
+    if request.param == "basic":
+        yield request.getfixturevalue("zygote")
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
+        if not hardening.probe("interpreter")["hardened"]:
+            pytest.skip(f"needs the hardened layer (bubblewrap): {hardening.probe('interpreter')['reason']}")
+        z = sandbox.Zygote("interpreter", hardened=True)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+def test_the_precompile_child_never_imports_the_learners_file(
+    any_zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    zygote = any_zygote
     mark = tmp_path / "ran"
     text = f"MARK = {str(mark)!r}\n" + LEARNER
     file = tmp_path / "learner.py"
@@ -210,7 +232,7 @@ def test_the_precompile_child_never_imports_the_learners_file(zygote: sandbox.Zy
         }
         for k in (1, 28)  # 101 and 128: two specializations (128 is a multiple of 16)
     ] + [{"kernel": "missing", "args": [], "kwargs": {}, "options": {}}]
-    replay_cache = caches.folder(caches.REPLAY, hardened=False)
+    replay_cache = caches.folder(caches.REPLAY, hardened=zygote.hardened)
     before = set(os.listdir(replay_cache))
     pre = Precompile(zygote, text, file, wanted, "interpreter", 120, target="cuda:90")
     pre.wait(120)
