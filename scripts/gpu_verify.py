@@ -567,7 +567,8 @@ def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
 
 SPLIT = (
     ("check child", "check_child_s"), ("replay child", "replay_child_s"), ("compile wait", "precompile_wait_s"),
-    ("precompile", "precompile_s"), ("precompiled", "precompiled"), ("replay compiled", "replay_compiled"),
+    ("precompile", "precompile_s"), ("precompiled", "precompiled"), ("check precompiled", "check_precompiled"),
+    ("replay compile ahead", "replay_ahead_s"), ("replay compiled", "replay_compiled"),
 )  # fmt: skip
 
 

@@ -262,3 +262,60 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
     assert "check_precompile_s" in second.timings  # the learner's own cache's, stopped with the check child
+
+
+SCALE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+"""
+
+
+@pytest.mark.usefixtures("interpreted")
+def test_the_replays_variants_from_the_records_alone_are_those_its_launches_have() -> None:
+    """A GPU replay compiles every launch before the first runs (replay/child.py `compile_ahead`), from the
+    records alone: a view's alignment is its offset into a fresh allocation. Those variants must be the ones
+    its real launches then have (the buffers made, each view at its address)."""
+    from tritonlab.grading.replay.replayer import Replayer
+    from tritonlab.grading.replay.source import build_kernels
+
+    def view(buf: int, dtype: str, offset: int) -> dict:
+        return {"tensor": {"buf": buf, "dtype": dtype, "offset": offset, "shape": [8], "stride": [1]}}
+
+    launches = [
+        (view(0, "float32", 0), view(0, "float32", 1)),  # 4 bytes in: not 16-aligned
+        (view(0, "float32", 4), view(1, "float16", 8)),  # 16 bytes in: aligned
+        (view(1, "float16", 3), view(1, "float16", 16)),
+    ]
+    record = {
+        "buffers": [
+            {"kind": "alloc", "dtype": "float32", "numel": 40, "init": "poison"},
+            {"kind": "alloc", "dtype": "float16", "numel": 40, "init": {"bits": 0}},
+        ],
+        "events": [
+            {"op": "launch", "kernel": "scale_kernel", "grid": [1], "args": [x, out, {"int": n}],
+             "kwargs": {"B": {"int": 16}, "num_warps": {"int": 2}}}
+            for (x, out), n in zip(launches, (1, 16, 7), strict=True)
+        ],
+        "outputs": [],
+    }  # fmt: skip
+    run, lowered = build_kernels(SCALE, "<learner>")
+    ahead = Replayer("cpu", None, materialize=False)  # type: ignore[arg-type]
+    ahead.run_events(record, {}, lowered)
+    real = Replayer("cpu", None)  # type: ignore[arg-type]
+    real.build_buffers(record, {})
+    real.steps(record, run, lowered)
+    from_records = [variants.describe(*launch) for launch in ahead.launched]
+    from_launches = [variants.describe(*launch) for launch in real.launched]
+    assert [[a[2] for a in v["args"][:2]] for v in from_launches] == [
+        [True, False],
+        [True, True],
+        [False, True],
+    ]
+    assert from_records == from_launches
+    assert variants.validate(from_records) == from_records

@@ -113,6 +113,10 @@ def replay_cases(
                 compiled = reply.get("compiled_here")
                 if isinstance(compiled, int) and not isinstance(compiled, bool) and 0 <= compiled < 1 << 20:
                     timings["replay_compiled"] = compiled  # kernels the replay compiled itself (diagnostic)
+                ahead = reply.get("ahead")  # its launches compiled at once before the first ran (GPU)
+                seconds = ahead.get("seconds") if isinstance(ahead, dict) else None
+                if isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6:
+                    timings["replay_ahead_s"] = seconds
             launched = reply.get("variants")
         except (OSError, ValueError, AttributeError, rundir.Malformed):
             replayed, launched = {}, None

@@ -79,18 +79,23 @@ def run_replay(job: dict, run_dir: Path) -> int:
     started = time.perf_counter()
     entries_before = cache_entries()
     launched: list[dict] = []  # the distinct launches, as variants: the next check's precompile (variants.py)
+    ahead: list[
+        dict
+    ] = []  # the same, from the records alone (replay/lower.py Pointer), compiled ahead on a GPU
     for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
         if failure:
             out["cases"][key] = {"refused": failure}
             continue
+        lowering = Replayer(device, run_dir, materialize=False)
         try:
-            Replayer(device, run_dir, materialize=False).run_events(
-                _dict(case["record"], "record"), {}, lower_kernels
-            )
+            lowering.run_events(_dict(case["record"], "record"), {}, lower_kernels)
         except Refused as exc:
             out["cases"][key] = {"refused": str(exc)}
+        keep_variants(ahead, lowering.launched)
     out["lower_seconds"] = round(time.perf_counter() - started, 3)
+    if device == "cuda" and ahead:  # every launch is known now: compile them at once, before the first runs
+        out["ahead"] = compile_ahead(run_kernels, ahead)
     for case in job["cases"]:
         key = str(case["index"])
         if key in out["cases"]:
@@ -154,6 +159,21 @@ def run_replay(job: dict, run_dir: Path) -> int:
     out["compiled_here"] = max(0, cache_entries() - entries_before)
     flush()
     return 0
+
+
+def compile_ahead(kernels: dict, ahead: list[dict]) -> dict:
+    """On a GPU: every distinct launch of every case compiled before the first case runs, shared out between
+    forked processes (replay/precompile.py); what the precompile beside the check child left compiled is a
+    cache hit. A launch compiles on its own as before when this missed it."""
+    from tritonlab.grading.replay.precompile import compile_variants, worker_count
+
+    began = time.perf_counter()
+    try:
+        done, errors, processes = compile_variants(kernels, variants.validate(ahead), worker_count())
+    except Exception as exc:  # noqa: BLE001 - the launches compile on their own
+        done, errors, processes = 0, [f"{type(exc).__name__}: {str(exc)[:200]}"], 0
+    seconds = round(time.perf_counter() - began, 3)
+    return {"compiled": done, "errors": errors[:4], "processes": processes, "seconds": seconds}
 
 
 def cache_entries() -> int:

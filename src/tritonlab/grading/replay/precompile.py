@@ -122,6 +122,15 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
     return done, errors, share
 
 
+def worker_count() -> int:
+    """One compile process per core this process may use, at most WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(WORKERS, cores))
+
+
 def run_precompile(job: dict, run_dir: Path) -> int:
     """Child entry (mode `precompile`): rebuild the kernels from the text, compile the job's variants."""
     from tritonlab.grading.kernel_compile import compiler_mode
@@ -138,7 +147,7 @@ def run_precompile(job: dict, run_dir: Path) -> int:
         kernels, _lower = build_kernels(
             source, job.get("file") or "learner.py", job.get("as_imported") is True
         )
-        workers = int(job.get("workers") or min(WORKERS, os.cpu_count() or 1))
+        workers = int(job.get("workers") or worker_count())
         out["compiled"], out["errors"], out["processes"] = compile_variants(kernels, wanted, workers)
     except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
         out["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")

@@ -47,6 +47,8 @@ def describe_value(value: Any) -> list:
     """One argument as data: a tensor by dtype and 16-byte alignment, anything else by value."""
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         return ["ptr", str(value.dtype).removeprefix("torch."), value.data_ptr() % 16 == 0]
+    if isinstance(getattr(value, "aligned", None), bool) and isinstance(getattr(value, "dtype", None), str):
+        return ["ptr", value.dtype, value.aligned]  # the replay's lowering pass: replay/lower.py `Pointer`
     if value is None:
         return ["none"]
     if isinstance(value, bool):
