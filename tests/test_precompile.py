@@ -319,3 +319,33 @@ def test_the_replays_variants_from_the_records_alone_are_those_its_launches_have
     ]
     assert from_records == from_launches
     assert variants.validate(from_records) == from_records
+
+
+@pytest.fixture(scope="module")
+def gpu_zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("gpu-home")))
+        z = sandbox.Zygote("gpu", pool=2)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_an_edited_kernels_replay_finds_its_kernels_precompiled(
+    gpu_zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """The key match on the GPU's own Triton and target: after one check of the matmul solution, an edited
+    copy's check precompiles the stored variants beside its check child, and its replay compiles nothing
+    itself (no new entry in the replay's cache)."""
+    exercise = Exercise("matmul", "", MATMUL.parent, contracts.get("matmul").FUNCTION, {}, {}, {}, ())
+    first = pipeline.check(exercise, MATMUL, "gpu", gpu_zygote, seed=11, timeout=180)
+    assert first.passed, [f.to_json() for f in first.failures[:3]]
+    edited = tmp_path / "solution.py"
+    marker = "pid = tl.program_id(0)"
+    edited.write_text(MATMUL.read_text().replace(marker, marker + "  # " + os.urandom(6).hex()))
+    second = pipeline.check(exercise, edited, "gpu", gpu_zygote, seed=11, timeout=180)
+    assert second.passed, [f.to_json() for f in second.failures[:3]]
+    timings = second.timings
+    assert timings.get("precompiled", 0) >= 1 and not timings.get("precompile_problem"), timings
+    assert timings.get("replay_compiled") == 0, timings
