@@ -234,8 +234,9 @@ def test_the_precompile_child_never_imports_the_learners_file(
     ] + [{"kernel": "missing", "args": [], "kwargs": {}, "options": {}}]
     replay_cache = caches.folder(caches.REPLAY, hardened=zygote.hardened)
     before = set(os.listdir(replay_cache))
-    pre = Precompile(zygote, text, file, wanted, "interpreter", 120, target="cuda:90")
+    pre = Precompile(zygote, text, file, wanted, "interpreter", 120, target="cuda:90", workers=2)
     pre.wait(120)
+    assert pre.report.get("processes") == 2, pre.report  # its compile forked, inside the sandbox
     assert not mark.exists(), pre.report  # the file's top level never ran
     assert pre.report.get("compiled") == 2, pre.report
     assert pre.report["errors"] == ["missing: no such kernel in the text"]
@@ -262,6 +263,13 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
     assert "check_precompile_s" in second.timings  # the learner's own cache's, stopped with the check child
+    monkeypatch.setenv("TRITONLAB_PRECOMPILE", "0")  # turned off: nothing compiled ahead
+    third = pipeline.check(exercise, solution, "interpreter", zygote, seed=6, cache=cache)
+    assert (
+        third.passed
+        and "precompile_wait_s" not in third.timings
+        and "check_precompile_s" not in third.timings
+    )
 
 
 SCALE = """

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check import cases, job, judge, precompile, read, replay, run
 from tritonlab.grading.check.failures import malformed_failure
@@ -190,8 +191,10 @@ class CheckRun:
             self.precompiling.check_ended(self.verdict.timings)
 
     def precompiles(self) -> bool:
-        return getattr(self.contract, "REPLAY", True) and (
-            self.backend == "gpu" or self.precompile_target is not None
+        return (
+            getattr(self.contract, "REPLAY", True)
+            and config.precompile_enabled()
+            and (self.backend == "gpu" or self.precompile_target is not None)
         )
 
     def start_precompile(self) -> None:

@@ -103,6 +103,7 @@ class Precompile:
         target: str | None = None,
         cache: str = caches.REPLAY,
         as_imported: bool = False,
+        workers: int | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.report: dict = {}
@@ -116,6 +117,8 @@ class Precompile:
                 job["target"] = target
             if as_imported:
                 job["as_imported"] = True
+            if workers:
+                job["workers"] = workers  # compile processes (default: replay/precompile.py worker_count)
             (self.run_dir / "job.json").write_text(json.dumps(job))
             self.handle = zygote.start(self.run_dir, default_limits(backend, timeout))
         except BaseException:

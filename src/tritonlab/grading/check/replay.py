@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check.job import encode_case
 from tritonlab.grading.check.read import read_record
@@ -95,6 +96,7 @@ def replay_cases(
             "cases": job_cases,
             "tile_map": bool(getattr(contract, "TILE_MAP", False)),
             "fills": fill_policy(policy or {}),
+            "compile_ahead": config.precompile_enabled(),  # on a GPU: every launch compiled at once, first
         }
         (replay_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()

@@ -94,7 +94,9 @@ def run_replay(job: dict, run_dir: Path) -> int:
             out["cases"][key] = {"refused": str(exc)}
         keep_variants(ahead, lowering.launched)
     out["lower_seconds"] = round(time.perf_counter() - started, 3)
-    if device == "cuda" and ahead:  # every launch is known now: compile them at once, before the first runs
+    if (
+        device == "cuda" and ahead and job.get("compile_ahead", True)
+    ):  # every launch is known now: compile them at once, before the first runs
         out["ahead"] = compile_ahead(run_kernels, ahead)
     for case in job["cases"]:
         key = str(case["index"])

@@ -123,12 +123,13 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
 
 
 def worker_count() -> int:
-    """One compile process per core this process may use, at most WORKERS."""
+    """One compile process for every two cores this process may use (the check child, other checks and the
+    forks' own ptxas share them), at least one, at most WORKERS."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(WORKERS, cores))
+    return max(1, min(WORKERS, cores // 2))
 
 
 def run_precompile(job: dict, run_dir: Path) -> int:
@@ -147,7 +148,7 @@ def run_precompile(job: dict, run_dir: Path) -> int:
         kernels, _lower = build_kernels(
             source, job.get("file") or "learner.py", job.get("as_imported") is True
         )
-        workers = int(job.get("workers") or worker_count())
+        workers = max(1, min(WORKERS, int(job.get("workers") or worker_count())))
         out["compiled"], out["errors"], out["processes"] = compile_variants(kernels, wanted, workers)
     except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
         out["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")
