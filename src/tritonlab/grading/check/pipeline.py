@@ -249,7 +249,9 @@ class CheckRun:
         """6. The recorded launches alone, compared with what the function returned."""
         if self.source is None or self.run_result.timed_out:
             return
-        if self.precompiling is not None:  # its kernels are the replay's: wait for them, then replay
+        if self.precompiling is not None and self.result.get("import_error"):
+            self.precompiling.stop()  # nothing will be replayed
+        elif self.precompiling is not None:  # its kernels are the replay's: wait for them, then replay
             self.precompiling.replay_ready(self.verdict.timings)
         mark = time.monotonic()
         launched = replay.replay_cases(
