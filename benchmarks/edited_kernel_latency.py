@@ -5,7 +5,8 @@ solution, makes a harmless edit inside every `@triton.jit` function (a comment w
 changes the source Triton hashes, so no compile cache can answer), and runs `tritonlab check EXERCISE --file F
 --json` as a learner would, through the check daemon (warmed first on the unedited solution). It records the
 whole command's wall time, the verdict, and the verdict's own per-phase timings (queue, cases, check run,
-replay, trusted compile, speed).
+replay, trusted compile, speed) with the split of the compiles (`PHASES`: check child, replay child, the
+replay's wait for the precompile, kernels precompiled and kernels the replay still compiled).
 
     python benchmarks/edited_kernel_latency.py --out DIR [--backend gpu] [--repeats 3] [EXERCISE ...]
 
@@ -29,6 +30,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EXERCISES = ("vector-copy", "softmax", "matmul")
+# the verdict's timings kept per row: the phases, then the split of the two children that compile (the check
+# child's and the replay child's own seconds, the replay's wait for the precompile beside the check child, what
+# that precompile compiled and what the replay still compiled itself: grading/check/precompile.py)
+PHASES = (
+    "queue_wait_s", "cases_s", "check_run_s", "replay_s", "compile_s", "judge_s", "speed_s", "total_s",
+    "check_child_s", "check_child_first_s", "replay_run_s", "replay_child_s", "replay_child_first_s",
+    "precompile_wait_s", "precompile_s", "precompiled", "check_precompile_s", "check_precompiled",
+    "replay_ahead_s", "replay_compiled",
+)  # fmt: skip
 
 
 def edit(source: str, tag: str) -> str:
@@ -85,17 +95,7 @@ def check(exercise: str, file: Path, backend: str, env: dict) -> dict:
 
 def summary(verdict: dict) -> dict:
     timings = verdict.get("timings") or {}
-    keep = (
-        "queue_wait_s",
-        "cases_s",
-        "check_run_s",
-        "replay_s",
-        "compile_s",
-        "judge_s",
-        "speed_s",
-        "total_s",
-    )
-    return {k: round(float(timings[k]), 3) for k in keep if isinstance(timings.get(k), int | float)}
+    return {k: round(float(timings[k]), 3) for k in PHASES if isinstance(timings.get(k), int | float)}
 
 
 def main(argv: list[str] | None = None) -> int:

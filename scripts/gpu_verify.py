@@ -17,7 +17,8 @@ Steps, each timed and bounded, in this order (the last one gets what is left of 
 10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
 11. `edited_kernel`: the first check of an edited vector-copy, softmax and matmul solution
     (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
-    40's goals;
+    40's goals, each with its split (check child, replay child, the replay's wait for the precompile beside
+    the check child, kernels precompiled, kernels the replay still compiled: grading/check/precompile.py);
 12. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
     cases only while time is left; the restated targets judged from its rows (perf/targets.py).
 
@@ -559,8 +560,22 @@ def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
         exercises.append({
             "exercise": exercise, "target_s": target, "walls_s": walls,
             "median_s": statistics.median(walls) if walls else None, "all_passed": bool(passed) and all(passed),
+            "splits": [split(r.get("phases") or {}) for r in edited],
         })  # fmt: skip
     return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
+
+
+SPLIT = (
+    ("check child", "check_child_s"), ("replay child", "replay_child_s"), ("compile wait", "precompile_wait_s"),
+    ("precompile", "precompile_s"), ("precompiled", "precompiled"), ("check precompiled", "check_precompiled"),
+    ("replay compile ahead", "replay_ahead_s"), ("replay compiled", "replay_compiled"),
+)  # fmt: skip
+
+
+def split(phases: dict) -> str:
+    """Where an edited check's time went: the check child, the replay child, the replay's wait for the
+    precompile beside the check child, and how many kernels each compiled (grading/check/precompile.py)."""
+    return ", ".join(f"{label} {phases[key]}" for label, key in SPLIT if key in phases) or "no split reported"
 
 
 def bench_all(env: dict, limit: float, out_dir: Path) -> dict:
@@ -666,6 +681,8 @@ def judge(report: dict) -> list[dict]:
         )
     for c in (report.get("edited_kernel") or {}).get("exercises", []):
         what = f"first check of an edited {c['exercise']} kernel (CLI, median of {len(c['walls_s'])}), s"
+        if c.get("splits"):
+            what += f" ({'; '.join(c['splits'])})"
         add(what, c["median_s"], c["target_s"], c["all_passed"])
     if "total_s" in report:
         add("the whole gpu-verify, s", report["total_s"], BUDGET_S)

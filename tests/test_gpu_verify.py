@@ -173,3 +173,23 @@ def test_the_edited_kernel_step_is_judged_against_issue_40s_goals() -> None:
     assert verdict(report([16.5], True)) is False
     assert verdict(report([3.0], False)) is False
     assert verdict(report([], False)) is None
+
+
+def test_the_edited_kernel_row_shows_where_the_time_went() -> None:
+    """Issue 40: the first check of an edited kernel is judged with its split (check child, replay child, the
+    replay's wait for the precompile, kernels precompiled and kernels the replay still compiled itself)."""
+    phases = {"check_child_s": 6.2, "replay_child_s": 0.4, "precompile_wait_s": 0.1, "precompiled": 9}
+    phases["replay_compiled"] = 0
+    assert gpu_verify.split(phases) == (
+        "check child 6.2, replay child 0.4, compile wait 0.1, precompiled 9, replay compiled 0"
+    )
+    report = {
+        "edited_kernel": {
+            "exercises": [
+                {"exercise": "matmul", "target_s": 8.0, "walls_s": [7.5], "median_s": 7.5, "all_passed": True,
+                 "splits": [gpu_verify.split(phases)]},
+            ]
+        }
+    }  # fmt: skip
+    (row,) = gpu_verify.judge(report)
+    assert row["met"] is True and "replay child 0.4" in row["what"] and "replay compiled 0" in row["what"]

@@ -8,6 +8,8 @@ TRITONLAB_POOL    warm single-use run workers per zygote (default: 2 on a GPU, 0
 TRITONLAB_DAEMON  0 turns off the per-user background check worker one-shot CLI checks reuse (default on; cli/daemon.py)
 TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (default 600)
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
+TRITONLAB_PRECOMPILE  0 turns off compiling a GPU check's kernels ahead (beside the check child, and all at once
+                  in the replay child; default on; grading/check/precompile.py)
 TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
                   above OWASP's minimum, cheap enough for a class's log-in burst; docs/classroom.md,
                   "Password hashing cost")
@@ -152,3 +154,8 @@ def argon2_cost() -> dict[str, int]:
 
 def argon2_is_weak(cost: dict[str, int]) -> bool:
     return cost["t"] < ARGON2_FLOOR["t"] or cost["m"] < ARGON2_FLOOR["m"]
+
+
+def precompile_enabled() -> bool:
+    """TRITONLAB_PRECOMPILE (default on): compile a GPU check's kernels ahead (grading/check/precompile.py)."""
+    return os.environ.get("TRITONLAB_PRECOMPILE", "").strip() != "0"

@@ -39,7 +39,7 @@ from tritonlab.runs import runfolder
 
 LEARNER, REPLAY = "learner", "replay"
 # modes that run no learner Python: the only ones a run with the replay cache may serve (runs/zygote.py)
-TRUSTED_MODES = frozenset({"replay", "compile", "speed"})
+TRUSTED_MODES = frozenset({"replay", "compile", "speed", "precompile"})
 CACHE_BYTES = {LEARNER: 128 << 20, REPLAY: 512 << 20}
 CACHE_FILES = 20_000
 NEARLY_FULL = 0.8  # emptied when this share of its bytes or files is used

@@ -38,6 +38,7 @@ PR_SET_CHILD_SUBREAPER = 36
 ENTRIES = {
     "check": "tritonlab.grading.harness:run_check",
     "replay": "tritonlab.grading.replay.child:run_replay",
+    "precompile": "tritonlab.grading.replay.precompile:run_precompile",
     "run": "tritonlab.grading.harness:run_program",
     "viz": "tritonlab.viz.child:run_viz",
     "bench": "tritonlab.perf.bench_learner:child_main",

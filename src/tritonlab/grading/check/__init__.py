@@ -16,6 +16,8 @@ Modules:
 - `host.py`: the exercise's `[host]` policy: which copies of the arguments the host code may make.
 - `failures.py`: how a run ended without a result, a refused result, which line to look at.
 - `trusted_compile.py`: `TrustedCompile`, the compile that never imports the learner's file.
+- `precompile.py`: beside step 3 on a GPU, the replay's kernels compiled ahead into the replay's cache
+  (`Precompile`) from the variants the learner's previous replay launched (`VariantStore`).
 
 May import what grading may (config, models, runs); never store/ or perf/ (the service adds those steps).
 """

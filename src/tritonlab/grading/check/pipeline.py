@@ -5,11 +5,13 @@
 1. cases    (cases.py)   the contract's cases for the seed, numpy only, made ahead when they could be
 2. job      (job.py)     a run directory: a snapshot of the graded text, the inputs as .npy, job.json
 3. run      (run.py)     the check child from the zygote, under the run's limits; the trusted compile
-                         (trusted_compile.py) starts beside it for the contracts that have one
+                         (trusted_compile.py) starts beside it for the contracts that have one, and on a
+                         GPU the precompile of the replay's kernels (precompile.py)
 4. read     (read.py)    result.json, the output arrays and the launch records, read as hostile data
 5. judge    (judge.py)   every case against the float64 reference, in the parent; started beside step 6
                          on a copy of the result (`EarlyJudge`) and kept unless the replay changed it
-6. replay   (replay.py)  the recorded launches alone, in a fresh child that never imports the learner's file
+6. replay   (replay.py)  the recorded launches alone, in a fresh child that never imports the learner's file;
+                         its launches kept for the next check's precompile
 7. record   \
 8. show      } the caller's: grading imports neither store/ nor perf/. `CheckRun` leaves them empty; the
 9. speed    /  service's check (service/check.py) saves the attempt, then shows it, then times a passing
@@ -28,8 +30,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab import config
 from tritonlab.grading import contracts
-from tritonlab.grading.check import cases, job, judge, read, replay, run
+from tritonlab.grading.check import cases, job, judge, precompile, read, replay, run
 from tritonlab.grading.check.failures import malformed_failure
 from tritonlab.grading.check.host import host_policy
 from tritonlab.grading.check.trusted_compile import TrustedCompile
@@ -44,7 +47,12 @@ class CheckRun:
     `source`: the text to grade (what a request sent), else the file's text as read now, graded under the
     file's name. `huge_cases` (GPU only): the contract's ≥ 2³¹-element cases too. `cache`: the learner's compile
     cache, for the run of their code (the replay and the trusted compile use the replay's: runs/caches.py).
-    `keep_run_dir`: leave the check child's directory for a test to read."""
+    `keep_run_dir`: leave the check child's directory for a test to read.
+
+    `precompile_target`: None compiles the replay's kernels ahead on a GPU only (for the device); a target
+    such as "cuda:90" does it on any backend, for that target (tests on a machine without a GPU)."""
+
+    precompile_target: str | None = None
 
     def __init__(
         self,
@@ -107,6 +115,7 @@ class CheckRun:
         verdict.timings["check_warm_child"] = warm
         self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
         self.compiling: TrustedCompile | None = None
+        self.precompiling: precompile.Beside | None = None
         try:
             self.write_job()  # 2
             self.run_child()  # 3, with the trusted compile beside it
@@ -125,6 +134,8 @@ class CheckRun:
         finally:
             if self.compiling is not None:
                 self.compiling.stop()  # a check that raised or was stopped: never leave the compile running
+            if self.precompiling is not None:
+                self.precompiling.stop()
             if not self.keep_run_dir:
                 runfolder.remove_run_dir(self.run_dir)
         verdict.duration_s = time.monotonic() - self.started
@@ -167,11 +178,45 @@ class CheckRun:
             self.compiling = TrustedCompile(
                 self.contract, self.file, self.source, self.backend, self.zygote, self.timeout
             )
+
+        def started(handle: Run) -> None:
+            if self.on_start:
+                self.on_start(handle)
+            self.start_precompile()  # once the check child has its place: never before it
+
         limits = run.run_limits(self.backend, self.timeout, self.cases)
         self.run_result = run.run(
-            self.zygote, self.run_dir, limits, self.verdict.timings, self.on_start, self.on_output
+            self.zygote, self.run_dir, limits, self.verdict.timings, started, self.on_output
         )
         self.verdict.output = self.run_result.output
+        if self.precompiling is not None:
+            self.precompiling.check_ended(self.verdict.timings)
+
+    def precompiles(self) -> bool:
+        return (
+            getattr(self.contract, "REPLAY", True)
+            and config.precompile_enabled()
+            and (self.backend == "gpu" or self.precompile_target is not None)
+        )
+
+    def start_precompile(self) -> None:
+        """3, beside the check child: the replay's kernels compiled ahead into the replay's cache, from the
+        variants the replay of the learner's previous check of this exercise launched, and the same variants
+        into the learner's own cache as the check child's import makes its kernels (precompile.py)."""
+        if not self.precompiles():
+            return
+        wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
+        if wanted:
+            self.precompiling = precompile.Beside(
+                self.zygote,
+                self.source,
+                self.file,
+                wanted,
+                self.backend,
+                self.timeout,
+                self.precompile_target,
+                self.cache,
+            )
 
     def read_result(self) -> None:
         """4. The child's result and outputs, vetted; the exercise's host policy; the launches to replay."""
@@ -206,8 +251,12 @@ class CheckRun:
         """6. The recorded launches alone, compared with what the function returned."""
         if self.source is None or self.run_result.timed_out:
             return
+        if self.precompiling is not None and self.result.get("import_error"):
+            self.precompiling.stop()  # nothing will be replayed
+        elif self.precompiling is not None:  # its kernels are the replay's: wait for them, then replay
+            self.precompiling.replay_ready(self.verdict.timings)
         mark = time.monotonic()
-        replay.replay_cases(
+        launched = replay.replay_cases(
             self.contract,
             self.cases,
             self.result,
@@ -221,6 +270,8 @@ class CheckRun:
             self.policy,
         )
         self.verdict.timings["replay_s"] = time.monotonic() - mark
+        if self.precompiles():
+            precompile.VariantStore().save(self.cache, self.exercise.id, launched)
 
     def judge(self, early: judge.EarlyJudge | None) -> None:
         """5. The early judgement when the replay left what it read alone, else judged again now."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check.job import encode_case
 from tritonlab.grading.check.read import read_record
@@ -31,7 +32,7 @@ def replay_cases(
     timeout: float,
     timings: dict | None = None,
     policy: dict | None = None,
-) -> None:
+) -> object:
     """Redo each returned case's recorded launches in a fresh child (grading/replay/) and compare its
     outputs with what the check child returned: a difference is the host's doing (`host_computed`).
     `timings` (the verdict's) gets the replay run's phases when the run was remote; `policy` (the exercise's
@@ -39,9 +40,12 @@ def replay_cases(
 
     A returned case whose record holds no launch fails unless every output the launches must give is empty:
     the launch counts and records of the check child are the learner's to forge, so "no launch" is decided
-    here, from the record alone, and never waived."""
+    here, from the record alone, and never waived.
+
+    Returns what the replay child reported as its launches' variants (hostile until validated:
+    check/precompile.py keeps them for the next check's precompile), None when nothing was replayed."""
     if not getattr(contract, "REPLAY", True) or result.get("import_error"):
-        return
+        return None
     entries = {e.get("name"): e for e in result.get("cases", []) if isinstance(e, dict)}
     todo: list[tuple[int, dict, dict]] = []
     for i, case in enumerate(cases):
@@ -70,7 +74,7 @@ def replay_cases(
             continue
         todo.append((i, entry, record))
     if not todo:
-        return
+        return None
     replay_dir, warm = zygote.new_run_dir(cache=caches.REPLAY)
     if timings is not None:
         timings["replay_warm_child"] = warm
@@ -94,6 +98,7 @@ def replay_cases(
             "cases": job_cases,
             "tile_map": bool(getattr(contract, "TILE_MAP", False)),
             "fills": fill_policy(policy or {}),
+            "compile_ahead": config.precompile_enabled(),  # on a GPU: every launch compiled at once, first
         }
         (replay_dir / "job.json").write_text(json.dumps(job))
         run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
@@ -109,8 +114,16 @@ def replay_cases(
             }
             if timings is not None:
                 child_seconds(timings, "replay_child", [reply.get("seconds")])
+                compiled = reply.get("compiled_here")
+                if isinstance(compiled, int) and not isinstance(compiled, bool) and 0 <= compiled < 1 << 20:
+                    timings["replay_compiled"] = compiled  # kernels the replay compiled itself (diagnostic)
+                ahead = reply.get("ahead")  # its launches compiled at once before the first ran (GPU)
+                seconds = ahead.get("seconds") if isinstance(ahead, dict) else None
+                if isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6:
+                    timings["replay_ahead_s"] = seconds
+            launched = reply.get("variants")
         except (OSError, ValueError, AttributeError, rundir.Malformed):
-            replayed = {}
+            replayed, launched = {}, None
         atomics = backend == "gpu" and "atomic_" in source
         # a case whose check child ran the kernels through the interpreter on a GPU, the replay compiled
         interpreted = getattr(contract, "interpreted_on_gpu", None) if backend == "gpu" else None
@@ -138,6 +151,7 @@ def replay_cases(
                     entry["data"] = {**entry["data"], "tiles": got["tiles"], "tiles_from": "replay"}
     finally:
         runfolder.remove_run_dir(replay_dir)
+    return launched
 
 
 def produced_outputs(entry: dict, indices: tuple[int, ...] | None) -> bool:

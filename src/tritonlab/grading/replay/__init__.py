@@ -15,7 +15,9 @@ recorded grids, layout copies, fills) and writes the returned tensors' bits. The
 what the check child returned. The launch record comes from a process that ran learner code: it is hostile
 data, and everything in it is checked before use (types, sizes, bounds, nesting).
 
-Writes `replay.json`: {"cases": {"INDEX": {"outputs": [file, ...]} | {"refused": why}}}. The speed of a passing
+Writes `replay.json`: {"cases": {"INDEX": {"outputs": [file, ...]} | {"refused": why}}, "variants": [...],
+"compiled_here": n}: the distinct launches as data (variants.py, for the next check's precompile) and how many
+kernels this child compiled itself. The speed of a passing
 GPU check (perf/speed.py) replays and times the same way.
 
 Modules:
@@ -24,6 +26,10 @@ Modules:
 - `lower.py`: each launched kernel lowered to Triton IR for a GPU target (the interpreter hides Python).
 - `replayer.py`: `Replayer`: a case's buffers re-created from the record, its events replayed, all checked.
 - `trust.py`: `HostValues`: which scalar arguments, fill values and constant allocations the host may choose.
+- `variants.py`: a launch's specialization as data (`describe`), checked (`validate`), and back
+  (`arguments`): what the replay child reports and the next check's precompile compiles.
+- `precompile.py`: the precompile job's entry (mode `precompile`, beside the next check child): the kernels
+  rebuilt from the text, the stored variants compiled into the replay's cache, in parallel where Triton can.
 
 No module here imports torch or triton at its top: they are imported inside the functions, in the child.
 """

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonlab.grading.replay import Refused
+from tritonlab.grading.replay import Refused, variants
 from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
 from tritonlab.grading.replay.source import build_kernels
 from tritonlab.grading.replay.trust import HostValues, file_literals
@@ -77,18 +77,27 @@ def run_replay(job: dict, run_dir: Path) -> int:
         run_kernels, lower_kernels = {}, {}
     literals = file_literals(source)
     started = time.perf_counter()
+    entries_before = cache_entries()
+    launched: list[dict] = []  # the distinct launches, as variants: the next check's precompile (variants.py)
+    ahead: list[
+        dict
+    ] = []  # the same, from the records alone (replay/lower.py Pointer), compiled ahead on a GPU
     for case in job["cases"]:  # first lower every launch, before any kernel runs on the interpreter
         key = str(case["index"])
         if failure:
             out["cases"][key] = {"refused": failure}
             continue
+        lowering = Replayer(device, run_dir, materialize=False)
         try:
-            Replayer(device, run_dir, materialize=False).run_events(
-                _dict(case["record"], "record"), {}, lower_kernels
-            )
+            lowering.run_events(_dict(case["record"], "record"), {}, lower_kernels)
         except Refused as exc:
             out["cases"][key] = {"refused": str(exc)}
+        keep_variants(ahead, lowering.launched)
     out["lower_seconds"] = round(time.perf_counter() - started, 3)
+    if (
+        device == "cuda" and ahead and job.get("compile_ahead", True)
+    ):  # every launch is known now: compile them at once, before the first runs
+        out["ahead"] = compile_ahead(run_kernels, ahead)
     for case in job["cases"]:
         key = str(case["index"])
         if key in out["cases"]:
@@ -118,6 +127,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
             replayer.build_buffers(record, inputs)
             with tile_map(job.get("tile_map") and device == "cpu") as tap:
                 replayer.run_events(record, run_kernels, lower_kernels)
+            keep_variants(launched, replayer.launched)
             outputs = [replayer.tensor(s) for s in _list(record.get("outputs"), "outputs", MAX_ARGS)]
             if device == "cuda":
                 torch.cuda.synchronize()
@@ -145,5 +155,46 @@ def run_replay(job: dict, run_dir: Path) -> int:
             }
         flush()
     out["seconds"] = round(time.perf_counter() - started, 3)
+    out["variants"] = launched
+    # how many kernels this child compiled itself (new entries in its compile cache): a precompile that
+    # matched leaves none (grading/replay/precompile.py)
+    out["compiled_here"] = max(0, cache_entries() - entries_before)
     flush()
     return 0
+
+
+def compile_ahead(kernels: dict, ahead: list[dict]) -> dict:
+    """On a GPU: every distinct launch of every case compiled before the first case runs, shared out between
+    forked processes (replay/precompile.py); what the precompile beside the check child left compiled is a
+    cache hit. A launch compiles on its own as before when this missed it."""
+    from tritonlab.grading.replay.precompile import compile_variants, worker_count
+
+    began = time.perf_counter()
+    try:
+        done, errors, processes = compile_variants(kernels, variants.validate(ahead), worker_count())
+    except Exception as exc:  # noqa: BLE001 - the launches compile on their own
+        done, errors, processes = 0, [f"{type(exc).__name__}: {str(exc)[:200]}"], 0
+    seconds = round(time.perf_counter() - began, 3)
+    return {"compiled": done, "errors": errors[:4], "processes": processes, "seconds": seconds}
+
+
+def cache_entries() -> int:
+    """The number of entries (one folder per compiled kernel key) in this child's compile cache."""
+    import os
+
+    try:
+        return len(os.listdir(os.environ.get("TRITON_CACHE_DIR") or "."))
+    except OSError:
+        return 0
+
+
+def keep_variants(kept: list[dict], launched: list[tuple]) -> None:
+    """Add each launch's variant not kept yet (at most variants.MAX_VARIANTS; an argument with no variant
+    form leaves its launch out)."""
+    for name, args, kwargs, options in launched:
+        try:
+            v = variants.describe(name, args, kwargs, options)
+        except ValueError:
+            continue
+        if v not in kept and len(kept) < variants.MAX_VARIANTS:
+            kept.append(v)

@@ -12,10 +12,12 @@ TARGET = ("cuda", 90, 32)
 
 
 class Pointer:
-    """A tensor argument as lowering sees it: its dtype only (no buffer exists yet)."""
+    """A tensor argument as lowering sees it: its dtype, and whether its address will be a multiple of 16 (its
+    offset into a fresh allocation, whose base always is) — no buffer exists yet."""
 
-    def __init__(self, dtype: str) -> None:
+    def __init__(self, dtype: str, aligned: bool = True) -> None:
         self.dtype = dtype
+        self.aligned = aligned
 
 
 _TYPES = {

@@ -70,6 +70,7 @@ class Replayer:
         self.trust: HostValues | None = None
         self.allocs: dict[int, tuple[int, int, int]] = {}  # buffer index -> (interior numel, guard, itemsize)
         self.constants: dict[int, float] = {}  # buffer index -> the constant a factory filled it with
+        self.launched: list[tuple] = []  # (kernel, args, kwargs, options) of each launch step made
 
     def build_buffers(self, record: dict, inputs: dict[str, Any]) -> None:
         import torch
@@ -133,15 +134,16 @@ class Replayer:
             if math.prod(shape) != 0:
                 raise Refused("the launch record is malformed (zero-size tensor)")
             return torch.empty(shape, dtype=dtype, device=self.device)
+        offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if not self.materialize:
-            return Pointer(spec["dtype"])
+            itemsize = torch.empty((), dtype=dtype).element_size()
+            return Pointer(spec["dtype"], offset * itemsize % 16 == 0)
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
         if self.buffers[buf] is None:
             raise Refused("an allocation of your function cannot be re-created from the record")
         if self.trust is not None and buf in self.constants:  # an allocation no event names cannot matter
             self.trust.check_constant(self.constants.pop(buf), f"allocation {buf}")
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
-        offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if len(stride) != len(shape):
             raise Refused("the launch record is malformed (shape and strides)")
         storage = self.buffers[buf].untyped_storage()
@@ -189,6 +191,7 @@ class Replayer:
             event = _dict(event, "event")
             if event.get("op") == "launch":
                 name, _grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
+                self.launched.append((name, args, kwargs, options))
                 if self.device == "cpu":  # on a GPU the launch itself compiles for the real target
                     params = [p.name for p in lower_kernels[name].params]
                     lower(lower_kernels[name], dict(zip(params, args, strict=False)) | kwargs, options)
@@ -203,6 +206,7 @@ class Replayer:
             op = event.get("op")
             if op == "launch":
                 name, grid, args, kwargs, options = self.launch_arguments(event, lower_kernels)
+                self.launched.append((name, args, kwargs, options))
                 steps.append(functools.partial(run_kernels[name][grid], *args, **kwargs, **options))
             elif op == "copy":
                 steps.append(

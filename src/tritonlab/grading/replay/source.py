@@ -218,8 +218,14 @@ def check_kernel(fn: ast.FunctionDef, names: dict[str, Any], kernels: set[str]) 
             raise Refused(f"kernel `{fn.name}` has an annotation that calls something")
 
 
-def build_kernels(source: str, filename: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(kernels to run, the same kernels as JITFunction for lowering). Each is rebuilt from its own source."""
+def build_kernels(
+    source: str, filename: str, as_imported: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(kernels to run, the same kernels as JITFunction for lowering). Each is rebuilt from its own source.
+
+    `as_imported`: as the check child's import of the file makes them (module `learner`, each function
+    starting at its first decorator's line), for Triton's cache key names both: the precompile into the
+    learner's own cache (grading/replay/precompile.py). Else as the replay has always built them."""
     import triton
     from triton.runtime.jit import JITFunction
 
@@ -235,7 +241,7 @@ def build_kernels(source: str, filename: str) -> tuple[dict[str, Any], dict[str,
     for wrap in ("run", "lower"):
         namespace: dict[str, Any] = {
             "__builtins__": builtins.__dict__,
-            "__name__": "tritonlab_replay",
+            "__name__": "learner" if as_imported else "tritonlab_replay",
             **names,
         }
         bare = []
@@ -243,6 +249,8 @@ def build_kernels(source: str, filename: str) -> tuple[dict[str, Any], dict[str,
             copy = ast.FunctionDef(**{f: getattr(fn, f) for f in fn._fields})
             copy.decorator_list = []
             ast.copy_location(copy, fn)
+            if as_imported and fn.decorator_list:  # a decorated def's code starts at its first decorator
+                copy.lineno = min(d.lineno for d in fn.decorator_list)
             bare.append(copy)
         module = ast.Module(body=bare, type_ignores=[])
         exec(compile(module, filename, "exec"), namespace)  # defs only: no other learner statement runs

@@ -1,0 +1,224 @@
+"""The replay's compile, taken off a check's critical path (issue 40), parent side.
+
+On a GPU the replay child (step 6) compiles every kernel variant the check child launched, after the check
+child ended, in the replay's own compile cache: the learner's cache is never shared with it (runs/caches.py).
+So an edited kernel was compiled twice, one after the other. Now, while the check child runs (step 3), a
+trusted child (mode `precompile`, grading/replay/precompile.py: the kernels rebuilt from the graded text, the
+learner's file never imported) compiles into the replay's cache the variants that the replay of the learner's
+*previous* check of this exercise launched (edited code almost always launches the same ones). The replay
+waits for it (`wait`: at most WAIT_S, then it is stopped), then finds those kernels compiled; a variant that
+changed is compiled by the replay itself, as before. Nothing here decides a verdict.
+
+`VariantStore`: the last replay's variants, one small JSON file per learner (their compile cache's name) and
+exercise under TRITONLAB_HOME/replay-variants/. A run of learner code could write there under layer 1 (it has
+the user's rights), so a file is read as hostile: size-capped, never through a link, validated
+(replay/variants.py); a bad one is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from tritonlab import config
+from tritonlab.grading.replay import variants as _variants
+from tritonlab.runs import caches, rundir, runfolder, sandbox
+from tritonlab.runs.collect import Run, RunResult
+from tritonlab.runs.limits import default_limits
+
+WAIT_S = 30.0  # the longest the replay waits for the precompile before it is stopped
+_EXERCISE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+class VariantStore:
+    """The last replay's variants per learner cache and exercise (see the module docstring)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else config.home() / "replay-variants"
+
+    def path(self, cache: str, exercise: str) -> Path:
+        caches.check_name(cache)
+        if not _EXERCISE.match(exercise):
+            raise ValueError(f"not an exercise id: {exercise!r}")
+        return self.root / cache / f"{exercise}.json"
+
+    def load(self, cache: str, exercise: str) -> list[dict]:
+        """The stored variants, or [] when there are none or the file is not what `save` writes."""
+        try:
+            path = self.path(cache, exercise)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except (OSError, ValueError):
+            return []
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(_variants.MAX_BYTES + 1)
+            if len(data) > _variants.MAX_BYTES:
+                raise ValueError("too big")
+            return _variants.validate(json.loads(data))
+        except (OSError, ValueError, RecursionError):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return []
+
+    def save(self, cache: str, exercise: str, found: object) -> int:
+        """Keep a replay's variants (validated; the first MAX_VARIANTS); the number kept."""
+        if not isinstance(found, list):
+            return 0
+        try:  # the first MAX_VARIANTS distinct ones (a replay child reports at most that many)
+            distinct = _variants.unique(found[: 4 * _variants.MAX_VARIANTS])
+            kept = _variants.validate(distinct[: _variants.MAX_VARIANTS])
+            path = self.path(cache, exercise)
+        except (ValueError, TypeError, RecursionError):
+            return 0
+        if not kept:
+            return 0
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(kept))
+        os.replace(tmp, path)
+        return len(kept)
+
+
+class Precompile:
+    """The trusted precompile of stored variants into the replay's cache, started beside the check child.
+
+    `target` None: the device's own target (a GPU check); `"cuda:90"`: compiled for that target without a GPU
+    (the CPU tests). `cache`: the replay's (for the replay child), or the learner's own with `as_imported`
+    (for the check child, whose kernels Triton keys by their module and first line: replay/source.py)."""
+
+    def __init__(
+        self,
+        zygote: sandbox.Zygote,
+        source: str,
+        file: Path,
+        wanted: list[dict],
+        backend: str,
+        timeout: float,
+        target: str | None = None,
+        cache: str = caches.REPLAY,
+        as_imported: bool = False,
+        workers: int | None = None,
+    ) -> None:
+        self.started = time.monotonic()
+        self.report: dict = {}
+        self.handle: Run | None = None
+        self.run: RunResult | None = None
+        self.run_dir: Path | None = zygote.new_run_dir(cache=cache)[0]
+        try:
+            (self.run_dir / "source.py").write_bytes(source.encode("utf-8", errors="surrogateescape"))
+            job = {"mode": "precompile", "source": "source.py", "file": str(file), "variants": wanted}
+            if target:
+                job["target"] = target
+            if as_imported:
+                job["as_imported"] = True
+            if workers:
+                job["workers"] = workers  # compile processes (default: replay/precompile.py worker_count)
+            (self.run_dir / "job.json").write_text(json.dumps(job))
+            self.handle = zygote.start(self.run_dir, default_limits(backend, timeout))
+        except BaseException:
+            self._clean()
+            raise
+        self._waiter = threading.Thread(target=self._wait, name="precompile", daemon=True)
+        self._waiter.start()
+
+    def _wait(self) -> None:
+        assert self.handle is not None
+        self.run = self.handle.wait()
+
+    def wait(self, limit: float = WAIT_S) -> float:
+        """Wait for the precompile (at most `limit` s, then stop it); the seconds waited. `report` then holds
+        what the child said it did (diagnostics only)."""
+        mark = time.monotonic()
+        self._waiter.join(limit)
+        if self._waiter.is_alive():
+            self.stop()
+            return time.monotonic() - mark
+        if self.run_dir is not None:
+            try:
+                data = rundir.read_json(self.run_dir / "precompile.json")  # capped, depth-checked
+            except rundir.Malformed:
+                data = None
+            if isinstance(data, dict):
+                self.report = {k: data.get(k) for k in ("compiled", "processes", "seconds")}
+                errors = data.get("errors")
+                self.report["errors"] = [str(e)[:300] for e in errors[:8]] if isinstance(errors, list) else []
+        self._clean()
+        return time.monotonic() - mark
+
+    def stop(self) -> None:
+        if self.handle is not None and self.run_dir is not None:
+            self.handle.stop()
+            self._waiter.join()
+        self._clean()
+
+    def _clean(self) -> None:
+        if self.run_dir is not None:
+            runfolder.remove_run_dir(self.run_dir)
+            self.run_dir = None
+
+
+def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "precompile") -> None:
+    """A precompile's part of a verdict's timings: how long the replay waited for it (`precompile_wait_s`),
+    how long it ran, how many variants it compiled (`precompiled`; `check_precompiled` for the check child's;
+    the replay's `replay_compiled` says how many kernels it still compiled itself)."""
+    if name == "precompile":
+        timings["precompile_wait_s"] = round(waited, 3)
+    seconds = pre.report.get("seconds")
+    ran = isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6
+    timings[f"{name}_s"] = round(float(seconds) if ran else time.monotonic() - pre.started, 3)
+    compiled = pre.report.get("compiled")
+    if isinstance(compiled, int) and not isinstance(compiled, bool):
+        timings[name.removesuffix("e") + "ed"] = compiled
+
+
+class Beside:
+    """Both precompiles of one check (the replay's cache and the learner's), started in a thread once the check
+    child has started (so neither takes a warm child or a moment from it), with what the pipeline calls at each
+    step: `check_ended` (the learner's is of no use after: stopped), `replay_ready` (the replay's waited for),
+    `stop` (a check that ended early). A precompile that cannot start is only noted: it decides nothing."""
+
+    def __init__(self, zygote: sandbox.Zygote, source: str, file: Path, wanted: list[dict], backend: str,
+                 timeout: float, target: str | None, learner_cache: str) -> None:  # fmt: skip
+        self.replay: Precompile | None = None
+        self.check: Precompile | None = None
+        self.problem = ""
+
+        def start() -> None:
+            try:
+                self.replay = Precompile(zygote, source, file, wanted, backend, timeout, target)
+                self.check = Precompile(
+                    zygote, source, file, wanted, backend, timeout, target, learner_cache, as_imported=True
+                )
+            except Exception as exc:  # noqa: BLE001 - e.g. no run directory left: the check goes on without
+                self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+        self.thread = threading.Thread(target=start, name="precompile-start", daemon=True)
+        self.thread.start()
+
+    def check_ended(self, timings: dict) -> None:
+        self.thread.join()
+        if self.problem:
+            timings["precompile_problem"] = self.problem
+        if self.check is not None:
+            self.check.wait(0)
+            timings_of(self.check, 0, timings, "check_precompile")
+            self.check = None
+
+    def replay_ready(self, timings: dict) -> None:
+        self.thread.join()
+        if self.replay is not None:
+            waited = self.replay.wait()
+            timings_of(self.replay, waited, timings)
+            self.replay = None
+
+    def stop(self) -> None:
+        self.thread.join()
+        for pre in (self.check, self.replay):
+            if pre is not None:
+                pre.stop()

@@ -1,0 +1,157 @@
+"""The trusted precompile's entry (mode `precompile`, named in `runs/zygote.py:ENTRIES`; a trusted mode, given
+the replay's compile cache: runs/caches.py). Started beside the check child, it compiles the variants of the
+learner's previous check of this exercise (variants.py) into the replay's cache, so that the replay child,
+started after the check child, finds its kernels compiled.
+
+It never imports the learner's file: the kernels are rebuilt from the graded text alone by the replay's own
+`build_kernels` (same text, same file name: the same JITFunction, hence Triton's same cache key), and each
+variant is compiled through the kernel's `warmup`, Triton's own launch path without the launch. The distinct
+variants are shared out between forked processes (`compile_variants`), one per core up to WORKERS.
+
+On a GPU the target is the device's. `job["target"] = "cuda:90"` (tests, a machine without a GPU) installs a
+driver that only answers "which device, stream and target" (`CompileOnlyDriver`): nothing is launched in this
+mode either way. `job["as_imported"]`: the kernels built as the check child's import makes them (replay/source.py), for the
+precompile into the learner's own cache that the check child compiles into (check/precompile.py).
+
+Writes `precompile.json`: {"compiled": n, "errors": [...], "seconds": s, "processes": n}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tritonlab.grading.replay import variants as _variants
+
+RESULT = "precompile.json"
+WORKERS = 8
+
+
+class CompileOnlyDriver:
+    """The three questions `JITFunction.run` asks the driver before it compiles, answered for a fixed target
+    (no GPU here; `warmup` never reaches the launch, which would need the rest of a driver)."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+
+def use_target(name: str | None) -> None:
+    """`cuda:90`: compile for that target through a CompileOnlyDriver; None: the device's own driver."""
+    if not name:
+        return
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    backend, arch = name.split(":")
+    driver.set_active(CompileOnlyDriver(GPUTarget(backend, int(arch), 32)))
+
+
+def _compile(calls: list) -> tuple[int, list[str]]:
+    done, errors = 0, []
+    for name, fn, args, kwargs in calls:
+        try:
+            fn.warmup(*args, grid=(1,), **kwargs)
+            done += 1
+        except Exception as exc:  # noqa: BLE001 - the replay reports the learner's errors, not this
+            errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+    return done, errors
+
+
+def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple[int, list, int]:
+    """Warm up each variant's kernel; (compiled, errors, processes used). With `workers` > 1 the variants are
+    shared out between forked processes: Triton's compile holds the GIL for most of its work (twelve matmul
+    variants for cuda:90 on this project's 2-core CI machine: 4.73 s one after the other, 4.29 s in four threads
+    under Triton's `AsyncCompileMode`), and forks share out the cores the check child leaves. Each fork compiles for
+    the target this process's driver names, through a CompileOnlyDriver: a fork never touches the GPU (its
+    pointer stand-ins are host tensors: only their dtype and alignment are seen)."""
+    errors: list[str] = []
+    calls = []
+    for v in variants:
+        if v["kernel"] not in kernels:
+            errors.append(f"{v['kernel']}: no such kernel in the text")
+            continue
+        args, kwargs = _variants.arguments(v, "cpu")
+        calls.append((v["kernel"], kernels[v["kernel"]], args, kwargs))
+    share = max(1, min(workers, len(calls)))
+    if share == 1:
+        done, more = _compile(calls)
+        return done, errors + more, 1
+    from triton.runtime.driver import driver
+
+    target = driver.active.get_current_target()  # on a GPU: the device's, asked before any fork
+    children = []
+    for k in range(share):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - a forked worker; it reports through the pipe and exits
+            code = 0
+            try:
+                os.close(read)
+                driver.set_active(CompileOnlyDriver(target))
+                result = _compile(calls[k::share])
+                os.write(write, json.dumps(result).encode()[:60000])
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(write)
+        children.append((pid, read))
+    done = 0
+    for pid, read in children:
+        with os.fdopen(read, "rb") as f:
+            data = f.read(65536)
+        os.waitpid(pid, 0)
+        try:
+            count, more = json.loads(data)
+            done += int(count)
+            errors += [str(e) for e in more][:8]
+        except (ValueError, TypeError):
+            errors.append("a compile worker ended without a report")
+    return done, errors, share
+
+
+def worker_count() -> int:
+    """One compile process for every two cores this process may use (the check child, other checks and the
+    forks' own ptxas share them), at least one, at most WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(WORKERS, cores // 2))
+
+
+def run_precompile(job: dict, run_dir: Path) -> int:
+    """Child entry (mode `precompile`): rebuild the kernels from the text, compile the job's variants."""
+    from tritonlab.grading.kernel_compile import compiler_mode
+
+    compiler_mode()  # the interpreter's zygote: @triton.jit must give compilable JITFunctions here
+    from tritonlab.grading.replay.source import build_kernels
+
+    started = time.perf_counter()
+    out: dict[str, Any] = {"compiled": 0, "errors": [], "processes": 0}
+    try:
+        wanted = _variants.validate(job.get("variants"))
+        source = (run_dir / job["source"]).read_text(encoding="utf-8", errors="surrogateescape")
+        use_target(job.get("target"))
+        kernels, _lower = build_kernels(
+            source, job.get("file") or "learner.py", job.get("as_imported") is True
+        )
+        workers = max(1, min(WORKERS, int(job.get("workers") or worker_count())))
+        out["compiled"], out["errors"], out["processes"] = compile_variants(kernels, wanted, workers)
+    except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
+        out["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    (run_dir / RESULT).write_text(json.dumps(out))
+    return 0

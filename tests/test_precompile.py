@@ -1,0 +1,359 @@
+"""The replay's compile taken off a check's critical path (issue 40; grading/check/precompile.py,
+grading/replay/precompile.py, grading/replay/variants.py): the stored variants are bounded and validated, the
+precompile child never imports the learner's file, what it compiles is exactly the cache entry the replay's own
+launch looks up (proved here for `GPUTarget("cuda", 90, 32)`, through Triton's launch path, without a GPU), and a
+check keeps its replay's variants so that the next check precompiles them. The time saved is measured on a GPU
+(`make gpu-verify`, its edited_kernel step)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check.precompile import Precompile, VariantStore
+from tritonlab.grading.replay import variants
+from tritonlab.models import Exercise
+from tritonlab.runs import caches, hardening, sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+MATMUL = ROOT / "course/09-matmul-fusion/exercises/matmul/solution.py"
+GOOD = {
+    "kernel": "copy_kernel",
+    "args": [
+        ["ptr", "float32", True],
+        ["ptr", "float16", False],
+        ["int", 1000],
+        ["none"],
+        ["float", "0x1.0p+0"],
+    ],
+    "kwargs": {"BLOCK": ["int", 128], "ACC": ["dtype", "fp32"], "MODE": ["str", "ieee"], "F": ["bool", True]},
+    "options": {"num_warps": 4, "num_stages": 3},
+}
+
+
+def with_(**change: object) -> dict:
+    return {**GOOD, **change}
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "not a list",
+        [GOOD] * (variants.MAX_VARIANTS + 1),
+        [with_(kernel="../../etc")],
+        [with_(kernel="x" * 65)],
+        [with_(extra=1)],
+        [with_(args=[["ptr", "complex128", True]])],
+        [with_(args=[["ptr", "float32", 1]])],
+        [with_(args=[["int", 1 << 80]])],
+        [with_(args=[["int", True]])],
+        [with_(args=[["float", "nan-ish"]])],
+        [with_(args=[["str", "s" * 65]])],
+        [with_(args=[["dtype", "torch.float32"]])],
+        [with_(args=[["eval", "__import__('os')"]])],
+        [with_(args=[[["int", 1]]])],
+        [with_(args=[["int", 1]] * (variants.MAX_ARGS + 1))],
+        [with_(kwargs={"not an identifier": ["int", 1]})],
+        [with_(options={"num_warps": 1 << 20})],
+        [with_(options={"num_warps": True})],
+        [with_(options={"debug": True})],
+        [with_(args=[["str", "x" * 60]] * 60, kwargs={})] * 30,  # over MAX_BYTES as JSON
+    ],
+)
+def test_hostile_variants_are_refused(hostile: object) -> None:
+    with pytest.raises(ValueError):
+        variants.validate(hostile)
+
+
+def test_good_variants_pass_once_each() -> None:
+    assert variants.validate([GOOD, json.loads(json.dumps(GOOD))]) == [GOOD]
+
+
+def test_the_store_keeps_validated_variants_per_learner_and_exercise_and_drops_a_bad_file(
+    tmp_path: Path,
+) -> None:
+    store = VariantStore(tmp_path / "v")
+    assert store.load("learner", "matmul") == []
+    assert store.save("learner-7", "matmul", [GOOD] * 3 + [with_(kernel=f"k{i}") for i in range(40)]) == 32
+    assert len(store.load("learner-7", "matmul")) == 32  # bounded: the first MAX_VARIANTS, no duplicate
+    assert store.load("learner", "matmul") == [] and store.load("learner-7", "softmax") == []
+    assert store.save("learner", "matmul", [with_(kernel="a;b")]) == 0  # refused whole, nothing written
+    with pytest.raises(ValueError):
+        store.path("learner", "../../x")
+    with pytest.raises(ValueError):
+        store.path("../learner", "matmul")
+    path = store.path("learner-7", "matmul")
+    for planted in (b"[" * 100_000, b"{" * 50, json.dumps([with_(options={"debug": 1})]).encode()):
+        path.write_bytes(planted)  # what a learner's run could write there (layer 1: the user's rights)
+        assert store.load("learner-7", "matmul") == [] and not path.exists()
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps([GOOD]))
+    path.symlink_to(target)
+    assert store.load("learner-7", "matmul") == []  # never read through a link
+
+
+KEY_MATCH = r"""
+import glob, json, os, sys
+import torch
+from tritonlab.grading.replay import precompile, variants
+from tritonlab.grading.replay.source import build_kernels
+
+cache = os.environ["TRITON_CACHE_DIR"]
+source = open(sys.argv[1]).read().replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # " + sys.argv[2])
+imported = sys.argv[3] == "check"  # the check child's kernels (the file imported) rather than the replay's
+precompile.use_target("cuda:90")
+
+def launches():
+    # the replay's arguments: real tensors at its alignments (a view one element in is not 16-aligned), sizes
+    # that specialize differently (1 is a constant, multiples of 16 are marked divisible)
+    for dtype, precision in ((torch.float32, "ieee"), (torch.float16, "tf32"), (torch.bfloat16, "tf32")):
+        for m, n, k in ((64, 64, 64), (33, 20, 45), (1, 1, 1)):
+            a = torch.empty(m * k + 1, dtype=dtype)[1:]
+            b, c = torch.empty(k * n, dtype=dtype), torch.empty(m * n, dtype=dtype)
+            args = [a, b, c, m, n, k, k, 1, n, 1, n, 1]
+            kwargs = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, UPCAST=False, PRECISION=precision)
+            yield args, kwargs, {"num_warps": 4}
+
+wanted = variants.validate([variants.describe("matmul_kernel", a, k, o) for a, k, o in launches()])
+kernels, _ = build_kernels(source, "/learner/solution.py", imported)  # the precompile child's way
+done, errors, processes = precompile.compile_variants(kernels, wanted, 4)
+entries = set(os.listdir(cache))
+if imported:  # the check child's: the file imported (elsewhere: the snapshot of each check has its own path)
+    from tritonlab.grading import harness
+    path = os.path.join(os.environ["TRITON_CACHE_DIR"] + "-src", "solution.py")
+    os.makedirs(os.path.dirname(path))
+    open(path, "w").write(source)
+    launched = harness.load_learner(path).matmul_kernel
+else:  # the replay child's own kernels, built again
+    launched = build_kernels(source, "/learner/solution.py")[0]["matmul_kernel"]
+for args, kwargs, options in launches():  # Triton's launch path, up to the launch (no GPU here)
+    launched.warmup(*args, grid=(1,), **kwargs, **options)
+after = set(os.listdir(cache))
+flipped = [dict(v, args=[["ptr", v["args"][0][1], not v["args"][0][2]]] + v["args"][1:]) for v in wanted[:1]]
+precompile.compile_variants(kernels, flipped, 1)
+print(json.dumps({"compiled": done, "errors": errors, "variants": len(wanted), "entries": len(entries),
+                  "processes": processes,
+                  "new": len(after - entries), "flipped_new": len(set(os.listdir(cache)) - after)}))
+"""
+
+
+@pytest.mark.parametrize("child", ["replay", "check"])
+def test_the_precompile_makes_exactly_the_entries_the_childs_launch_looks_up(
+    tmp_path: Path, child: str
+) -> None:
+    """For cuda:90, through Triton's own launch path both ways: the variants compiled from their data form,
+    then the child's real arguments warmed up in the same cache (the replay's kernels built from the text; the
+    check child's from the file imported): no new entry, a cache hit each. A variant whose alignment is
+    flipped makes a new entry: the comparison sees a specialization that differs."""
+    env = os.environ | {
+        "TRITON_INTERPRET": "0",
+        "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+        "TRITON_DEFAULT_FP_FUSION": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", KEY_MATCH, str(MATMUL), os.urandom(6).hex(), child],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["errors"] == [] and got["compiled"] == got["variants"] == 9 and got["processes"] == 4, got
+    assert got["entries"] >= 6 and got["new"] == 0, got  # every replay launch found its entry
+    assert got["flipped_new"] == 1, got
+
+
+LEARNER = """
+import triton
+import triton.language as tl
+
+open(MARK, "w").write("the learner's top level ran")
+
+
+@triton.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
+        z = sandbox.Zygote("interpreter")
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+@pytest.fixture(scope="module", params=["basic", "hardened"])
+def any_zygote(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[sandbox.Zygote]:
+    """Both layers: hardened, the precompile child forks its compile workers inside bubblewrap and the
+    replay's cache is bound at its own path."""
+    if request.param == "basic":
+        yield request.getfixturevalue("zygote")
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
+        if not hardening.probe("interpreter")["hardened"]:
+            pytest.skip(f"needs the hardened layer (bubblewrap): {hardening.probe('interpreter')['reason']}")
+        z = sandbox.Zygote("interpreter", hardened=True)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+def test_the_precompile_child_never_imports_the_learners_file(
+    any_zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    zygote = any_zygote
+    mark = tmp_path / "ran"
+    text = f"MARK = {str(mark)!r}\n" + LEARNER
+    file = tmp_path / "learner.py"
+    file.write_text(text)
+    wanted = [
+        {
+            "kernel": "copy_kernel",
+            "args": [["ptr", "float32", True], ["ptr", "float32", True], ["int", 100 + k]],
+            "kwargs": {"BLOCK": ["int", 64]},
+            "options": {},
+        }
+        for k in (1, 28)  # 101 and 128: two specializations (128 is a multiple of 16)
+    ] + [{"kernel": "missing", "args": [], "kwargs": {}, "options": {}}]
+    replay_cache = caches.folder(caches.REPLAY, hardened=zygote.hardened)
+    before = set(os.listdir(replay_cache))
+    pre = Precompile(zygote, text, file, wanted, "interpreter", 120, target="cuda:90", workers=2)
+    pre.wait(120)
+    assert pre.report.get("processes") == 2, pre.report  # its compile forked, inside the sandbox
+    assert not mark.exists(), pre.report  # the file's top level never ran
+    assert pre.report.get("compiled") == 2, pre.report
+    assert pre.report["errors"] == ["missing: no such kernel in the text"]
+    assert len(set(os.listdir(replay_cache)) - before) >= 1  # compiled into the replay's cache
+
+
+def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
+    zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the interpreter the replay compiles nothing for a GPU, so the time is not measured here: that the
+    pipeline keeps the variants after one check and hands them to the precompile beside the next is."""
+    monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    solution = ROOT / "course/02-environment/exercises/vector-copy/solution.py"
+    exercise = Exercise(
+        "vector-copy", "", solution.parent, contracts.get("vector-copy").FUNCTION, {}, {}, {}, ()
+    )
+    cache = caches.learner_name("precompile-test")
+    first = pipeline.check(exercise, solution, "interpreter", zygote, seed=4, cache=cache)
+    assert first.passed, first.failures
+    assert "precompile_wait_s" not in first.timings  # nothing stored before the first check
+    kept = VariantStore().load(cache, "vector-copy")
+    assert kept and all(v["kernel"] for v in kept)
+    second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache)
+    assert second.passed, second.failures
+    assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
+    assert "check_precompile_s" in second.timings  # the learner's own cache's, stopped with the check child
+    monkeypatch.setenv("TRITONLAB_PRECOMPILE", "0")  # turned off: nothing compiled ahead
+    third = pipeline.check(exercise, solution, "interpreter", zygote, seed=6, cache=cache)
+    assert (
+        third.passed
+        and "precompile_wait_s" not in third.timings
+        and "check_precompile_s" not in third.timings
+    )
+
+
+SCALE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+"""
+
+
+@pytest.mark.usefixtures("interpreted")
+def test_the_replays_variants_from_the_records_alone_are_those_its_launches_have() -> None:
+    """A GPU replay compiles every launch before the first runs (replay/child.py `compile_ahead`), from the
+    records alone: a view's alignment is its offset into a fresh allocation. Those variants must be the ones
+    its real launches then have (the buffers made, each view at its address)."""
+    from tritonlab.grading.replay.replayer import Replayer
+    from tritonlab.grading.replay.source import build_kernels
+
+    def view(buf: int, dtype: str, offset: int) -> dict:
+        return {"tensor": {"buf": buf, "dtype": dtype, "offset": offset, "shape": [8], "stride": [1]}}
+
+    launches = [
+        (view(0, "float32", 0), view(0, "float32", 1)),  # 4 bytes in: not 16-aligned
+        (view(0, "float32", 4), view(1, "float16", 8)),  # 16 bytes in: aligned
+        (view(1, "float16", 3), view(1, "float16", 16)),
+    ]
+    record = {
+        "buffers": [
+            {"kind": "alloc", "dtype": "float32", "numel": 40, "init": "poison"},
+            {"kind": "alloc", "dtype": "float16", "numel": 40, "init": {"bits": 0}},
+        ],
+        "events": [
+            {"op": "launch", "kernel": "scale_kernel", "grid": [1], "args": [x, out, {"int": n}],
+             "kwargs": {"B": {"int": 16}, "num_warps": {"int": 2}}}
+            for (x, out), n in zip(launches, (1, 16, 7), strict=True)
+        ],
+        "outputs": [],
+    }  # fmt: skip
+    run, lowered = build_kernels(SCALE, "<learner>")
+    ahead = Replayer("cpu", None, materialize=False)  # type: ignore[arg-type]
+    ahead.run_events(record, {}, lowered)
+    real = Replayer("cpu", None)  # type: ignore[arg-type]
+    real.build_buffers(record, {})
+    real.steps(record, run, lowered)
+    from_records = [variants.describe(*launch) for launch in ahead.launched]
+    from_launches = [variants.describe(*launch) for launch in real.launched]
+    assert [[a[2] for a in v["args"][:2]] for v in from_launches] == [
+        [True, False],
+        [True, True],
+        [False, True],
+    ]
+    assert from_records == from_launches
+    assert variants.validate(from_records) == from_records
+
+
+@pytest.fixture(scope="module")
+def gpu_zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("gpu-home")))
+        z = sandbox.Zygote("gpu", pool=2)
+        z.wait_ready()
+        yield z
+        z.close()
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_an_edited_kernels_replay_finds_its_kernels_precompiled(
+    gpu_zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """The key match on the GPU's own Triton and target: after one check of the matmul solution, an edited
+    copy's check precompiles the stored variants beside its check child, and its replay compiles nothing
+    itself (no new entry in the replay's cache)."""
+    exercise = Exercise("matmul", "", MATMUL.parent, contracts.get("matmul").FUNCTION, {}, {}, {}, ())
+    first = pipeline.check(exercise, MATMUL, "gpu", gpu_zygote, seed=11, timeout=180)
+    assert first.passed, [f.to_json() for f in first.failures[:3]]
+    edited = tmp_path / "solution.py"
+    marker = "pid = tl.program_id(0)"
+    edited.write_text(MATMUL.read_text().replace(marker, marker + "  # " + os.urandom(6).hex()))
+    second = pipeline.check(exercise, edited, "gpu", gpu_zygote, seed=11, timeout=180)
+    assert second.passed, [f.to_json() for f in second.failures[:3]]
+    timings = second.timings
+    assert timings.get("precompiled", 0) >= 1 and not timings.get("precompile_problem"), timings
+    assert timings.get("replay_compiled") == 0, timings
