@@ -325,7 +325,7 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"torch.autograd.gradcheck failed: {data['gradcheck']}",
+                i18n.t("grader.autograd_wrap_gradcheck_failed", error=data["gradcheck"]),
                 i18n.t("grader.autograd_wrap_backward_s_gradients_differ"),
             )
         )

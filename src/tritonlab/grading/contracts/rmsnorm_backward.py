@@ -262,7 +262,7 @@ def check(case: Case, result: dict) -> list[Failure]:
                     returned=data.get("returned", result.get("returned")),
                     count=data.get("count", 0),
                 ),
-                "return dx, dw",
+                i18n.t("grader.rmsnorm_backward_return_dx_dw"),
             )
         ]
     tol = tolerances(case)

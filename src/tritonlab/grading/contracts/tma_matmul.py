@@ -137,13 +137,6 @@ def judge_compile(results: list[dict]) -> list[Failure]:
             )
         ]
     f = mine.get("features", {})
-    seen = i18n.t(
-        "grader.tma_matmul_compiled_for_sm_90",
-        tma_loads=f.get("tma_loads", 0),
-        tma_stores=f.get("tma_stores", 0),
-        pointer_loads=f.get("pointer_loads", 0),
-        wgmma=f.get("wgmma", 0),
-    )
     missing = []
     if not f.get("tma_loads"):
         missing.append(i18n.t("grader.tma_matmul_tiles_b_not_loaded"))
@@ -159,7 +152,14 @@ def judge_compile(results: list[dict]) -> list[Failure]:
         Failure(
             COMPILE_CASE,
             "no-tma",
-            f"{seen}: {'; '.join(missing)}",
+            i18n.t(
+                "grader.tma_matmul_compiled_for_sm_90",
+                tma_loads=f.get("tma_loads", 0),
+                tma_stores=f.get("tma_stores", 0),
+                pointer_loads=f.get("pointer_loads", 0),
+                wgmma=f.get("wgmma", 0),
+                missing="; ".join(missing),
+            ),
             i18n.t("grader.tma_matmul_build_descriptor_per_matrix"),
         )
     ]
