@@ -123,7 +123,9 @@ def js_strings(lang: str | None) -> dict[str, str]:
 
 @functools.cache
 def _patterns(section: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """The English templates under `section`, as anchored regular expressions (longest first)."""
+    """The English templates under `section`, as anchored regular expressions, the most specific first: most
+    literal text, then longest (`returned {a}, expected {b}` must not take a text that `returned shape {s},
+    expected [{n}]` wrote, although its raw template is longer)."""
     found = []
     prefix = section + "."
     for key, text in catalog(REFERENCE).items():
@@ -141,8 +143,8 @@ def _patterns(section: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
                 names.add(name)
                 regex += f"(?P<{name}>.+?)"
         if literal_chars:  # a bare "{x}" would match anything
-            found.append((key, re.compile(regex + r"\Z", re.DOTALL), len(text)))
-    found.sort(key=lambda item: -item[2])
+            found.append((key, re.compile(regex + r"\Z", re.DOTALL), (literal_chars, len(text))))
+    found.sort(key=lambda item: (-item[2][0], -item[2][1]))
     return tuple((key, pattern) for key, pattern, _ in found)
 
 

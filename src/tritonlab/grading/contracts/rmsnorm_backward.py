@@ -292,8 +292,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                i18n.t("grader.rmsnorm_backward_two_calls_same_inputs", which=", ".join(which)),
-                i18n.t("grader.rmsnorm_backward_two_things_make_second"),
+                i18n.t("grader.repeat_differs", which=", ".join(which)),
+                i18n.t("grader.repeat_differs_cause"),
             )
         )
     return failures
