@@ -106,7 +106,7 @@ def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
         return contract.check(case, entry)
     except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
         raise rundir.Malformed(
-            f"case {case.name!r} has fields of the wrong type ({type(exc).__name__})"
+            t("grader.judge_case_name_has_fields", name=repr(case.name), name2=type(exc).__name__)
         ) from exc
 
 
