@@ -176,6 +176,27 @@ def test_every_grader_template_is_recognised_and_rendered_in_pt_and_es() -> None
     assert not problems, "\n".join(problems)
 
 
+def test_a_hostile_message_cannot_stall_the_translation() -> None:
+    """A verdict's text may hold what a learner wrote (an exception's message, up to 2,000 characters and more on
+    one line): one that repeats a template's own words must not make the regular expressions backtrack for
+    seconds in the web server's request (before the cut limit, one such text took 22 s), nor recurse without
+    end."""
+    import time
+
+    english = i18n.catalog("en")
+    slowest = (0.0, "")
+    for size in (2000, 100_000):
+        for key, template in english.items():
+            if not key.startswith(i18n.GRADER + "."):
+                continue
+            words = "".join(literal for literal, _, _, _ in string.Formatter().parse(template)) or "x"
+            text = (words * (size // len(words) + 1))[:size] + "\u0000"
+            started = time.perf_counter()
+            i18n.translate_grader(f"ValueError: {text}", "pt")  # may match a template: it only has to end
+            slowest = max(slowest, (time.perf_counter() - started, key))
+    assert slowest[0] < 1.0, f"translating a text built from {slowest[1]} took {slowest[0]:.2f} s"
+
+
 # ---- a real check, in Portuguese and Spanish ----------------------------------------------------------------
 
 HOST_NUMPY = WRONG / "vector_add" / "host_numpy.py"
