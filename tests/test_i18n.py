@@ -196,7 +196,10 @@ def test_cli_watch_and_verdict_in_portuguese(i18n_course: Path, tmp_path: Path) 
     assert "✘ ainda não" in out and "saída não escrita (unwritten-output)" in out
     assert "Repita exatamente estes casos com --seed" in out
     # the grader's message and likely cause in Portuguese too (issue 16): no "details are in English" note
-    assert "elementos da saída nunca foram escritos" in out and "corretor estão em inglês" not in out
+    assert (
+        "elementos da saída nunca foram escritos" in out
+        and "detalhes do corretor ainda estão em inglês" not in out
+    )
     assert "Dica 1/2: Carregue um bloco e guarde-o." in out and "até logo" in out
 
 

@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "content": {"config", "models"},
     "runs": {"config"},
     "store": {"config", "models"},
-    "grading": {"config", "models", "runs"},
+    "grading": {"config", "models", "runs", "i18n"},  # i18n: the grader's messages are catalog templates
     "viz": {"config", "models", "runs", "grading"},
     "perf": {"config", "models", "runs", "grading"},
     "profiling": {"config", "models", "runs", "grading", "perf"},

@@ -123,7 +123,9 @@ def js_strings(lang: str | None) -> dict[str, str]:
 
 @functools.cache
 def _patterns(section: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """The English templates under `section`, as anchored regular expressions (longest first)."""
+    """The English templates under `section`, as anchored regular expressions, the most specific first: most
+    literal text, then longest (`returned {a}, expected {b}` must not take a text that `returned shape {s},
+    expected [{n}]` wrote, although its raw template is longer)."""
     found = []
     prefix = section + "."
     for key, text in catalog(REFERENCE).items():
@@ -141,22 +143,67 @@ def _patterns(section: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
                 names.add(name)
                 regex += f"(?P<{name}>.+?)"
         if literal_chars:  # a bare "{x}" would match anything
-            found.append((key, re.compile(regex + r"\Z", re.DOTALL), len(text)))
-    found.sort(key=lambda item: -item[2])
+            found.append((key, re.compile(regex + r"\Z", re.DOTALL), (literal_chars, len(text))))
+    found.sort(key=lambda item: (-item[2][0], -item[2][1]))
     return tuple((key, pattern) for key, pattern, _ in found)
 
 
-def translate_known(section: str, text: str, lang: str | None) -> str:
+MAX_SPLITS = 2000  # the ways a text may be cut at a template's literal parts, beyond which it is not tried
+MAX_TEXT = 4000  # longer text is left as it is (a grader message with its shown elements is under 2,000)
+MAX_DEPTH = 3  # messages inside messages: a host-computed reason naming a launch argument is 2 deep
+
+
+@functools.cache
+def _literals(section: str) -> dict[str, tuple[str, ...]]:
+    """The literal parts between a template's placeholders (after the first placeholder), per key."""
+    out = {}
+    for key, text in catalog(REFERENCE).items():
+        if key.startswith(section + "."):
+            parts = [literal for literal, _, _, _ in _FORMATTER.parse(text)]
+            out[key] = tuple(parts[1:])
+    return out
+
+
+def _occurrences(needle: str, text: str) -> int:
+    if not needle:
+        return len(text)  # two placeholders side by side: any cut
+    count, at = 0, text.find(needle)
+    while at >= 0:
+        count, at = count + 1, text.find(needle, at + 1)
+    return count
+
+
+def _too_ambiguous(literals: tuple[str, ...], text: str) -> bool:
+    """Whether `text` could be cut in more than MAX_SPLITS ways at the literal parts of a template: the
+    regular expression's backtracking over that many cuts is what a hostile text (an exception message a
+    learner wrote, repeating a template's words) would make take seconds or hours. A real message holds each
+    literal part once or a few times."""
+    splits = 1
+    for literal in literals:
+        splits *= max(_occurrences(literal, text), 1)
+        if splits > MAX_SPLITS:
+            return True
+    return False
+
+
+def translate_known(section: str, text: str, lang: str | None, _depth: int = 0) -> str:
     """`text`, an English message built elsewhere from one of the templates under `section`, re-rendered
     in `lang`. Values that are themselves known messages are translated too. Unknown text is returned as is
-    (English): the message was changed or added at its source without a catalog entry yet."""
-    if normalize(lang) == REFERENCE or not text:
+    (English): the message was changed or added at its source without a catalog entry yet. A template whose
+    literal parts the text repeats too often is not tried (`_too_ambiguous`), and text longer than MAX_TEXT or
+    nested deeper than MAX_DEPTH stays English: the text may hold what a learner wrote (an exception's
+    message), and its translation must not cost more than a moment."""
+    if normalize(lang) == REFERENCE or not text or len(text) > MAX_TEXT or _depth > MAX_DEPTH:
         return text
+    literals = _literals(section)
     for key, pattern in _patterns(section):
+        if _too_ambiguous(literals.get(key, ()), text):
+            continue
         match = pattern.match(text)
         if match:
             values = {
-                name: translate_known(section, value, lang) for name, value in match.groupdict().items()
+                name: translate_known(section, value, lang, _depth + 1)
+                for name, value in match.groupdict().items()
             }
             return t(key, lang, **values)
     return text

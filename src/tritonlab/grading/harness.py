@@ -17,6 +17,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tritonlab import i18n
+
 CHECK_RESULT = "result.json"
 PROGRESS = "progress.json"
 
@@ -53,18 +55,12 @@ def describe_exception(exc: BaseException, learner_file: str) -> dict:
     first_line = message.splitlines()[0] if message else etype
     hint = ""
     if "0 active drivers" in message:
-        hint = (
-            "this needs a GPU driver: on the interpreter, time with time.perf_counter and skip "
-            "triton.testing.do_bench / triton.runtime.driver.active"
-        )
+        hint = i18n.t("grader.harness_this_needs_gpu_driver")
     elif etype == "OutOfMemoryError" and os.environ.get("TRITONLAB_GPU_MEMORY_CAP", "").isdigit():
         cap = int(os.environ["TRITONLAB_GPU_MEMORY_CAP"]) / (1 << 30)
-        hint = (
-            f"this run went over its GPU memory cap ({cap:.1f} GiB, a soft cap in torch's allocator): "
-            "allocate less, or free tensors you no longer need"
-        )
+        hint = i18n.t("grader.harness_this_run_went_over", cap=format(cap, ".1f"))
     elif etype in ("CompilationError", "CompileTimeAssertionFailure"):
-        hint = "Triton could not compile the kernel; the message points at the offending line of the kernel"
+        hint = i18n.t("grader.harness_triton_could_not_compile")
     return {
         "type": etype,
         "message": first_line if len(message) > 2000 else message,
@@ -183,10 +179,14 @@ def run_check(job: dict, run_dir: Path) -> int:
     if not callable(fn):
         out["import_error"] = {
             "type": "AttributeError",
-            "message": f"{os.path.basename(learner_file)} defines no function `{job['function']}`",
+            "message": i18n.t(
+                "grader.harness_basename_defines_no_function",
+                basename=os.path.basename(learner_file),
+                function=job["function"],
+            ),
             "where": learner_file,
             "source": "",
-            "hint": f"define `def {job['function']}(...)` at top level",
+            "hint": i18n.t("grader.harness_define_def_function_at", function=job["function"]),
             "traceback": "",
         }
         flush()
@@ -289,12 +289,9 @@ def host_computed(rec: Any, tools: Tools, value: Any, threads: set, run_dir: Pat
     stray = guards.stray_threads(threads)
     if stray:
         names = ", ".join(repr(n) for n in stray[:4])
-        return f"your function returned while {len(stray)} thread(s) it started were still running ({names})"
+        return i18n.t("grader.harness_function_returned_while_n", n_stray=len(stray), names=names)
     if rec.host_hooks:
-        return (
-            f"autotune hooks of your own on `{rec.host_hooks[0]}` (pre_hook/post_hook) run host code between "
-            "launches; use reset_to_zero / restore_value"
-        )
+        return i18n.t("grader.harness_autotune_hooks_own_host", host_hooks=rec.host_hooks[0])
     if not rec.launches:
         return ""  # judged as no-kernel-launch (or an empty input, where nothing is to be computed)
     return launches.unknown_launch_tensor(rec)

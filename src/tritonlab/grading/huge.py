@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tritonlab import i18n
 from tritonlab.models import Failure
 
 CHUNK = 1 << 26  # elements per pass over a huge tensor (int64 temporaries of 512 MiB at most)
@@ -111,13 +112,20 @@ def summary(kind: str, outputs: list[Any], inputs: list[Any], extra: dict, devic
     if kind not in KINDS:
         return {"problem": "unknown reference"}
     if len(outputs) != 1:
-        return {"problem": f"returned {len(outputs)} tensors, expected one"}
+        return {"problem": i18n.t("grader.huge_returned_n_outputs_tensors", n_outputs=len(outputs))}
     out = outputs[0]
     if list(out.shape) != [n]:
-        return {"problem": f"returned shape {list(out.shape)}, expected [{n}]", "kind": "wrong-shape"}
+        return {
+            "problem": i18n.t("grader.huge_returned_shape_shape_expected", shape=list(out.shape), n=n),
+            "kind": "wrong-shape",
+        }
     if guards.dtype_name(out.dtype) != dtype:
         return {
-            "problem": f"returned {guards.dtype_name(out.dtype)}, expected {dtype}",
+            "problem": i18n.t(
+                "grader.huge_returned_dtype_name_expected",
+                dtype_name=guards.dtype_name(out.dtype),
+                dtype=dtype,
+            ),
             "kind": "wrong-dtype",
         }
     bad, first = 0, []
@@ -145,17 +153,14 @@ def judge(case_name: str, entry: dict) -> list[Failure]:
     if not isinstance(bad, int) or not isinstance(n, int) or bad == 0:
         return []
     first = [i for i in got.get("first_bad", []) if isinstance(i, int)][:FIRST_BAD]
-    cause = "compare the elements at these indices with what your kernel computes there"
+    cause = i18n.t("grader.huge_compare_elements_at_these")
     if first and min(first) >= (1 << 31) - (1 << 17):
-        cause = (
-            "every element below 2³¹ is right: an offset `pid * BLOCK + tl.arange(...)` computed in int32 wraps "
-            "past 2³¹ − 1 — make it int64 (`pid = tl.program_id(0).to(tl.int64)`)"
-        )
+        cause = i18n.t("grader.huge_every_element_below_2")
     return [
         Failure(
             case_name,
             "wrong-result",
-            f"{bad} of {n} elements are wrong; the first at indices {first}",
+            i18n.t("grader.huge_bad_n_elements_wrong", bad=bad, n=n, first=first),
             cause,
         )
     ]

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tritonlab import i18n
 from tritonlab.grading import guards
 from tritonlab.grading.guards import Recorder, dtype_name
 
@@ -299,8 +300,5 @@ def unknown_launch_tensor(rec: Recorder) -> str:
                 and arg.untyped_storage().data_ptr() not in known
             ):
                 name = names[k] if k < len(names) else f"#{k}"
-                return (
-                    f"launch {number} got `{name}`, a tensor made on the host outside torch's allocation "
-                    "functions (from numpy, or as the result of a torch operation)"
-                )
+                return i18n.t("grader.launches_launch_number_got_name", number=number, name=name)
     return ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tritonlab import i18n
 from tritonlab.models import Verdict
 from tritonlab.runs.executor import WorkerLost
 
@@ -62,12 +63,8 @@ def check_retrying(grade: Callable[[Any], Verdict], worker: Callable[[], Any], f
     verdict = grade(again)
     if again.deaths:
         raise WorkerLost(
-            f"tritonlab's own harness failed under this check, and under its retry: {watched.deaths[0]}; "
-            f"then {again.deaths[0]}"
+            i18n.t("grader.retry_tritonlab_s_own_harness", deaths=watched.deaths[0], deaths2=again.deaths[0])
         )
-    verdict.notes.append(
-        f"checked twice: tritonlab's own harness failed under the first attempt ({watched.deaths[0]}), not your "
-        "code; this is the verdict of the second"
-    )
+    verdict.notes.append(i18n.t("grader.retry_checked_twice_tritonlab_s", deaths=watched.deaths[0]))
     verdict.timings["harness_retries"] = 1
     return verdict

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tritonlab.i18n import kind_label, t
+from tritonlab.i18n import kind_label, normalize, t, translate_grader
 
 if TYPE_CHECKING:
     from tritonlab.models import Failure, Verdict
@@ -96,7 +96,9 @@ def verdict_html(
     verdict: Verdict, source: Source | None = None, lang: str = "en", sandbox_note: str = ""
 ) -> str:
     """A verdict the way `print_verdict` groups it: one entry per (kind, cause), its first case in full, the
-    other cases that hit the same problem listed after it; the likely cause; the line of the cell to look at."""
+    other cases that hit the same problem listed after it; the likely cause; the line of the cell to look at.
+    The grader's messages, causes and notes are shown in `lang` where the catalog knows them
+    (`i18n.translate_grader`); the "still in English" line only when some text is left in English."""
     n_pass = sum(c.passed for c in verdict.cases)
     total = len(verdict.cases)
     meta = t(
@@ -121,7 +123,8 @@ def verdict_html(
         groups: dict[tuple[str, str], list[Failure]] = {}
         for f in verdict.failures:
             groups.setdefault((f.kind, f.cause), []).append(f)
-        items = [_failure_item(same, source, lang) for same in list(groups.values())[:MAX_GROUPS]]
+        shown = list(groups.values())[:MAX_GROUPS]
+        items = [_failure_item(same, source, lang) for same in shown]
         if items:
             parts.append('<ul style="margin:6px 0;padding-left:20px">' + "".join(items) + "</ul>")
         if len(groups) > MAX_GROUPS:
@@ -133,10 +136,10 @@ def verdict_html(
             hint=code(f"%hint {verdict.exercise}"),
         )
         parts.append(f'<div style="font-size:90%">{replay}</div>')
-        if lang != "en" and verdict.failures:
+        if lang != "en" and any(_english_left(same[0], lang) for same in shown):
             parts.append(f'<div style="color:{GREY}">{esc(t("js.verdict.english_details", lang))}</div>')
     for note in verdict.notes:
-        text = fill("notebook.note", lang, note=hide_paths(note, source))
+        text = fill("notebook.note", lang, note=hide_paths(translate_grader(note, lang)[0], source))
         parts.append(f'<div style="color:{GREY}">{text}</div>')
     if verdict.output.strip():
         parts.append(
@@ -149,18 +152,25 @@ def verdict_html(
     return box("".join(parts), GREEN if verdict.passed else RED, "tritonlab-verdict", attrs)
 
 
+def _english_left(f: Failure, lang: str) -> bool:
+    """Whether the catalog does not know a failure's message or cause (left in English in `lang`)."""
+    texts = [f.message] + ([f.cause] if f.cause else [])
+    return any(translate_grader(text, lang)[1] != normalize(lang) for text in texts)
+
+
 def _failure_item(same: Sequence[Failure], source: Source | None, lang: str) -> str:
     f = same[0]
     where, line = cell_location(f.where, source, lang)
     out = [f"<b>{esc(f.case)}</b> — <span style='color:{RED}'>{esc(kind_label(f.kind, lang))}</span>"]
     if where:
         out.append(f' <span style="color:{GREY}">({esc(hide_paths(where, source))})</span>')
-    out.append(f"<div>{esc(hide_paths(f.message, source))}</div>")
+    out.append(f"<div>{esc(hide_paths(translate_grader(f.message, lang)[0], source))}</div>")
     if line:
         out.append(f"<div>{esc(t('js.verdict.look_at', lang))}{code(line)}</div>")
     if f.cause:
         out.append(
-            f"<div><i>{esc(t('cli.verdict.likely_cause', lang))}</i> {esc(hide_paths(f.cause, source))}</div>"
+            f"<div><i>{esc(t('cli.verdict.likely_cause', lang))}</i> "
+            f"{esc(hide_paths(translate_grader(f.cause, lang)[0], source))}</div>"
         )
     if len(same) > 1:
         others = ", ".join(g.case for g in same[1:5]) + (", …" if len(same) > 5 else "")

@@ -8,6 +8,7 @@ import signal as signals
 from pathlib import Path
 
 from tritonlab.grading import where as lines
+from tritonlab.i18n import t
 from tritonlab.models import Failure
 from tritonlab.runs import pool, rundir
 from tritonlab.runs.collect import RunResult
@@ -29,8 +30,7 @@ def malformed_failure(problem: rundir.Malformed) -> Failure:
         "result",
         "crash",
         problem.message,
-        "the harness writes these files itself: a program that writes result files of its own, or very "
-        "large outputs, is stopped here",
+        t("grader.malformed_cause"),
     )
 
 
@@ -73,57 +73,46 @@ def process_failure(case_name: str, run: RunResult) -> Failure:
         return Failure(
             case_name,
             "timeout",
-            f"still running after {run.seconds:.0f} s; the run was stopped",
-            "an endless loop in the host code, or a grid far larger than the input needs",
+            t("grader.timeout", seconds=f"{run.seconds:.0f}"),
+            t("grader.timeout_cause"),
         )
     if run.output_truncated:
         return Failure(
             case_name,
             "crash",
-            "the program printed more than the output limit; the run was stopped",
-            "remove prints from loops (and tl.device_print from kernels) before checking",
+            t("grader.output_limit"),
+            t("grader.output_limit_cause"),
         )
     if run.folder_full:
         return Failure(
             case_name,
             "crash",
-            f"{run.folder_full} (the run directory's cap); it was stopped",
-            "write only the outputs the check asks for, not thousands of files",
+            t("grader.folder_full", what=run.folder_full),
+            t("grader.folder_full_cause"),
         )
     if run.sandbox_error:
-        return Failure(case_name, "crash", run.sandbox_error, "a problem of the server, not of your code")
+        return Failure(case_name, "crash", run.sandbox_error, t("grader.sandbox_error_cause"))
     if "memory" in run.limits_hit:
         return Failure(
             case_name,
             "crash",
-            "the run used more memory than its limit (all its processes together); it was stopped",
-            "a far too large allocation, or processes forked that each allocate",
+            t("grader.memory_limit"),
+            t("grader.memory_limit_cause"),
         )
     if "processes" in run.limits_hit and run.signal is not None:
         return Failure(
             case_name,
             "crash",
-            "the run tried to start more processes or threads than its limit allows",
-            "a fork loop, or many threads",
+            t("grader.process_limit"),
+            t("grader.process_limit_cause"),
         )
     sig = run.signal
     name = SIGNAL_NAMES.get(sig, f"signal {sig}") if sig else f"exit status {run.exit_code}"
     if sig == signals.SIGXCPU:
-        return Failure(
-            case_name, "timeout", "used up its CPU-time limit", "an endless loop or a far too large grid"
-        )
-    cause = (
-        "most likely an out-of-bounds store: a store without a mask wrote past the end of a buffer and "
-        "corrupted memory — mask every tl.store with `offsets < n`"
-    )
+        return Failure(case_name, "timeout", t("grader.cpu_limit"), t("grader.cpu_limit_cause"))
+    cause = t("grader.died_cause")
     if sig == signals.SIGKILL:
-        cause = "killed: it used too much memory, or was stopped"
+        cause = t("grader.killed_cause")
     elif sig is None and run.exit_code == pool.HARNESS_EXIT:
-        cause = (
-            f"exit status {pool.HARNESS_EXIT} is what tritonlab's own run harness exits with when it cannot set up "
-            "or finish a run (unless your code called os._exit with it): check again; if it repeats, run "
-            "`tritonlab daemon stop` and `tritonlab doctor`"
-        )
-    return Failure(
-        case_name, "crash", f"the process running your kernel died ({name}) during this case", cause
-    )
+        cause = t("grader.harness_exit_cause", status=pool.HARNESS_EXIT)
+    return Failure(case_name, "crash", t("grader.died", signal=name), cause)

@@ -12,6 +12,7 @@ from tritonlab import config
 from tritonlab.grading.check.read import ITEMSIZE
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.grading.contracts.compare import replay_failure
+from tritonlab.i18n import t
 from tritonlab.models import Exercise, Failure
 
 
@@ -54,9 +55,8 @@ def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[flo
                 Failure(
                     case.name,
                     "host-copy",
-                    f"`{arg}` was converted to another dtype on the host ({copy.get('op')})",
-                    f"load `{arg}` as it is and convert inside the kernel (`.to(tl.float32)`): a conversion on "
-                    "the host is an extra pass over memory that this exercise does not allow",
+                    t("grader.host_convert", arg=arg, op=copy.get("op")),
+                    t("grader.host_convert_cause", arg=arg),
                     where,
                 )
             )
@@ -65,15 +65,12 @@ def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[flo
             if pct > costs.get(arg, (-1.0, ""))[0]:
                 costs[arg] = (pct, where)
         elif not convert:
-            why = policy.get("why") or (
-                f"this exercise does not allow copying `{arg}` on the host: read it through its strides in "
-                "the kernel (`x.stride(0)`, `x.stride(1)`)"
-            )
+            why = policy.get("why") or t("grader.host_copy_cause", arg=arg)
             failures.append(
                 Failure(
                     case.name,
                     "host-copy",
-                    f"`{arg}` was copied on the host ({copy.get('op')}) before your kernel ran",
+                    t("grader.host_copy", arg=arg, op=copy.get("op")),
                     why,
                     where,
                 )
@@ -86,8 +83,8 @@ def judge_host(case: Case, entry: dict, policy: dict, costs: dict[str, tuple[flo
 
 def cost_notes(costs: dict[str, tuple[float, str]]) -> list[str]:
     return [
-        f"`{arg}` was copied on the host{f' ({where})' if where else ''}: one extra read and write of "
-        f"`{arg}`, +{pct:.0f}% memory traffic in the costliest case — reading it through its strides in "
-        "the kernel avoids the copy"
+        t("grader.cost_note_at", arg=arg, where=where, pct=f"{pct:.0f}")
+        if where
+        else t("grader.cost_note", arg=arg, pct=f"{pct:.0f}")
         for arg, (pct, where) in sorted(costs.items())
     ]

@@ -14,6 +14,7 @@ from tritonlab.grading import huge
 from tritonlab.grading.check.failures import process_failure, where_to_look
 from tritonlab.grading.check.host import cost_notes, judge_host
 from tritonlab.grading.contracts import Case
+from tritonlab.i18n import t
 from tritonlab.models import CaseResult, Failure, Verdict
 from tritonlab.runs import rundir
 from tritonlab.runs.collect import RunResult
@@ -52,7 +53,9 @@ def judge_all(
             continue
         if entry.get("status") == "skipped":
             if skippable(case, verdict.backend):
-                verdict.notes.append(f"skipped {case.name}: {entry.get('reason', '')}"[:400])
+                verdict.notes.append(
+                    t("grader.skipped", case=case.name, reason=t("grader.bf16_skipped"))[:400]
+                )
                 continue
             verdict.failures.append(not_run(case))
             verdict.cases.append(CaseResult(case.name, False))
@@ -81,8 +84,8 @@ def not_run(case: Case) -> Failure:
     return Failure(
         case.name,
         "crash",
-        "the check run reported this case as skipped; only the grader decides which cases may be skipped",
-        "nothing in your file may change how the grader runs its cases",
+        t("grader.skipped_by_run"),
+        t("grader.skipped_by_run_cause"),
     )
 
 
@@ -92,9 +95,8 @@ def no_launch(case: Case) -> Failure:
     return Failure(
         case.name,
         "no-kernel-launch",
-        "no Triton launch produced this case's output: your function's launch record holds none",
-        "the output must be written by your kernel; whatever the host code does in its own process "
-        "(counting launches included) is not what the grader trusts",
+        t("grader.no_launch_record"),
+        t("grader.no_launch_record_cause"),
     )
 
 
@@ -104,7 +106,7 @@ def judge_case(contract: object, case: Case, entry: dict) -> list[Failure]:
         return contract.check(case, entry)
     except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
         raise rundir.Malformed(
-            f"case {case.name!r} has fields of the wrong type ({type(exc).__name__})"
+            t("grader.judge_case_name_has_fields", name=repr(case.name), name2=type(exc).__name__)
         ) from exc
 
 
@@ -134,24 +136,26 @@ def judge_huge(case: Case, entry: dict) -> list[Failure]:
         return [exc]
     failures = []
     if not entry.get("launches"):
-        failures.append(
-            Failure(case.name, "no-kernel-launch", "your function launched no Triton kernel on this case", "")
-        )
+        failures.append(Failure(case.name, "no-kernel-launch", t("grader.huge_no_launch"), ""))
     for violation in entry.get("guard_violations", [])[:1]:
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-write",
-                f"{violation.get('count')} element(s) written outside {violation.get('label')}",
-                "mask every tl.store with `offsets < n`",
+                t("grader.huge_oob_write", count=violation.get("count"), label=violation.get("label")),
+                t("grader.huge_oob_write_cause"),
             )
         )
     if entry.get("inputs_modified"):
         failures.append(
-            Failure(case.name, "input-modified", f"{', '.join(entry['inputs_modified'])} changed", "")
+            Failure(
+                case.name,
+                "input-modified",
+                t("grader.huge_input_modified", labels=", ".join(entry["inputs_modified"])),
+            )
         )
     if entry.get("launches") and not entry.get("host_computed") and "huge_summary" not in entry:
-        failures.append(Failure(case.name, "crash", "the replay of your launches reported nothing", ""))
+        failures.append(Failure(case.name, "crash", t("grader.replay_reported_nothing")))
     return failures + huge.judge(case.name, entry)
 
 

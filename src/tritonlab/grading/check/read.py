@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tritonlab import i18n
 from tritonlab.grading import contracts
 from tritonlab.grading.contracts import Case, Tensor
 from tritonlab.runs import rundir
@@ -39,24 +40,24 @@ def _is_shape(value: object) -> bool:
 def vet_entries(data: object) -> dict:
     """The parts of result.json the grader relies on have the types it expects; else Malformed."""
     if not isinstance(data, dict):
-        raise rundir.Malformed("result.json is not a JSON object")
+        raise rundir.Malformed(i18n.t("grader.read_result_json_not_json"))
     err = data.get("import_error")
     if err is not None and not (
         isinstance(err, dict) and all(isinstance(err.get(k), str) for k in ("type", "message"))
     ):
-        raise rundir.Malformed("result.json has an import_error without a type and message")
+        raise rundir.Malformed(i18n.t("grader.read_result_json_has_import"))
     cases = data.get("cases", [])
     if not isinstance(cases, list) or not all(
         isinstance(e, dict) and isinstance(e.get("name"), str) for e in cases
     ):
-        raise rundir.Malformed("result.json's cases are not named objects")
+        raise rundir.Malformed(i18n.t("grader.read_result_json_s_cases"))
     for entry in cases:
         outputs = entry.get("outputs", [])
         if not isinstance(outputs, list) or not all(
             isinstance(o, dict) and _is_shape(o.get("shape")) and isinstance(o.get("dtype"), str)
             for o in outputs
         ):
-            raise rundir.Malformed(f"case {entry['name']!r} lists outputs without a shape and dtype")
+            raise rundir.Malformed(i18n.t("grader.read_case_name_lists_outputs", name=repr(entry["name"])))
     return data
 
 
@@ -73,7 +74,7 @@ def read_result(run_dir: Path, budget_bytes: int = MIN_OUTPUT_BYTES) -> dict:
         for out in entry.get("outputs", []):
             name = out["file"]
             if name in seen:
-                raise rundir.Malformed(f"{name} is named as more than one output")
+                raise rundir.Malformed(i18n.t("grader.read_name_named_as_more", name=name))
             seen.add(name)
             arrays.append(rundir.read_npy(run_dir / name, budget, out["shape"], ITEMSIZE.get(out["dtype"])))
         entry["arrays"] = arrays
@@ -88,13 +89,13 @@ def read_record(run_dir: Path, index: int) -> dict | str:
     path = run_dir / f"c{index}_launches.json"
     try:
         if path.is_symlink() or not path.is_file():
-            return "no launch record was written"
+            return i18n.t("grader.read_no_launch_record_was")
         if path.stat().st_size > RECORD_BYTES:
-            return "the launch record is too large"
+            return i18n.t("grader.read_launch_record_too_large")
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
-        return "the launch record cannot be read"
-    return data if isinstance(data, dict) else "the launch record is malformed"
+        return i18n.t("grader.read_launch_record_cannot_be")
+    return data if isinstance(data, dict) else i18n.t("grader.read_launch_record_malformed")
 
 
 REPLAYED_LAUNCHES = contracts.REPLAYED_LAUNCHES

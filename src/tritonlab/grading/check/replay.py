@@ -17,6 +17,7 @@ from tritonlab.grading.check.job import encode_case
 from tritonlab.grading.check.read import read_record
 from tritonlab.grading.check.run import child_seconds, run_limits
 from tritonlab.grading.contracts import Case
+from tritonlab.i18n import t
 from tritonlab.runs import caches, rundir, runfolder, sandbox
 
 
@@ -67,7 +68,7 @@ def replay_cases(
         )
         if not launched:
             if entry.get("launches"):
-                entry["host_computed"] = "the launch record has no launch, yet launches were counted"
+                entry["host_computed"] = t("grader.replay_counted_no_record")
             elif produced_outputs(entry, getattr(contract, "REPLAY_OUTPUTS", None)):
                 # no launch made these outputs, whatever the check child reports about itself
                 entry["no_launch"] = True
@@ -130,8 +131,11 @@ def replay_cases(
         for i, entry, _record in todo:
             got = replayed.get(str(i))
             if got is None:
-                how = "timed out" if run.timed_out else f"ended ({run.signal or run.exit_code})"
-                entry["host_computed"] = f"the replay of your launches {how} before this case"
+                entry["host_computed"] = (
+                    t("grader.replay_timed_out")
+                    if run.timed_out
+                    else t("grader.replay_ended", status=run.signal or run.exit_code)
+                )
             elif got.get("refused"):
                 entry["host_computed"] = str(got["refused"])[:600]
             elif cases[i].extra.get("huge"):
@@ -181,18 +185,18 @@ def replay_arrays(replay_dir: Path, index: int, names: object, entry: dict) -> l
     numbers only, never unpickled, the file's name checked and its size capped by what the function returned;
     shape and dtype are compared after)."""
     if not isinstance(names, list) or len(names) > 64:
-        return "the replay of your launches reported malformed outputs"
+        return t("grader.replay_malformed")
     # as many bytes as the function returned, and a little more: a bigger output differs anyway
     budget = rundir.NpyBudget((1 << 20) + sum(int(a.nbytes) for a in entry.get("arrays", [])))
     arrays = []
     for k, name in enumerate(names):
         match = REPLAY_FILE.fullmatch(name) if isinstance(name, str) else None
         if match is None or int(match.group(1)) != index:
-            return "the replay of your launches reported malformed outputs"
+            return t("grader.replay_malformed")
         try:
             arrays.append(rundir.read_npy(replay_dir / name, budget))
         except rundir.Malformed as exc:
-            return f"the replay's output {k} cannot be read ({exc})"
+            return t("grader.replay_unreadable", index=k, error=exc)
     return arrays
 
 
@@ -214,14 +218,14 @@ def compare_replay(
     if indices is None:
         indices = tuple(range(len(arrays)))
     if any(k >= len(arrays) for k in indices):
-        return f"your function returned {len(arrays)} output(s), fewer than the launches must reproduce"
+        return t("grader.replay_fewer_returned", count=len(arrays))
     returned = [arrays[k] for k in indices]
     if len(replayed) != len(returned):
-        return f"the launches alone give {len(replayed)} output(s), your function returned {len(returned)}"
+        return t("grader.replay_count_differs", replayed=len(replayed), returned=len(returned))
     for j, (a, b) in enumerate(zip(returned, replayed, strict=True)):
         k = indices[j]
         if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {k}: the launches alone give a different shape or dtype"
+            return t("grader.replay_shape_differs", index=k)
         if tolerant:
             dtype = entry["outputs"][k].get("dtype", "")
             x, y = contracts.decode(a, dtype), contracts.decode(b, dtype)
@@ -238,7 +242,7 @@ def compare_replay(
             same = a == b
         if not bool(np.all(same)):
             differ = int(np.size(same) - np.count_nonzero(same))
-            return f"output {k}: {differ} of {a.size} element(s) differ when the launches run alone"
+            return t("grader.replay_differs", index=k, count=differ, total=a.size)
     return ""
 
 
@@ -246,10 +250,10 @@ def compare_huge(entry: dict, summary: object) -> str:
     """A huge case: the digest of what the function returned (check child) against the digest of what the
     launches alone gave (replay child)."""
     if not isinstance(summary, dict):
-        return "the replay of your launches reported nothing for this case"
+        return t("grader.replay_nothing_for_case")
     if summary.get("problem"):
         return ""  # judged as wrong-shape/wrong-dtype from the summary
     returned = [o.get("digest") for o in entry.get("huge_outputs", []) if isinstance(o, dict)]
     if returned != [summary.get("digest")]:
-        return "the tensor your function returned differs from what its launches alone produce"
+        return t("grader.replay_huge_differs")
     return ""

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case, Tensor, contiguous_strides, decode, layout_geometry
 
 Reading = tuple[str, np.ndarray]  # (hint, the values the kernel would have seen)
@@ -52,9 +53,12 @@ def misreadings(t: Tensor, name: str) -> list[Reading]:
         shape = tuple(t.values.shape)
         return [
             (
-                f"values depend on the strides: the kernel read `{name}` as a flat run of {t.values.size} "
-                f"elements, but its strides are {tuple(strides)} — call `{name}.contiguous()` on the host (the "
-                "exercise allows it) or pass the strides to the kernel",
+                i18n.t(
+                    "grader.layout_values_depend_strides_kernel",
+                    name=name,
+                    size=t.values.size,
+                    strides=tuple(strides),
+                ),
                 read_as(storage, shape, tuple(contiguous_strides(shape)), offset),
             )
         ]
@@ -65,8 +69,7 @@ def misreadings(t: Tensor, name: str) -> list[Reading]:
         return (
             [
                 (
-                    f"the strides of `{name}` are swapped: the offset of element [row, col] is "
-                    f"`row * {name}.stride(0) + col * {name}.stride(1)`",
+                    i18n.t("grader.layout_strides_name_swapped_offset", name=name),
                     read_as(storage, shape, (strides[1], strides[0]), offset),
                 )
             ]
@@ -75,25 +78,21 @@ def misreadings(t: Tensor, name: str) -> list[Reading]:
         )
     readings: list[Reading] = [
         (
-            f"values depend on the row stride: the kernel indexed `{name}` as if it were contiguous "
-            f"(`row * {cols} + col`), but its strides are {tuple(strides)} — pass `{name}.stride(0)` and "
-            f"`{name}.stride(1)` to the kernel and compute offsets as `row * stride0 + col * stride1`",
+            i18n.t("grader.layout_values_depend_row_stride", name=name, cols=cols, strides=tuple(strides)),
             read_as(storage, shape, (cols, 1), offset),
         )
     ]
     if strides[0] != strides[1]:
         readings.append(
             (
-                f"the strides of `{name}` are swapped: its strides are {tuple(strides)}; the offset of "
-                f"element [row, col] is `row * {name}.stride(0) + col * {name}.stride(1)`",
+                i18n.t("grader.layout_strides_name_swapped_its", name=name, strides=tuple(strides)),
                 read_as(storage, shape, (strides[1], strides[0]), offset),
             )
         )
     if strides[1] != 1:
         readings.append(
             (
-                f"the kernel assumed the columns of `{name}` are adjacent (column stride 1), but `{name}.stride(1)` "
-                f"is {strides[1]} — pass it and multiply the column offsets by it",
+                i18n.t("grader.layout_kernel_assumed_columns_name", name=name, strides=strides[1]),
                 read_as(storage, shape, (strides[0], 1), offset),
             )
         )
@@ -145,7 +144,9 @@ def explain_layout(
             others = ", ".join(f"`{names[i] if i < len(names) else i}`" for i in rest)
             trials.append(
                 (
-                    f"{together[first][0]} (the same holds for {others})",
+                    i18n.t(
+                        "grader.layout_together_same_holds_for", together=together[first][0], others=others
+                    ),
                     {i: v for i, (_, v) in together.items()},
                 )
             )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Tensor, random_values
 from tritonlab.grading.contracts._layout import actual_values
 
@@ -109,10 +110,7 @@ def one_tile_hint(
         with np.errstate(invalid="ignore"):
             close = np.abs(actual_c - candidate) <= 2 * bound + 1e-3 * np.abs(candidate)
         if np.all(close):
-            return (
-                f"only the first {block} entries of K were summed: loop over K in steps of BLOCK_K "
-                "(`for k in range(0, tl.cdiv(K, BLOCK_K))`), advancing both pointers and masking the last step"
-            )
+            return i18n.t("grader.matmul_only_first_block_entries", block=block)
     return ""
 
 
@@ -120,10 +118,7 @@ def k_mask_hint(actual_c: np.ndarray | None, k: int) -> str:
     """Every output element non-finite: the K loop read past K in every row and column."""
     if actual_c is None or actual_c.size == 0 or np.isfinite(actual_c).any():
         return ""
-    return (
-        f"every output element read outside the inputs: K = {k} is not a multiple of BLOCK_K, so the last "
-        "K step runs past the end — mask both loads with the K offsets (`k_offsets < K`, `other=0.0`)"
-    )
+    return i18n.t("grader.matmul_every_output_element_read", k=k)
 
 
 def accumulator_hint(a: Tensor, b: Tensor, actual_c: np.ndarray | None, expected: np.ndarray) -> str:
@@ -134,11 +129,7 @@ def accumulator_hint(a: Tensor, b: Tensor, actual_c: np.ndarray | None, expected
     loose = (k + 2) * UNIT_ROUNDOFF[a.dtype] * (np.abs(a.values) @ np.abs(b.values))
     loose += 2 * UNIT_ROUNDOFF[a.dtype] * np.abs(expected)
     if np.all(np.abs(actual_c - expected) <= loose):
-        return (
-            f"the errors are those of a sum kept in {a.dtype}: accumulate in fp32 — "
-            "`acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)`, `acc += tl.dot(a, b)` — and cast to "
-            "the output dtype only when storing"
-        )
+        return i18n.t("grader.matmul_errors_those_sum_kept", dtype=a.dtype)
     return ""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import REPLAYED_LAUNCHES, Case
 from tritonlab.models import Failure
 
@@ -25,10 +26,7 @@ INTERPRETER_SMS = 4
 ODD_SMS = (3, 7)
 LARGEST_TILE = 256
 
-LOOP_HINT = (
-    "launch `grid = (min(num_sms, tiles),)` and let each program walk the tiles "
-    "`for tile in range(tl.program_id(0), tiles, tl.num_programs(0))`"
-)
+LOOP_HINT = i18n.t("grader.persistent_launch_grid_min_num")
 
 
 def stated_sms(backend: str) -> int:
@@ -45,8 +43,8 @@ def persistence_failures(case: Case, entry: dict, m: int, n: int, num_sms: int) 
             Failure(
                 case.name,
                 "not-persistent",
-                "the launches of this case were not replayed, so their grid is unknown",
-                "launch one kernel from your function with plain tensor and integer arguments",
+                i18n.t("grader.persistent_launches_this_case_were"),
+                i18n.t("grader.persistent_launch_one_kernel_from"),
             )
         ]
     if len(launches) != 1:
@@ -54,8 +52,7 @@ def persistence_failures(case: Case, entry: dict, m: int, n: int, num_sms: int) 
             Failure(
                 case.name,
                 "too-many-launches",
-                f"{len(launches)} kernel launches; a persistent GEMM is one launch whose programs loop over "
-                "every tile",
+                i18n.t("grader.persistent_n_launches_kernel_launches", n_launches=len(launches)),
                 LOOP_HINT,
             )
         ]
@@ -67,7 +64,7 @@ def persistence_failures(case: Case, entry: dict, m: int, n: int, num_sms: int) 
             Failure(
                 case.name,
                 "not-persistent",
-                f"the grid is {tuple(grid)}: a persistent kernel numbers its programs along one axis",
+                i18n.t("grader.persistent_grid_grid_persistent_kernel", grid=tuple(grid)),
                 LOOP_HINT,
             )
         ]
@@ -83,18 +80,23 @@ def persistence_failures(case: Case, entry: dict, m: int, n: int, num_sms: int) 
     if low <= programs <= num_sms:
         return []
     tiles_text = (
-        f"{tiles} tiles of {bm}×{bn}"
+        i18n.t("grader.persistent_tiles_tiles_bm_bn", tiles=tiles, bm=bm, bn=bn)
         if known
-        else f"at least {tiles} tile(s) (BLOCK_M/BLOCK_N not passed by keyword)"
+        else i18n.t("grader.persistent_at_least_tiles_tile", tiles=tiles)
     )
     if programs > num_sms:
-        message = (
-            f"the launch started {programs} programs for {num_sms} SMs (num_sms = {num_sms}): one program per "
-            f"tile, not one per SM ({tiles_text})"
+        message = i18n.t(
+            "grader.persistent_launch_started_programs_programs",
+            programs=programs,
+            num_sms=num_sms,
+            tiles_text=tiles_text,
         )
     else:
-        message = (
-            f"the launch started {programs} program(s) while {num_sms} SMs were available for {tiles_text}: "
-            f"{num_sms - programs} SM(s) would sit idle"
+        message = i18n.t(
+            "grader.persistent_launch_started_programs_program",
+            programs=programs,
+            num_sms=num_sms,
+            tiles_text=tiles_text,
+            num_sms_minus=num_sms - programs,
         )
     return [Failure(case.name, "not-persistent", message, LOOP_HINT)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case, Tensor, layout_geometry, random_values
 from tritonlab.models import Failure
 
@@ -71,8 +72,7 @@ def require_contiguous(case: Case, result: dict) -> list[Failure]:
         Failure(
             case.name,
             "wrong-shape",
-            f"the result has strides {tuple(meta['stride'])}, not a contiguous (row-major) layout",
-            "allocate the result with `torch.empty((rows, cols), dtype=x.dtype, device=x.device)`; "
-            "`torch.empty_like(x)` keeps x's own (possibly transposed) layout",
+            i18n.t("grader.twod_result_has_strides_stride", stride=tuple(meta["stride"])),
+            i18n.t("grader.twod_allocate_result_with_torch"),
         )
     ]

@@ -9,6 +9,7 @@ import numpy as np
 
 from tritonlab.grading.contracts import Case, decode, unsigned_bits
 from tritonlab.grading.patterns import INPUT_GUARD, POISON
+from tritonlab.i18n import t
 from tritonlab.models import Failure
 
 SHOW = 5  # mismatching elements shown per failure
@@ -49,10 +50,7 @@ def stray_line(result: dict, op: str, tensor: str | None = None) -> str:
     return str(strays[0].get("where") or "") if strays else ""
 
 
-OOB_READ_CAUSE = (
-    "a load read past the input (missing mask, or offsets that ignore the strides); masked loads return `other` "
-    "instead"
-)
+OOB_READ_CAUSE = t("grader.oob_read_cause")
 
 
 def grid_size(grid: list) -> int:
@@ -90,8 +88,8 @@ def compare_values(
             Failure(
                 case.name,
                 "wrong-result",
-                f"{fn} returned {result.get('returned', 'nothing')}, expected a tensor",
-                "return the output tensor",
+                t("grader.not_a_tensor", fn=fn, returned=result.get("returned", "nothing")),
+                t("grader.return_output"),
             )
         ]
     meta = outputs[output_index]
@@ -102,8 +100,8 @@ def compare_values(
             Failure(
                 case.name,
                 "wrong-shape",
-                f"output shape {tuple(meta['shape'])}, expected {shape}",
-                "allocate the output with the shape the contract asks for",
+                t("grader.wrong_shape", got=tuple(meta["shape"]), want=shape),
+                t("grader.wrong_shape_cause"),
             )
         ]
     if meta["dtype"] != out_dtype:
@@ -111,8 +109,8 @@ def compare_values(
             Failure(
                 case.name,
                 "wrong-dtype",
-                f"output dtype {meta['dtype']}, expected {out_dtype}",
-                "allocate the output with the input's dtype (torch.empty_like or dtype=x.dtype)",
+                t("grader.wrong_dtype", got=meta["dtype"], want=out_dtype),
+                t("grader.wrong_dtype_cause"),
             )
         ]
     if meta.get("device_type") and meta["device_type"] != result.get("device_type", meta["device_type"]):
@@ -120,8 +118,8 @@ def compare_values(
             Failure(
                 case.name,
                 "wrong-result",
-                f"output is on {meta['device_type']}, inputs on {result.get('device_type')}",
-                "allocate the output on the inputs' device",
+                t("grader.wrong_device", got=meta["device_type"], want=result.get("device_type")),
+                t("grader.wrong_device_cause"),
             )
         ]
     flat_expected = np.asarray(expected, dtype=np.float64).reshape(-1)
@@ -157,8 +155,14 @@ def compare_values(
             Failure(
                 case.name,
                 "unwritten-output",
-                f"{pre}{unwritten.size} of {flat_expected.size} output elements were never "
-                f"written, first at {index_str(first, shape)}: {shown}",
+                pre
+                + t(
+                    "grader.unwritten",
+                    count=unwritten.size,
+                    total=flat_expected.size,
+                    first=index_str(first, shape),
+                    shown=shown,
+                ),
                 cause,
                 str(launches[0].get("grid_where", "")) if grid_error and launches else "",
             )
@@ -173,7 +177,7 @@ def compare_values(
             Failure(
                 case.name,
                 "out-of-bounds-read",
-                f"{pre}{oob.size} output element(s) hold a value read from outside the input: {shown}",
+                pre + t("grader.oob_read", count=oob.size, shown=shown),
                 OOB_READ_CAUSE,
                 stray_line(result, "load"),
             )
@@ -198,11 +202,8 @@ def compare_values(
                 Failure(
                     case.name,
                     "out-of-bounds-read",
-                    f"{pre}{stray.size} output element(s) are NaN where the reference is finite "
-                    f"({where}): every input sits in NaN-filled guard memory, so a load read "
-                    "past an input's bounds",
-                    "mask every tl.load whose offsets can run past the bounds (rows, columns and "
-                    "the K dimension) and give it `other=0.0`",
+                    pre + t("grader.nan_read", count=stray.size, shown=where),
+                    t("grader.nan_read_cause"),
                     stray_line(result, "load"),
                 )
             )
@@ -211,11 +212,8 @@ def compare_values(
             Failure(
                 case.name,
                 "nan-mismatch",
-                f"{pre}{bad_nan.size} NaN and {bad_inf.size} Inf element(s) differ from the "
-                f"reference: {shown}",
-                cause_hint
-                or "NaN/Inf where the reference is finite usually means an overflow "
-                "or a load of masked-off lanes without a safe `other`",
+                pre + t("grader.nan_mismatch", nan=bad_nan.size, inf=bad_inf.size, shown=shown),
+                cause_hint or t("grader.nan_cause"),
             )
         )
         return failures
@@ -233,13 +231,17 @@ def compare_values(
             for i in bad[:SHOW]
         )
         k = int(bad[np.argmax(err[bad] / np.maximum(bound[bad], 1e-300))])
-        relative = f", relative {err[k] / abs(flat_expected[k]):.2g}" if flat_expected[k] else ""
-        worst = f"worst at {index_str(k, shape)}: error {err[k]:.3g}{relative}, allowed {bound[k]:.2g}"
+        at, error, allowed = index_str(k, shape), f"{err[k]:.3g}", f"{bound[k]:.2g}"
+        if flat_expected[k]:
+            relative = f"{err[k] / abs(flat_expected[k]):.2g}"
+            worst = t("grader.worst_relative", at=at, error=error, relative=relative, allowed=allowed)
+        else:
+            worst = t("grader.worst", at=at, error=error, allowed=allowed)
         failures.append(
             Failure(
                 case.name,
                 "wrong-result",
-                f"{pre}{bad.size} of {flat_expected.size} elements differ ({worst}): {shown}",
+                pre + t("grader.differ", count=bad.size, total=flat_expected.size, worst=worst, shown=shown),
                 cause_hint,
             )
         )
@@ -257,38 +259,16 @@ def unwritten_cause(unwritten: np.ndarray, n: int, block: int | None, result: di
     shown = "×".join(str(g) for g in grid) if len(grid) > 1 else str(programs)
     if block and contiguous_tail and first == (n // block) * block and first % block == 0:
         if programs and programs * block < n:
-            return (
-                f"elements ≥ {first} were never written: the grid has {shown or '?'} program(s), "
-                f"one too few — size it with `triton.cdiv(n, {block})`, not `n // {block}`",
-                True,
-            )
+            return t("grader.grid_one_short", first=first, programs=shown or "?", block=block), True
     if block and contiguous_tail and programs > 1 and first == programs - 1 + block:
-        return (
-            f"only elements < {first} were written: the programs' blocks overlap, each starting at its "
-            f"program id — multiply it by the block size: `pid * {block} + tl.arange(0, {block})`",
-            False,
-        )
+        return t("grader.overlap", first=first, block=block), False
     if block and contiguous_tail and first == block and n > block:
-        return (
-            "only the first block was written: every program used the same offsets — "
-            "add the program's start, `pid * BLOCK_SIZE`, to `tl.arange(0, BLOCK_SIZE)`",
-            False,
-        )
+        return t("grader.first_block"), False
     if block and contiguous_tail and launches and programs * block <= first:
-        return (
-            f"elements ≥ {first} were never written: the grid has {shown} program(s) of {block} lanes, too few "
-            f"for {n} elements — size it with `triton.cdiv(n, {block})`",
-            True,
-        )
+        return t("grader.grid_too_few", first=first, programs=shown, block=block, n=n), True
     if unwritten.size == n:
-        return (
-            "no element was written: does the kernel store its result (tl.store) into the output pointer?",
-            False,
-        )
-    return (
-        "some elements were never stored: check the grid size and that the store's mask matches the bounds",
-        False,
-    )
+        return t("grader.none_written"), False
+    return t("grader.some_unwritten"), False
 
 
 def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> tuple[str, bool]:
@@ -304,25 +284,13 @@ def unwritten_cause_2d(unwritten: np.ndarray, shape: tuple[int, ...]) -> tuple[s
     tail[r0:, :] = True
     tail[:, c0:] = True
     if unwritten.size == rows * cols:
-        return (
-            "no element was written: does the kernel store its result (tl.store) into the output pointer?",
-            False,
-        )
+        return t("grader.none_written"), False
     if np.array_equal(tail, grid):
-        parts = []
-        if r0 < rows:
-            parts.append(f"rows ≥ {r0}")
-        if c0 < cols:
-            parts.append(f"columns ≥ {c0}")
-        return (
-            f"{' and '.join(parts)} of the output were never written: the grid is too small along that "
-            "axis — size each axis with `triton.cdiv(size, BLOCK)` (not `size // BLOCK`) and offset each "
-            "program by `pid * BLOCK`",
-            True,
-        )
-    return (
-        "some tiles were never stored: check that the grid covers every row and column (cdiv), that each "
-        "program adds its own start (`pid * BLOCK`) to its offsets, and that the store's mask is not stricter "
-        "than the bounds",
-        False,
-    )
+        if r0 < rows and c0 < cols:
+            parts = t("grader.rows_and_columns_from", row=r0, column=c0)
+        elif r0 < rows:
+            parts = t("grader.rows_from", first=r0)
+        else:
+            parts = t("grader.columns_from", first=c0)
+        return t("grader.rows_cols", parts=parts), True
+    return t("grader.some_tiles"), False

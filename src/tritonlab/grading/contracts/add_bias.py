@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case, Tensor, random_values, rounding_tol
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts._twod import case_name, make_tensor, shape_plan
@@ -55,10 +56,7 @@ def check(case: Case, result: dict) -> list[Failure]:
 
     def hint() -> str:
         if wrong_axis(case, result, rtol, atol):
-            return (
-                "the bias was added along the wrong axis: out[i, j] = x[i, j] + bias[j] — load the bias with "
-                "the COLUMN offsets (`bias_ptr + cols`) and broadcast it over the rows with `bias[None, :]`"
-            )
+            return i18n.t("grader.add_bias_bias_was_added_along")
         return explain_layout(case, result, x.dtype, lambda v: v[0] + v[1][None, :], rtol, atol, ARG_NAMES)
 
     return add_hint(failures, hint)

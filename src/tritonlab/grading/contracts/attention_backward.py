@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts.compare import add_hint, compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
@@ -233,30 +234,23 @@ def diagnosis(case: Case, result: dict, index: int, tol: dict) -> str:
         return as_a_kernel_would(arrays, scale, visible=visible, with_delta=with_delta)[name]
 
     if close(variant(np.ones((n, n), dtype=bool))):
-        return (
-            f"{name} is what the NON-causal backward gives: query i sees keys j ≤ i only — zero p where a key "
-            "comes after its query, in both kernels, and skip the blocks no query of a tile can see"
-        )
-    for shift, side in ((-1, "hides the diagonal"), (1, "lets each query see one key ahead")):
+        return i18n.t("grader.attention_backward_name_what_non_causal", name=name)
+    for shift, side in (
+        (-1, i18n.t("grader.attention_backward_hides_diagonal")),
+        (1, i18n.t("grader.attention_backward_lets_each_query_see")),
+    ):
         if close(variant(j <= i + shift)):
-            return f"the causal mask is off by one: it {side}; keep the pairs with key index ≤ query index"
+            return i18n.t("grader.attention_backward_causal_mask_off_by", side=side)
     for block in (16, 32, 64, 128):
         if n > 1 and close(variant((j <= i) & (j < (i // block) * block))):
-            return (
-                f"{name} misses the diagonal block (as if every block of {block} queries stopped before its own "
-                "keys): the query block's loop over keys must run up to the END of the query block, and the key "
-                "block's loop over queries must start at the query block holding its first key"
-            )
+            return i18n.t("grader.attention_backward_name_misses_diagonal_block", name=name, block=block)
     if name != "dv" and close(variant(j <= i, with_delta=False)):
-        return (
-            "dS misses the −Δ term: the softmax's Jacobian gives dS = P ⊙ (dP − Δ) with Δ_i = Σ_d dO[i,d]·O[i,d] "
-            "(a per-query number, computed once before the main loops)"
-        )
+        return i18n.t("grader.attention_backward_ds_misses_term_softmax")
     exact = variant(j <= i)
     if name != "dv" and close(exact / scale):
-        return f"{name} lacks the factor sm_scale = {scale:.4g}: s = q·kᵀ·sm_scale, so the chain rule multiplies it back"
+        return i18n.t("grader.attention_backward_name_lacks_factor_sm", name=name, scale=format(scale, ".4g"))
     if name != "dv" and close(exact * scale):
-        return f"{name} has sm_scale = {scale:.4g} twice: apply it once, to the scores or to the result"
+        return i18n.t("grader.attention_backward_name_has_sm_scale", name=name, scale=format(scale, ".4g"))
     return ""
 
 
@@ -271,8 +265,13 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"{fn} returned {result.get('returned')} with {len(outputs)} tensor(s); expected (dq, dk, dv)",
-                "return dq, dk, dv — three new tensors of q's shape and dtype",
+                i18n.t(
+                    "grader.attention_backward_fn_returned_returned_with",
+                    fn=fn,
+                    returned=result.get("returned"),
+                    n_outputs=len(outputs),
+                ),
+                i18n.t("grader.attention_backward_return_dq_dk_dv"),
             )
         ]
     g, tol = prepare(case)

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, random_values, result_error
 from tritonlab.grading.contracts.compare import (
     add_hint,
@@ -216,31 +217,25 @@ def diagnosis(case: Case, result: dict, ref: dict, tol: dict) -> str:
 
     d = q.shape[3]
     if close(reference(q, k, v, 1.0)):
-        return f"the scores were not scaled: multiply q·kᵀ by sm_scale = 1/sqrt(D) = {1 / math.sqrt(d):.4g}"
+        return i18n.t(
+            "grader.attention_forward_scores_were_not_scaled", value_div=format(1 / math.sqrt(d), ".4g")
+        )
     if close(reference(q, k, v, scale, causal=False)):
-        return (
-            "the causal mask is missing: query i may only see keys j ≤ i (set the other scores to -inf before "
-            "the row max, and end the key loop at the end of the query block)"
-        )
+        return i18n.t("grader.attention_forward_causal_mask_missing_query")
     if g > 1 and k.shape[1] > 1 and close(reference(q, k, v, scale, kv_map="interleaved")):
-        return (
-            f"query head h read K/V head h % H_kv; the contract groups consecutive query heads: head h reads "
-            f"K/V head h // g, here g = {g}"
-        )
+        return i18n.t("grader.attention_forward_query_head_h_read", g=g)
     if g > 1 and close(reference(q, *own_heads(case, q.shape[1]), scale)):
-        return (
-            f"query head h read K/V head h: k and v have only {k.shape[1]} head(s), so most programs read past "
-            f"them; the contract groups consecutive query heads: head h reads K/V head h // g, here g = {g}"
-        )
+        return i18n.t("grader.attention_forward_query_head_h_read_2", shape=k.shape[1], g=g)
     for shift in (-1, 1):
         if close(reference(q, k, v, scale, shift=shift)):
-            side = "excludes the diagonal" if shift < 0 else "lets each query see one key ahead"
-            return f"the causal mask is off by one: it {side}; keep the keys whose position is ≤ the query's"
+            side = (
+                i18n.t("grader.attention_forward_excludes_diagonal")
+                if shift < 0
+                else i18n.t("grader.attention_forward_lets_each_query_see")
+            )
+            return i18n.t("grader.attention_forward_causal_mask_off_by", side=side)
     if np.any(np.isnan(actual)) and not np.any(np.isnan(ref["o"])):
-        return (
-            "NaN in the output: some rows saw no key at all (0/0). With the causal bound, the loop must still "
-            "visit the key block that holds the diagonal: end it at the end of the query block, not its start"
-        )
+        return i18n.t("grader.attention_forward_nan_output_some_rows")
     return ""
 
 
@@ -261,16 +256,16 @@ def lse_diagnosis(case: Case, result: dict, ref: dict, tol: dict, o_wrong: bool)
             return bool(np.all(np.abs(actual - candidate) <= 4 * at + 8 * rt * np.abs(candidate) + 1e-4))
 
     if close(reference(q, k, v, 1.0)["lse"]):
-        return f"lse matches unscaled scores: multiply q·kᵀ by sm_scale = {scale_of(case):.4g} before the softmax"
+        return i18n.t(
+            "grader.attention_forward_lse_matches_unscaled_scores", scale_of=format(scale_of(case), ".4g")
+        )
     if close(ref["lse"] / np.log(2.0)):
-        return "lse is in log2 units: multiply (m₂ + log2(l)) by ln 2 to store the natural-log log-sum-exp"
+        return i18n.t("grader.attention_forward_lse_log2_units_multiply")
     if close(reference(q, k, v, scale_of(case), causal=False)["lse"]):
-        return "lse sums over every key: with the causal mask, only the keys j ≤ i enter the log-sum-exp"
+        return i18n.t("grader.attention_forward_lse_sums_over_every")
     if o_wrong:
         return ""
-    return (
-        "o is right but lse is not: lse = m + log(l), the row max plus the log of the row sum, in natural log"
-    )
+    return i18n.t("grader.attention_forward_o_right_but_lse")
 
 
 def check(case: Case, result: dict) -> list[Failure]:
@@ -286,10 +281,14 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "missing-validation",
-                f"{fn} returned for q with {q[1]} heads and k with {k[1]}, instead of raising "
-                f"{case.expect_error}: {q[1]} query heads do not split into groups of {k[1]} K/V heads",
-                f"check on the host that H_q is a multiple of H_kv and `raise {case.expect_error}(...)` "
-                "with a message that says so",
+                i18n.t(
+                    "grader.attention_forward_fn_returned_for_q",
+                    fn=fn,
+                    q=q[1],
+                    k=k[1],
+                    expect_error=case.expect_error,
+                ),
+                i18n.t("grader.attention_forward_check_host_that_h", expect_error=case.expect_error),
             )
         ]
     outputs = result.get("outputs", [])
@@ -298,8 +297,13 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"{fn} returned {result.get('returned')} with {len(outputs)} tensor(s); expected a pair (o, lse)",
-                "return o, lse — lse is the fp32 log-sum-exp of each query's scores, kept for the backward pass",
+                i18n.t(
+                    "grader.attention_forward_fn_returned_returned_with",
+                    fn=fn,
+                    returned=result.get("returned"),
+                    n_outputs=len(outputs),
+                ),
+                i18n.t("grader.attention_forward_return_o_lse_lse"),
             )
         ]
     q = case.args[0]

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, random_values
 from tritonlab.grading.contracts.compare import compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
@@ -220,14 +221,11 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
 
 def _exception_cause(message: str) -> str:
     if "NotImplementedError" in message:
-        return "write the Function's forward and backward: each launches its Triton kernel"
+        return i18n.t("grader.autograd_wrap_write_function_s_forward")
     if "incorrect number of gradients" in message:
-        return (
-            "backward returns exactly one gradient per input of forward after ctx, in order: (da, db) here — "
-            "no None for an `eps` this function does not have"
-        )
+        return i18n.t("grader.autograd_wrap_backward_returns_exactly_one")
     if "does not require grad" in message:
-        return "the output must carry a grad_fn: return SwiGLUFunction.apply(a, b)"
+        return i18n.t("grader.autograd_wrap_output_must_carry_grad")
     return ""
 
 
@@ -251,7 +249,7 @@ def _compare(
 def _float64_cause(case: Case, failures: list[Failure]) -> list[Failure]:
     if case.args[0].dtype != "float64" or not any(f.kind == "wrong-result" for f in failures):
         return failures
-    cause = "a float64 case computed at fp32 precision: pass FP64=True to the kernels for float64 tensors"
+    cause = i18n.t("grader.autograd_wrap_float64_case_computed_at")
     return [
         Failure(f.case, f.kind, f.message, f.cause or cause, f.where) if f.kind == "wrong-result" else f
         for f in failures
@@ -267,15 +265,24 @@ def check(case: Case, result: dict) -> list[Failure]:
     name = case.name
     fn = result.get("function", FUNCTION)
     if data.get("returned") != "Tensor":
-        return [Failure(name, "wrong-result", f"{fn} returned {data.get('returned')}, expected a tensor", "")]
+        return [
+            Failure(
+                name,
+                "wrong-result",
+                i18n.t(
+                    "grader.autograd_wrap_fn_returned_returned_expected", fn=fn, returned=data.get("returned")
+                ),
+                "",
+            )
+        ]
     failures = host_checks(case, result, allow_copies=True, needs_launch=True)
     if not data.get("fwd_launches"):
         failures.append(
             Failure(
                 name,
                 "no-kernel-launch",
-                f"{fn}(a, b) launched no Triton kernel in the forward pass",
-                "the Function's forward must launch swiglu_fwd_kernel",
+                i18n.t("grader.autograd_wrap_fn_b_launched_no", fn=fn),
+                i18n.t("grader.autograd_wrap_function_s_forward_must"),
             )
         )
     exp = expected(case)
@@ -287,8 +294,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"the output of {fn} does not require grad, so nothing can be differentiated through it",
-                "return `SwiGLUFunction.apply(a, b)`: autograd records the call only through .apply",
+                i18n.t("grader.autograd_wrap_output_fn_does_not", fn=fn),
+                i18n.t("grader.autograd_wrap_return_swiglufunction_apply_b"),
             )
         )
         return failures
@@ -297,9 +304,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "no-kernel-launch",
-                "the backward pass ran without launching a Triton kernel: the gradients did not come from "
-                "swiglu_bwd_kernel",
-                "launch swiglu_bwd_kernel inside the Function's backward",
+                i18n.t("grader.autograd_wrap_backward_pass_ran_without"),
+                i18n.t("grader.autograd_wrap_launch_swiglu_bwd_kernel"),
             )
         )
     for present, what in (("a_grad", "a.grad"), ("b_grad", "b.grad")):
@@ -308,8 +314,8 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     name,
                     "wrong-result",
-                    f"{what} is None: the backward returned no gradient for it",
-                    "backward returns one gradient per input of forward, in order: (da, db)",
+                    i18n.t("grader.autograd_wrap_what_none_backward_returned", what=what),
+                    i18n.t("grader.autograd_wrap_backward_returns_one_gradient"),
                 )
             )
     if data.get("a_grad") and data.get("b_grad"):
@@ -319,10 +325,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"torch.autograd.gradcheck failed: {data['gradcheck']}",
-                "the backward's gradients differ from finite differences of the forward: check that dc reaches "
-                "the kernel in its layout, that da and db come back in the order of forward's inputs, and the "
-                "dtype of the arithmetic",
+                i18n.t("grader.autograd_wrap_gradcheck_failed", error=data["gradcheck"]),
+                i18n.t("grader.autograd_wrap_backward_s_gradients_differ"),
             )
         )
     if case.extra.get("compile"):
@@ -331,9 +335,12 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     name,
                     "exception",
-                    f"torch.compile(fullgraph=True) of {fn} failed: {data['compile_error']}",
-                    "fullgraph=True turns every graph break into an error: keep host values (.item(), "
-                    ".tolist(), numpy) and torch.compiler.disable out of the Function",
+                    i18n.t(
+                        "grader.autograd_wrap_torch_compile_fullgraph_true",
+                        fn=fn,
+                        compile_error=data["compile_error"],
+                    ),
+                    i18n.t("grader.autograd_wrap_fullgraph_true_turns_every"),
                 )
             )
         else:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, cached
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts.compare import compare_values, exception_failure, judge
@@ -181,10 +182,8 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     case.name,
                     "no-kernel-launch",
-                    f"{fn} launched {names}, a plain @triton.jit kernel: no @triton.autotune kernel ran",
-                    "decorate the kernel with `@triton.autotune(configs=[...], "
-                    "key=['M', 'N', 'K'])` above `@triton.jit`, and launch it with a grid lambda "
-                    "that reads the block sizes from `meta`",
+                    i18n.t("grader.autotune_fn_launched_names_plain", fn=fn, names=names),
+                    i18n.t("grader.autotune_decorate_kernel_with_triton"),
                 )
             )
         return failures
@@ -195,10 +194,13 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"{tuner['kernel']} is autotuned over {len(distinct)} distinct config(s); the "
-                f"exercise asks for at least {MIN_CONFIGS}",
-                "list at least four triton.Config entries that differ in block sizes, "
-                "num_warps or num_stages",
+                i18n.t(
+                    "grader.autotune_kernel_autotuned_over_n",
+                    kernel=tuner["kernel"],
+                    n_distinct=len(distinct),
+                    MIN_CONFIGS=MIN_CONFIGS,
+                ),
+                i18n.t("grader.autotune_list_at_least_four"),
             )
         )
     kept = tuner.get("kept")
@@ -213,10 +215,15 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"the prune of {tuner['kernel']} (prune_configs_by) kept one config of {len(distinct)} for "
-                f"M={m} N={n} K={k_dim}: nothing was tuned for this shape",
-                "prune only the configs that cannot suit the shape (tiles far larger than the matrix, more "
-                "shared memory than the GPU has); keep at least two for a shape like this one",
+                i18n.t(
+                    "grader.autotune_prune_kernel_prune_configs",
+                    kernel=tuner["kernel"],
+                    n_distinct=len(distinct),
+                    m=m,
+                    n=n,
+                    k_dim=k_dim,
+                ),
+                i18n.t("grader.autotune_prune_only_configs_that"),
             )
         )
     shape_keys = [k for k, t in tuner["key_types"].items() if t == "int"]
@@ -225,9 +232,10 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"the autotuning key of {tuner['kernel']} is {tuner['keys']}: it names no size "
-                "argument, so one config is chosen for every shape",
-                "key the autotuner on the shape: `key=['M', 'N', 'K']`",
+                i18n.t(
+                    "grader.autotune_autotuning_key_kernel_keys", kernel=tuner["kernel"], keys=tuner["keys"]
+                ),
+                i18n.t("grader.autotune_key_autotuner_shape_key"),
             )
         )
     for k, name in enumerate(data.get("configs", []), start=1):
@@ -241,7 +249,6 @@ def check(case: Case, result: dict) -> list[Failure]:
             output_index=k,
             nan_is_oob_read=True,
             label=f"with config {name}",
-            cause_hint="this config's block sizes break the kernel: masks must cover "
-            "every partial tile whatever BLOCK_M, BLOCK_N and BLOCK_K are",
+            cause_hint=i18n.t("grader.autotune_this_config_s_block"),
         )
     return failures

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case
 from tritonlab.grading.contracts.compare import exception_failure
 from tritonlab.models import Failure
@@ -255,9 +256,14 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"fn was called {calls} times with warmup={warmup}, rep={rep}; "
-                f"expected exactly {warmup + rep}",
-                "call fn `warmup` times untimed, then `rep` times timed — no extra calls",
+                i18n.t(
+                    "grader.bench_protocol_fn_was_called_calls",
+                    calls=calls,
+                    warmup=warmup,
+                    rep=rep,
+                    warmup_plus=warmup + rep,
+                ),
+                i18n.t("grader.bench_protocol_call_fn_warmup_times"),
             )
         ]
     value = data.get("value")
@@ -266,8 +272,12 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"returned {data.get('type')} {value!r}, expected a number of milliseconds",
-                "return the median of the rep timings, as a float in ms",
+                i18n.t(
+                    "grader.bench_protocol_returned_type_value_expected",
+                    type=data.get("type"),
+                    value=repr(value),
+                ),
+                i18n.t("grader.bench_protocol_return_median_rep_timings"),
             )
         ]
     timed = durations[warmup : warmup + rep]
@@ -279,8 +289,14 @@ def check(case: Case, result: dict) -> list[Failure]:
         Failure(
             name,
             "wrong-result",
-            f"returned {value:.4g} ms; the timed calls took {fmt_list(timed)} ms, "
-            f"so the median is about {median:g} ms (accepted {low:.3g}–{high:.3g})",
+            i18n.t(
+                "grader.bench_protocol_returned_value_ms_timed",
+                value=format(value, ".4g"),
+                fmt_list=fmt_list(timed),
+                median=format(median, "g"),
+                low=format(low, ".3g"),
+                high=format(high, ".3g"),
+            ),
             diagnose(value, timed, durations[:warmup], median, bool(extra.get("async")), data.get("syncs")),
         )
     ]
@@ -296,16 +312,19 @@ def from_the_clock(name: str, value: float, measured: Any) -> list[Failure]:
         median = statistics.median(float(m) for m in readings)
         if abs(value - median) <= 0.05 * abs(median) + 0.5:
             return []
-        why = f"your clock readings around the timed calls give a median of {median:.4g} ms, you returned {value:.4g}"
+        why = i18n.t(
+            "grader.bench_protocol_clock_readings_around_timed",
+            median=format(median, ".4g"),
+            value=format(value, ".4g"),
+        )
     else:
-        why = "your function did not read the clock before and after every timed call"
+        why = i18n.t("grader.bench_protocol_function_did_not_read")
     return [
         Failure(
             name,
             "host-computed",
-            f"the value you returned is not computed from your timings: {why}",
-            "time each call with time.perf_counter() (read before and after fn()) and return the median of "
-            "those measured durations — not a number found some other way",
+            i18n.t("grader.bench_protocol_value_you_returned_not", why=why),
+            i18n.t("grader.bench_protocol_time_each_call_with"),
         )
     ]
 
@@ -327,33 +346,22 @@ def diagnose(
     unsynced = asynchronous and syncs is not None and syncs < len(timed)
     seconds = 0.95 * median / 1e3 <= value <= (1.25 * median + 4) / 1e3
     if seconds and not unsynced:
-        return "that is the median in seconds: multiply the perf_counter difference by 1000"
+        return i18n.t("grader.bench_protocol_that_median_seconds_multiply")
     if asynchronous and value < 0.5 * median:
-        return (
-            "the timing ended before the device finished: launches are asynchronous, so call "
-            "torch.cuda.synchronize() (when a GPU is available) after fn() and before reading the clock"
-        )
+        return i18n.t("grader.bench_protocol_timing_ended_before_device")
     if asynchronous and warm and value >= median + 0.5 * sum(warm):
-        return (
-            "the first timed call paid for the queued warm-up work: synchronize before starting the clock, "
-            "too"
-        )
+        return i18n.t("grader.bench_protocol_first_timed_call_paid")
     mean = sum(timed) / len(timed)
     if abs(value - mean) <= 0.1 * mean + 2:
-        return "that is the mean: one slow outlier drags it up — return statistics.median(times)"
+        return i18n.t("grader.bench_protocol_that_mean_one_slow")
     ordered = sorted(timed)
     trimmed = ordered[1:-1]
     if len(trimmed) >= 3 and abs(value - sum(trimmed) / len(trimmed)) <= 0.02 * median + 0.05:
-        return (
-            "that is a trimmed mean (the fastest and slowest calls dropped): on a skewed spread it is not the "
-            "middle value — return statistics.median(times)"
-        )
+        return i18n.t("grader.bench_protocol_that_trimmed_mean_fastest")
     if abs(value - sum(timed)) <= 0.1 * sum(timed) + 2:
-        return "that is the total of the timed calls: time each call separately and take the median"
+        return i18n.t("grader.bench_protocol_that_total_timed_calls")
     if value <= min(timed) + 0.5:
-        return (
-            "that looks like the minimum (or timing that misses the call): return the median of the timings"
-        )
+        return i18n.t("grader.bench_protocol_that_looks_like_minimum")
     if warm and value >= 0.5 * min(warm):
-        return "the warm-up calls were timed too: time only the `rep` calls after the warm-up loop"
-    return "time each of the rep calls separately with time.perf_counter() and return statistics.median"
+        return i18n.t("grader.bench_protocol_warm_up_calls_were")
+    return i18n.t("grader.bench_protocol_time_each_rep_calls")

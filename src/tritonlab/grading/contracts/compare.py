@@ -20,6 +20,7 @@ from tritonlab.grading.contracts._values import (
     grid_size,
     stray_line,
 )
+from tritonlab.i18n import t
 from tritonlab.models import Failure
 
 __all__ = [
@@ -33,14 +34,8 @@ __all__ = [
     "reads_outside",
 ]
 
-MASK_CAUSE = (
-    "a store without a mask (or with `<=` instead of `<`) writes the lanes of the last program that fall past "
-    "the end; store with `mask=offsets < n`"
-)
-OFFSETS_CAUSE = (
-    "the store's offsets point outside the tensor, not just past its end: check the offset arithmetic — "
-    "`row * stride0 + col * stride1` with the OUTPUT's own strides, and the program's starting offset"
-)
+MASK_CAUSE = t("grader.mask_cause")
+OFFSETS_CAUSE = t("grader.offsets_cause")
 
 
 def just_past_end(v: dict, result: dict) -> bool:
@@ -55,10 +50,7 @@ def just_past_end(v: dict, result: dict) -> bool:
     return after[-1] < v["numel"] + reach
 
 
-DISCARDED_READ_CAUSE = (
-    "give the load the bounds the store has: `tl.load(ptr + offsets, mask=offsets < n)`, with `other=` when the "
-    "masked lanes take part in a sum, a max or a dot"
-)
+DISCARDED_READ_CAUSE = t("grader.discarded_read_cause")
 
 
 def _count(value: object) -> int | None:
@@ -81,17 +73,19 @@ def reads_outside(case: Case, result: dict, *, reached: bool = False) -> list[Fa
         if not count or first is None or size is None:
             continue
         label = str(s.get("tensor"))[:80]
-        head = f"a load read {count} lane(s) outside {label} (indices 0 to {size - 1}), the first at index {first}"
-        tail = (
-            "memory the tensor does not own, whose contents differ from one run to the next"
-            if reached
-            else "none of those values reached the output, yet the read itself is out of bounds"
-        )
+        tail = t("grader.read_outside_reached") if reached else t("grader.discarded_tail")
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-read",
-                f"{head}; {tail}",
+                t(
+                    "grader.read_outside_head",
+                    count=count,
+                    label=label,
+                    last=size - 1,
+                    first=first,
+                    tail=tail,
+                ),
                 OOB_READ_CAUSE if reached else DISCARDED_READ_CAUSE,
                 str(s.get("where") or ""),
             )
@@ -130,26 +124,28 @@ def host_checks(
                 Failure(
                     case.name,
                     "wrong-result",
-                    f"the autotuned kernel `{str(bad.get('kernel'))[:60]}` gives another result with the config "
-                    f"{str(bad.get('config'))[:160]} than with the one the tuner chose ({str(bad.get('chosen'))[:160]})",
-                    "every config of triton.autotune must be right, the ones prune_configs_by drops too: the "
-                    "tuner may choose any of them on another GPU or size (check the masks and loop bounds for "
-                    "each block size)",
+                    t(
+                        "grader.config_mismatch",
+                        kernel=str(bad.get("kernel"))[:60],
+                        config=str(bad.get("config"))[:160],
+                        chosen=str(bad.get("chosen"))[:160],
+                    ),
+                    t("grader.config_mismatch_cause"),
                 )
             )
     for v in result.get("guard_violations", []):
         where = []
         if v["after"]:
-            where.append(f"{len(v['after'])}+ element(s) past the end, first at index {v['after'][0]}")
+            where.append(t("grader.past_end", count=len(v["after"]), index=v["after"][0]))
         if v["before"]:
-            where.append(f"element(s) before the start, nearest at index {v['before'][-1]}")
+            where.append(t("grader.before_start", index=v["before"][-1]))
         label = v["label"]
         size = v["numel"]
         failures.append(
             Failure(
                 case.name,
                 "out-of-bounds-write",
-                f"the kernel wrote outside {label} ({size} elements): {'; '.join(where)}",
+                t("grader.oob_write", label=label, size=size, detail="; ".join(where)),
                 MASK_CAUSE if just_past_end(v, result) else OFFSETS_CAUSE,
                 stray_line(result, "store", label),
             )
@@ -159,8 +155,8 @@ def host_checks(
             Failure(
                 case.name,
                 "input-modified",
-                f"{label} was changed by {fn}",
-                "write results into a new tensor (torch.empty_like), never into an input",
+                t("grader.input_modified", label=label, fn=fn),
+                t("grader.input_modified_cause"),
             )
         )
     ops = result.get("torch_ops", [])
@@ -174,9 +170,8 @@ def host_checks(
             Failure(
                 case.name,
                 "torch-fallback",
-                f"{fn} ran torch operations on tensors ({names})",
-                "the result must come from your Triton kernel; on the host, only allocate "
-                "outputs and pass pointers, sizes and strides",
+                t("grader.torch_fallback", fn=fn, names=names),
+                t("grader.torch_fallback_cause"),
                 next((where[n] for n in shown if where.get(n)), "") or host_line(result),
             )
         )
@@ -186,8 +181,8 @@ def host_checks(
             Failure(
                 case.name,
                 "no-kernel-launch",
-                f"{fn} returned without launching a Triton kernel",
-                "launch your @triton.jit kernel with `kernel[grid](...)`",
+                t("grader.no_launch", fn=fn),
+                t("grader.no_launch_cause"),
                 host_line(result),
             )
         )
@@ -197,8 +192,8 @@ def host_checks(
             Failure(
                 case.name,
                 "too-many-launches",
-                f"{len(launches)} kernel launches ({names}); this exercise allows {max_launches}",
-                "fuse the steps into one kernel: do them on the tile while it is in registers",
+                t("grader.too_many", count=len(launches), names=names, allowed=max_launches),
+                t("grader.too_many_cause"),
             )
         )
     return failures
@@ -218,24 +213,20 @@ def replay_failure(case: Case, reason: str) -> Failure:
             return Failure(
                 case.name,
                 "does-not-compile",
-                f"your kernel reads the module-level value `{name.group(1)}`, which is not a `tl.constexpr`: "
-                "only `tl.constexpr` globals may be read in a kernel, so it does not compile for a GPU",
-                f"write `{name.group(1)} = tl.constexpr(...)` at the top of your file, or pass the value to the "
-                "kernel as an argument",
+                t("grader.plain_global", name=name.group(1)),
+                t("grader.plain_global_cause", name=name.group(1)),
             )
         return Failure(
             case.name,
             "does-not-compile",
             reason,
-            "the interpreter runs a kernel body as Python; a GPU compiles it: use only triton.language "
-            "inside @triton.jit functions",
+            t("grader.not_lowered_cause"),
         )
     return Failure(
         case.name,
         "host-computed",
-        f"your kernel's launches alone do not produce this result; the host changed it ({reason})",
-        "compute the result inside your Triton kernel: the host code may validate, allocate, and "
-        "launch, and must not write the output itself (no numpy, no threads, no torch copies into it)",
+        t("grader.host_computed", reason=reason),
+        t("grader.host_computed_cause"),
     )
 
 
@@ -248,17 +239,17 @@ def aliased_outputs(case: Case, result: dict) -> list[Failure]:
     for alias in aliases[:1]:
         if not isinstance(alias, dict):
             continue
-        which = (
-            f"output {alias.get('output')}" if result.get("returned") in ("tuple", "list") else "the output"
-        )
+        source = str(alias.get("input", t("grader.an_input")))[:80]
+        if result.get("returned") in ("tuple", "list"):
+            message = t("grader.aliased_output", number=alias.get("output"), input=source)
+        else:
+            message = t("grader.aliased", input=source)
         return [
             Failure(
                 case.name,
                 "host-computed",
-                f"{which} shares memory with {str(alias.get('input', 'an input'))[:80]}: it is a view of the "
-                "input (or the input itself), not a tensor your kernel wrote",
-                "allocate the output (torch.empty) and write every element of it in your kernel; a view "
-                "such as `x.t()` or `x.view(...)` only relabels the input's memory",
+                message,
+                t("grader.aliased_cause"),
             )
         ]
     return []
@@ -275,8 +266,8 @@ def exception_failure(case: Case, result: dict) -> Failure | None:
         return Failure(
             case.name,
             "missing-validation",
-            f"expected {case.expect_error} for ({describe_case(case)}), got {message}",
-            f"check the inputs on the host and `raise {case.expect_error}(...)` with a clear message",
+            t("grader.validation_got", error=case.expect_error, args=describe_case(case), got=message),
+            t("grader.validation_cause", error=case.expect_error),
             error.get("where", ""),
         )
     return Failure(case.name, "exception", message, error.get("hint", ""), error.get("where", ""))
@@ -324,10 +315,12 @@ def judge(
             Failure(
                 case.name,
                 "missing-validation",
-                f"{result.get('function', 'your function')}({describe_case(case)}) returned instead of "
-                f"raising {case.expect_error}",
-                f'check the inputs on the host and `raise {case.expect_error}("...")` with a message '
-                "that says what is wrong",
+                t(
+                    "grader.validation_returned",
+                    call=f"{result.get('function', 'your function')}({describe_case(case)})",
+                    error=case.expect_error,
+                ),
+                t("grader.validation_returned_cause", error=case.expect_error),
             )
         ]
     has_data = any(isinstance(a, Tensor) and a.values.size for a in case.args) or expected.size > 0

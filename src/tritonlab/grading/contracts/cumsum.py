@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
@@ -92,7 +93,7 @@ def diagnosis(x: Tensor, result: dict, rtol: float, atol: np.ndarray) -> str:
 
     exclusive = expected - v
     if close(exclusive):
-        return "this is the EXCLUSIVE scan: y[c] must include x[c] itself (the running sum up to and including c)"
+        return i18n.t("grader.cumsum_this_exclusive_scan_y")
     n = v.shape[1]
     for block in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
         if block >= n:
@@ -101,23 +102,13 @@ def diagnosis(x: Tensor, result: dict, rtol: float, atol: np.ndarray) -> str:
             [np.cumsum(v[:, s : s + block], axis=1) for s in range(0, n, block)], axis=1
         )
         if close(restarted):
-            return (
-                f"every block of {block} starts again from zero: carry the total of the earlier blocks into each "
-                "block's running sums, and update it after the block"
-            )
+            return i18n.t("grader.cumsum_every_block_block_starts", block=block)
     if x.dtype == "float16" and close(expected, 2.0**-9):
-        return (
-            "right up to fp16 rounding that grows along the row: the running sums were added in fp16 — load with "
-            "`.to(tl.float32)`, scan in fp32, and round only when you store"
-        )
+        return i18n.t("grader.cumsum_right_up_fp16_rounding")
     wrong = np.abs(actual - expected) > 4 * atol + 4 * rtol * np.abs(expected)
     firsts = {int(np.argmax(row)) for row in wrong if row.any()}
     if len(firsts) == 1 and (first := firsts.pop()) >= 16 and first % 16 == 0:
-        return (
-            f"every row is right up to column {first} and wrong from there: the error starts at a block boundary, "
-            "so look at the carry — after a block it must be the running sum at the block's last element, the "
-            "old carry counted once"
-        )
+        return i18n.t("grader.cumsum_every_row_right_up", first=first)
     return ""
 
 

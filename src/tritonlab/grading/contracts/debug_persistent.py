@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, random_values, unsigned_bits
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts.compare import add_hint, grid_size, judge
@@ -123,18 +124,10 @@ def unwritten_diagnosis(case: Case, result: dict) -> str:
     tiles = tm * tn
     first_only = tiles_written(m, n, bm, bn, [(t // tn, t % tn) for t in range(min(grid, tiles))])
     if np.array_equal(~unwritten, first_only):
-        return (
-            f"only the first {grid} tile(s) were written, one per program, of {tiles}: the tile loop stepped past "
-            f"the last tile after one turn. Its step must be the number of programs launched "
-            f"(`tl.num_programs(0)`), here {grid}, not a constant such as a GPU's SM count"
-        )
+        return i18n.t("grader.debug_persistent_only_first_grid_tile", grid=grid, tiles=tiles)
     swapped = [(t // tm, t % tm) for t in range(tiles)]
     if np.array_equal(~unwritten, tiles_written(m, n, bm, bn, swapped)):
-        return (
-            f"the tiles written are those of tile index t split as (t // tiles_m, t % tiles_m), with tiles_m = "
-            f"{tm} tile rows and tiles_n = {tn} tile columns: in row-major order tile t is row t // tiles_n, "
-            "column t % tiles_n (the two agree only on a square grid of tiles)"
-        )
+        return i18n.t("grader.debug_persistent_tiles_written_those_tile", tm=tm, tn=tn)
     return ""
 
 
@@ -170,10 +163,7 @@ def value_diagnosis(case: Case, result: dict, bound: np.ndarray) -> str:
             <= 4 * UNIT_ROUNDOFF[a.dtype] * np.abs(candidate) + 4 * per_program * bound
         )
     if np.all(close):
-        return (
-            "each tile after a program's first holds the sum of that program's earlier tiles too: the accumulator "
-            "is set to zero once, before the tile loop; reset it for every tile, inside the loop"
-        )
+        return i18n.t("grader.debug_persistent_each_tile_after_program")
     return ""
 
 
@@ -204,10 +194,13 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     case.name,
                     "wrong-result",
-                    f"the launch of {launch.get('kernel', 'your kernel')} started {started} programs; this "
-                    f"exercise allows at most num_programs = {programs}",
-                    "a persistent kernel launches a fixed number of programs (min(num_programs, tiles)) and "
-                    "each one loops over several tiles; one program per tile is the kernel before this rung",
+                    i18n.t(
+                        "grader.debug_persistent_launch_kernel_started_started",
+                        kernel=launch.get("kernel", "your kernel"),
+                        started=started,
+                        programs=programs,
+                    ),
+                    i18n.t("grader.debug_persistent_persistent_kernel_launches_fixed"),
                     str(launch.get("grid_where", "")),
                 )
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
@@ -108,27 +109,20 @@ def diagnosis(case: Case, result: dict, eps: float, rtol: float | np.ndarray, at
         return ""
     expected = reference(x.values, w.values, eps)
     if x.dtype == "float16" and overflowed(x.values, actual, expected):
-        return (
-            f"x² overflows float16 (|x| reaches {np.max(np.abs(x.values)):.0f}, and float16 stops at 65504): "
-            "upcast with `x.to(tl.float32)` before squaring and summing"
+        return i18n.t(
+            "grader.debug_rmsnorm_x_overflows_float16_x", max=format(np.max(np.abs(x.values)), ".0f")
         )
     if np.any(~np.isfinite(actual) & np.isfinite(expected)):
-        return "NaN/Inf where the reference is finite: masked-off lanes need `other=0.0`, and eps goes inside the sqrt"
+        return i18n.t("grader.debug_rmsnorm_nan_inf_where_reference")
     n = x.values.shape[1]
     candidates = {
-        f"the mean of x² divided by the block size {1 << (n - 1).bit_length()} instead of N = {n}: divide the sum by "
-        "N (the masked-off lanes are zeros, but they are not elements)": dict(
+        i18n.t("grader.debug_rmsnorm_mean_x_divided_by", value_op=1 << (n - 1).bit_length(), n=n): dict(
             divisor=1 << (n - 1).bit_length()
         ),
-        "eps has no effect: it belongs inside the square root, rsqrt(mean(x²) + eps) — is it missing, or added to "
-        "the result of rsqrt?": dict(eps=0.0),
-        "eps was added outside the square root: it belongs inside, rsqrt(mean(x²) + eps)": dict(
-            mode="outside-sqrt"
-        ),
-        "eps was added to the result of rsqrt: it belongs inside, rsqrt(mean(x²) + eps)": dict(
-            mode="after-rsqrt"
-        ),
-        "the output is multiplied by sqrt(mean + eps): use rsqrt (1 / sqrt)": dict(mode="sqrt"),
+        i18n.t("grader.debug_rmsnorm_eps_has_no_effect"): dict(eps=0.0),
+        i18n.t("grader.debug_rmsnorm_eps_was_added_outside"): dict(mode="outside-sqrt"),
+        i18n.t("grader.debug_rmsnorm_eps_was_added_result"): dict(mode="after-rsqrt"),
+        i18n.t("grader.debug_rmsnorm_output_multiplied_by_sqrt"): dict(mode="sqrt"),
     }
     for hint, change in candidates.items():
         args = dict(eps=eps) | change
@@ -140,7 +134,7 @@ def diagnosis(case: Case, result: dict, eps: float, rtol: float | np.ndarray, at
         if np.all(np.abs(actual - candidate) <= atol + 4 * np.asarray(rtol) * np.abs(candidate)):
             return hint
     if np.allclose(actual, reference(x.values, np.ones_like(w.values), eps), rtol=1e-3, atol=1e-6):
-        return "the weight was not applied: multiply each column by weight[col] (load it with the column offsets)"
+        return i18n.t("grader.debug_rmsnorm_weight_was_not_applied")
     return ""
 
 

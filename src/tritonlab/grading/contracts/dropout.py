@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, random_values, result_error
 from tritonlab.grading.contracts._layout import actual_values
 from tritonlab.grading.contracts.compare import compare_values, exception_failure, host_checks
@@ -97,9 +98,7 @@ def run_case(fn: Any, case_spec: dict, tools: Any) -> dict:
     module = sys.modules.get("learner")
     backward = getattr(module, BACKWARD, None) or getattr(fn, "__globals__", {}).get(BACKWARD)
     if not callable(backward):
-        raise AttributeError(
-            f"your file defines no function `{BACKWARD}(grad, p, seed, offset=0)`: the backward rebuilds the mask"
-        )
+        raise AttributeError(i18n.t("grader.dropout_file_defines_no_function", BACKWARD=BACKWARD))
     shift = int(case_spec.get("extra", {}).get("shift", 1))
     results = [
         backward(grad, p, seed, offset=offset),
@@ -185,11 +184,13 @@ def judge_masks(case: Case, m: dict[str, tuple]) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"the backward's mask differs from the forward's at {differ.size} of {int(both.sum())} elements, "
-                f"the first at flat index {int(differ[0])}",
-                "both calls must draw the same number for each element: the same seed, and the counter offset + "
-                "r·N + c computed the same way (the logical row-major index, not the memory offset of a strided "
-                "input, and not the index within the block)",
+                i18n.t(
+                    "grader.dropout_backward_s_mask_differs",
+                    size=differ.size,
+                    sum=int(both.sum()),
+                    differ=int(differ[0]),
+                ),
+                i18n.t("grader.dropout_both_calls_must_draw"),
             )
         )
     n = kept_b.size
@@ -197,16 +198,17 @@ def judge_masks(case: Case, m: dict[str, tuple]) -> list[Failure]:
     rate = float(kept_b.mean()) if n else 1.0
     if n >= MIN_STATS and strays(rate, keep, n) or (p == 0 and n and rate != 1.0):
         cause = (
-            f"an element must be kept with probability 1 − p = {keep:g}: keep it when its uniform number is at "
-            "least p (the comparison the other way keeps a fraction p)"
+            i18n.t("grader.dropout_element_must_be_kept", keep=format(keep, "g"))
             if abs(rate - p) < abs(rate - keep)
-            else "the keep rate is not what p asks for: one uniform number per element, kept when it is ≥ p"
+            else i18n.t("grader.dropout_keep_rate_not_what")
         )
         failures.append(
             Failure(
                 name,
                 "wrong-result",
-                f"{rate:.4f} of the elements were kept, expected {keep:g} ± noise",
+                i18n.t(
+                    "grader.dropout_rate_elements_were_kept", rate=format(rate, ".4f"), keep=format(keep, "g")
+                ),
                 cause,
             )
         )
@@ -215,15 +217,22 @@ def judge_masks(case: Case, m: dict[str, tuple]) -> list[Failure]:
         for lag in lags(n, n_cols):
             same = float(np.mean(kept_b[lag:] == kept_b[:-lag]))
             if strays(same, agree, n - lag):
-                what = "every row" if lag == n_cols else f"every {lag} elements"
+                what = (
+                    i18n.t("grader.dropout_every_row")
+                    if lag == n_cols
+                    else i18n.t("grader.dropout_every_lag_elements", lag=lag)
+                )
                 failures.append(
                     Failure(
                         name,
                         "wrong-result",
-                        f"the mask repeats: element i and element i + {lag} agree {same:.3f} of the time, "
-                        f"independent draws agree {agree:.3f}",
-                        f"the same random numbers come back {what}: the counter of an element must be its own "
-                        "global index (program id · BLOCK + lane, or r·N + c), plus offset",
+                        i18n.t(
+                            "grader.dropout_mask_repeats_element_i",
+                            lag=lag,
+                            same=format(same, ".3f"),
+                            agree=format(agree, ".3f"),
+                        ),
+                        i18n.t("grader.dropout_same_random_numbers_come", what=what),
                     )
                 )
                 break
@@ -247,9 +256,12 @@ def seed_and_shift(case: Case, m: dict[str, tuple]) -> list[Failure]:
                 Failure(
                     name,
                     "wrong-result",
-                    f"seed and seed + 1 give masks that differ at {apart:.3f} of the elements; independent masks "
-                    f"differ at {expect:.3f}",
-                    "pass the seed argument to tl.rand: the mask must change with the seed",
+                    i18n.t(
+                        "grader.dropout_seed_seed_1_give",
+                        apart=format(apart, ".3f"),
+                        expect=format(expect, ".3f"),
+                    ),
+                    i18n.t("grader.dropout_pass_seed_argument_tl"),
                 )
             )
     shift = int(case.extra.get("shift", 1))
@@ -262,19 +274,19 @@ def seed_and_shift(case: Case, m: dict[str, tuple]) -> list[Failure]:
                 Failure(
                     name,
                     "wrong-result",
-                    f"with offset + {shift}, element i should get the draw of element i + {shift} at the first "
-                    f"offset; {wrong.size} of {int(ok.sum())} elements do not",
-                    "the counter of element (r, c) is offset + r·N + c: add `offset` to the element's flat index "
-                    "(not to the program id, not multiplied)",
+                    i18n.t(
+                        "grader.dropout_with_offset_shift_element",
+                        shift=shift,
+                        size=wrong.size,
+                        sum=int(ok.sum()),
+                    ),
+                    i18n.t("grader.dropout_counter_element_r_c"),
                 )
             )
     return failures
 
 
-FIRST_CALL = (
-    f"each case calls {BACKWARD} first, before any {FUNCTION} with the same seed and offset: the backward must "
-    "rebuild the mask from (seed, offset), not look up one that a forward kept"
-)
+FIRST_CALL = i18n.t("grader.dropout_each_case_calls_backward", BACKWARD=BACKWARD, FUNCTION=FUNCTION)
 
 
 def check(case: Case, result: dict) -> list[Failure]:
@@ -291,8 +303,12 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "missing-validation",
-                f"dropout_add(..., p={case.args[3]!r}, ...) returned instead of raising {case.expect_error}",
-                f"check p on the host: raise {case.expect_error} unless 0 ≤ p < 1 (1 − p divides the kept values)",
+                i18n.t(
+                    "grader.dropout_dropout_add_p_args",
+                    args=repr(case.args[3]),
+                    expect_error=case.expect_error,
+                ),
+                i18n.t("grader.dropout_check_p_host_raise", expect_error=case.expect_error),
             )
         ]
     data = result.get("data") or {}
@@ -302,8 +318,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 name,
                 "wrong-result",
-                f"expected a tensor from each call ({', '.join(CALLS)}), got {returned}",
-                f"{FUNCTION} returns y and {BACKWARD} returns dx, each a new tensor",
+                i18n.t("grader.dropout_expected_tensor_from_each", CALLS=", ".join(CALLS), returned=returned),
+                i18n.t("grader.dropout_function_returns_y_backward", FUNCTION=FUNCTION, BACKWARD=BACKWARD),
             )
         ]
     x, residual, grad, p, _seed, _offset = case.args
@@ -331,10 +347,15 @@ def check(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     name,
                     "wrong-result",
-                    f"{call}: {bad.size} element(s) are neither dropped nor kept-and-scaled, the first at flat "
-                    f"index {i}: got {actual[i]:.6g}, allowed {allowed}",
-                    f"a kept element is divided by 1 − p = {1 - p:g} (so that the expectation is unchanged); a "
-                    "dropped one contributes 0",
+                    i18n.t(
+                        "grader.dropout_call_size_element_s",
+                        call=call,
+                        size=bad.size,
+                        i=i,
+                        actual=format(actual[i], ".6g"),
+                        allowed=allowed,
+                    ),
+                    i18n.t("grader.dropout_kept_element_divided_by", value_minus=format(1 - p, "g")),
                 )
             )
     if m is not None and not any(f.kind != "too-many-launches" for f in failures if f.case == name):

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import FP8, UNIT_ROUNDOFF, Case, Tensor, cached, quantize
 from tritonlab.grading.contracts.compare import add_hint, judge
 from tritonlab.models import Failure
@@ -137,17 +138,15 @@ def _scales_hint(case: Case, actual: np.ndarray | None, bound: np.ndarray) -> st
     tries = [
         (
             a @ b.T,
-            "the scales were never applied: multiply each group's partial product by "
-            "`a_scale[rows, g]` (a column) and `b_scale[cols // 128, g]` (a row)",
+            i18n.t("grader.fp8_matmul_scales_were_never_applied"),
         ),
         (
             ea @ b.T,
-            "b's scales were never applied: `b_scale[n // 128, g]` multiplies the columns of each "
-            "group's product",
+            i18n.t("grader.fp8_matmul_b_s_scales_were"),
         ),
         (
             a @ eb.T,
-            "a's scales were never applied: `a_scale[m, g]` multiplies the rows of each group's product",
+            i18n.t("grader.fp8_matmul_s_scales_were_never"),
         ),
     ]
     if sb.shape[0] > 1 and b.shape[0] > GROUP:
@@ -157,7 +156,7 @@ def _scales_hint(case: Case, actual: np.ndarray | None, bound: np.ndarray) -> st
         tries.append(
             (
                 ea @ wrong.T,
-                "b's scale row is indexed by the column n; it is per 128 columns: `b_scale[n // 128, g]`",
+                i18n.t("grader.fp8_matmul_b_s_scale_row"),
             )
         )
     for candidate, hint in tries:
@@ -167,11 +166,7 @@ def _scales_hint(case: Case, actual: np.ndarray | None, bound: np.ndarray) -> st
     reach = np.abs(ea) @ np.abs(eb).T  # no right answer is larger than this
     with np.errstate(invalid="ignore"):
         if np.any(~np.isfinite(actual) | (np.abs(actual) > 1.01 * reach + bound + 1.0)):
-            return (
-                "some outputs are larger than the inputs can produce: a load read outside a or b (fp8's "
-                "guard values are NaN on a GPU, 480 on the interpreter) — mask the last group's K offsets "
-                "(`k < K`, `other=0.0`) as well as M and N"
-            )
+            return i18n.t("grader.fp8_matmul_some_outputs_larger_than")
     return ""
 
 

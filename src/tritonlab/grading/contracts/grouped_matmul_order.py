@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, _tiles, cached, random_values
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts.compare import exception_failure, judge
@@ -197,10 +198,12 @@ def order_failures(case: Case, result: dict) -> list[Failure]:
     data = result.get("data")
     raw = data.get("tiles") if isinstance(data, dict) else None
     if not isinstance(raw, list) or len(raw) > MAX_PROGRAMS:
-        return [Failure(case.name, "wrong-result", "no program → tile map was recorded for this case")]
+        return [Failure(case.name, "wrong-result", i18n.t("grader.grouped_matmul_order_no_program_tile_map"))]
     rows = [r for r in (_ints(x) for x in raw) if r is not None]
     if len(rows) != len(raw):
-        return [Failure(case.name, "wrong-result", "the program → tile map of this case is malformed")]
+        return [
+            Failure(case.name, "wrong-result", i18n.t("grader.grouped_matmul_order_program_tile_map_this"))
+        ]
     rows = [r for r in rows if r[6] >= 0]  # programs that wrote part of the output
     grids = {tuple(r[3:6]) for r in rows}
     if grids and grids != {(total, 1, 1)}:
@@ -209,10 +212,14 @@ def order_failures(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"the output was written by a grid of {shown} programs; the exercise asks for a 1-D grid of "
-                f"tiles_m · tiles_n = {tiles_m} · {tiles_n} = {total} programs",
-                "launch `grid = (triton.cdiv(M, block_m) * triton.cdiv(N, block_n),)` and turn the one "
-                "program id into (pid_m, pid_n) inside the kernel",
+                i18n.t(
+                    "grader.grouped_matmul_order_output_was_written_by",
+                    shown=shown,
+                    tiles_m=tiles_m,
+                    tiles_n=tiles_n,
+                    total=total,
+                ),
+                i18n.t("grader.grouped_matmul_order_launch_grid_triton_cdiv"),
             )
         ]
     seen: dict[int, tuple[int, int]] = {}
@@ -224,10 +231,17 @@ def order_failures(case: Case, result: dict) -> list[Failure]:
                 Failure(
                     case.name,
                     "wrong-result",
-                    f"program {pid} wrote rows {r0}–{r1} and columns {c0}–{c1}: that is not one "
-                    f"{bm} × {bn} tile",
-                    "each program writes exactly the tile (pid_m, pid_n): rows pid_m·block_m + arange(block_m), "
-                    "columns pid_n·block_n + arange(block_n), masked at the edges",
+                    i18n.t(
+                        "grader.grouped_matmul_order_program_pid_wrote_rows",
+                        pid=pid,
+                        r0=r0,
+                        r1=r1,
+                        c0=c0,
+                        c1=c1,
+                        bm=bm,
+                        bn=bn,
+                    ),
+                    i18n.t("grader.grouped_matmul_order_each_program_writes_exactly"),
                 )
             ]
         seen[pid] = tile
@@ -240,24 +254,31 @@ def order_failures(case: Case, result: dict) -> list[Failure]:
     shown = ", ".join(f"{p} → {seen[p]}" for p in wrong[:4])
     wants = ", ".join(f"{p} → {expected[p]}" for p in wrong[:4])
     if row_major:
-        message = (
-            f"your programs take the tiles in row-major order (program {first} → tile {seen[first]}); "
-            f"with GROUP_M = {g} on a {tiles_m} × {tiles_n} tile grid, program {first} must compute tile "
-            f"{expected[first]}: the first {min(g, tiles_m)} tile rows are walked down one column before "
-            "moving right"
+        message = i18n.t(
+            "grader.grouped_matmul_order_programs_take_tiles_row",
+            first=first,
+            seen=seen[first],
+            g=g,
+            tiles_m=tiles_m,
+            tiles_n=tiles_n,
+            expected=expected[first],
+            min=min(g, tiles_m),
         )
     else:
-        message = (
-            f"{len(wrong)} of {total} programs computed another tile than GROUP_M = {g} order gives them "
-            f"(program → (pid_m, pid_n)): yours {shown}; expected {wants}"
+        message = i18n.t(
+            "grader.grouped_matmul_order_n_wrong_total_programs",
+            n_wrong=len(wrong),
+            total=total,
+            g=g,
+            shown=shown,
+            wants=wants,
         )
     return [
         Failure(
             case.name,
             "wrong-result",
             message,
-            "groups of group_m tile rows: pid // (group_m · tiles_n) picks the group; inside it, pid_m moves "
-            "fastest (local % rows_here) and the last group may have fewer rows",
+            i18n.t("grader.grouped_matmul_order_groups_group_m_tile"),
         )
     ]
 

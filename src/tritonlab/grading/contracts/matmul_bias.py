@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts._layout import explain_layout
@@ -121,22 +122,18 @@ def diagnosis(
     for name, candidate in others.items():
         if name != (act or "no activation") and close(candidate):
             want = {
-                "gelu": "the erf form, 0.5·z·(1 + erf(z/√2)) — as torch.nn.functional.gelu",
+                "gelu": i18n.t("grader.matmul_bias_erf_form_0_5"),
                 "relu": "max(z, 0)",
-                None: "no activation (z itself)",
+                None: i18n.t("grader.matmul_bias_no_activation_z_itself"),
             }[act]
-            return f"the output matches {name}, but activation={act!r} asks for {want}"
+            return i18n.t("grader.matmul_bias_output_matches_name_but", name=name, act=repr(act), want=want)
     z_row_bias = a.values @ b.values
     rows, cols = z.shape
     r = min(rows, cols)
     if rows != cols and r > 1:
         candidate = apply(act, z_row_bias[:r] + bias[:r, None])
         if np.all(np.abs(actual[:r] - candidate) <= atol[:r] + rtol * np.abs(candidate)):
-            return (
-                "the bias was added along the wrong axis: bias has one entry per COLUMN of the output "
-                "(out[i, j] = act(acc[i, j] + bias[j])) — load it with the column offsets and broadcast "
-                "with bias[None, :]"
-            )
+            return i18n.t("grader.matmul_bias_bias_was_added_along")
     return mm.one_tile_hint(a, b, actual, atol, lambda c: apply(act, c + bias[None, :]))
 
 

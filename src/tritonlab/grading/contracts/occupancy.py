@@ -30,6 +30,7 @@ import ast
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case, Tensor, random_values, rounding_tol
 from tritonlab.grading.contracts.compare import judge
 from tritonlab.models import Failure
@@ -92,9 +93,9 @@ def _constants(source: str) -> tuple[dict[str, int], list[str]]:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return found, [f"the file does not parse: {exc.msg} (line {exc.lineno})"]
+        return found, [i18n.t("grader.occupancy_file_does_not_parse", msg=exc.msg, lineno=exc.lineno)]
     except (MemoryError, RecursionError, UnicodeError, ValueError) as exc:  # hostile text: nesting, bad bytes
-        return found, [f"the file does not parse: {type(exc).__name__}"]
+        return found, [i18n.t("grader.occupancy_file_does_not_parse_2", name=type(exc).__name__)]
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
@@ -106,10 +107,12 @@ def _constants(source: str) -> tuple[dict[str, int], list[str]]:
                 if isinstance(value, int) and not isinstance(value, bool):
                     found[name] = value
                 else:
-                    problems.append(f"`{name}` must be a plain integer (e.g. `{name} = {STARTER[name]}`)")
+                    problems.append(
+                        i18n.t("grader.occupancy_name_must_be_plain", name=name, STARTER=STARTER[name])
+                    )
     for name in STARTER:
         if name not in found and not any(name in p for p in problems):
-            problems.append(f"the file must define `{name} = <integer>` at top level and launch with it")
+            problems.append(i18n.t("grader.occupancy_file_must_define_name", name=name))
     return found, problems
 
 
@@ -131,9 +134,9 @@ def compile_items(source: str) -> tuple[list[dict], list[Failure]]:
     values, problems = _constants(source)
     block, warps = values.get("BLOCK"), values.get("NUM_WARPS")
     if block is not None and (block < MIN_BLOCK or block > 65536 or block & (block - 1)):
-        problems.append(f"BLOCK = {block}: use a power of two from {MIN_BLOCK} to 65536")
+        problems.append(i18n.t("grader.occupancy_block_block_use_power", block=block, MIN_BLOCK=MIN_BLOCK))
     if warps is not None and warps not in (1, 2, 4, 8, 16, 32):
-        problems.append(f"NUM_WARPS = {warps}: use 1, 2, 4, 8, 16 or 32")
+        problems.append(i18n.t("grader.occupancy_num_warps_warps_use", warps=warps))
     if problems:
         return [], [Failure(COMPILE_CASE, "low-occupancy", "; ".join(problems))]
     return [
@@ -149,7 +152,11 @@ def judge_compile(results: list[dict]) -> list[Failure]:
             Failure(
                 COMPILE_CASE,
                 "crash",
-                f"the reference configuration did not compile: {base['error']}\n{base.get('traceback', '')}",
+                i18n.t(
+                    "grader.occupancy_reference_configuration_did_not",
+                    error=base["error"],
+                    traceback=base.get("traceback", ""),
+                ),
             )
         ]
     if "error" in mine:
@@ -157,35 +164,50 @@ def judge_compile(results: list[dict]) -> list[Failure]:
             Failure(
                 COMPILE_CASE,
                 "exception",
-                f"`{KERNEL}` did not compile for sm_90: {mine['error']}",
-                f"keep the kernel's name and parameters as given: ({', '.join(SIGNATURE)})",
+                i18n.t("grader.occupancy_kernel_did_not_compile", KERNEL=KERNEL, error=mine["error"]),
+                i18n.t("grader.occupancy_keep_kernel_s_name", SIGNATURE=", ".join(SIGNATURE)),
             )
         ]
     regs = mine["resources"].get("registers")
     m = graded_occupancy(mine)
     spills = mine["resources"].get("spill_stores", 0) + mine["resources"].get("spill_loads", 0)
     pinned = PINNED_STARTER
-    summary = (
-        f"your configuration: {regs} registers per thread (graded as {m['graded_registers']}: "
-        f"{REGISTER_MARGIN} forgiven for compiler versions), {m['programs_per_sm']} programs × "
-        f"{mine['num_warps']} warps = {m['warps_per_sm']} warps per SM (limited by {' and '.join(m['limited_by'])}); "
-        f"the starter, compiled for sm_90 by Triton {pinned['triton']}: {pinned['registers']} registers, "
-        f"{pinned['programs_per_sm']} programs = {pinned['warps_per_sm']} warps (this compiler gives it "
-        f"{base['resources'].get('registers')} registers)"
+    summary = i18n.t(
+        "grader.occupancy_configuration_regs_registers_per",
+        regs=regs,
+        graded_registers=m["graded_registers"],
+        REGISTER_MARGIN=REGISTER_MARGIN,
+        programs_per_sm=m["programs_per_sm"],
+        num_warps=mine["num_warps"],
+        warps_per_sm=m["warps_per_sm"],
+        limited_by=" and ".join(m["limited_by"]),
+        triton=pinned["triton"],
+        registers=pinned["registers"],
+        programs_per_sm2=pinned["programs_per_sm"],
+        warps_per_sm2=pinned["warps_per_sm"],
+        registers2=base["resources"].get("registers"),
     )
     need_programs, need_warps = 2 * pinned["programs_per_sm"], 2 * pinned["warps_per_sm"]
     if spills:
         return [
-            Failure(COMPILE_CASE, "low-occupancy", f"{summary}; ptxas spills {spills} bytes to local memory")
+            Failure(
+                COMPILE_CASE,
+                "low-occupancy",
+                i18n.t("grader.occupancy_summary_ptxas_spills_spills", summary=summary, spills=spills),
+            )
         ]
     if m["programs_per_sm"] < need_programs or m["warps_per_sm"] < need_warps:
         return [
             Failure(
                 COMPILE_CASE,
                 "low-occupancy",
-                f"{summary}; needed: at least {need_programs} programs and {need_warps} warps per SM",
-                "registers per thread grow with the elements each thread holds, BLOCK / (32 · NUM_WARPS); "
-                "run `tritonlab inspect occupancy` to see the register count and the limiting resource",
+                i18n.t(
+                    "grader.occupancy_summary_needed_at_least",
+                    summary=summary,
+                    need_programs=need_programs,
+                    need_warps=need_warps,
+                ),
+                i18n.t("grader.occupancy_registers_per_thread_grow"),
             )
         ]
     return []
@@ -230,12 +252,25 @@ def judge_launched(items: list[dict], entries: list) -> list[Failure]:
                     Failure(
                         COMPILE_CASE,
                         "low-occupancy",
-                        f"case {str(entry.get('name', '?'))[:80]!r} launched `{KERNEL}` with BLOCK={got_block}, "
-                        f"num_warps={got_warps}, but your file's constants are BLOCK={block}, NUM_WARPS={warps}: "
-                        "the occupancy graded is that of the configuration your function launches",
-                        "launch with the constants themselves: `BLOCK=BLOCK, num_warps=NUM_WARPS`",
+                        i18n.t(
+                            "grader.occupancy_case_name_launched_kernel",
+                            name=repr(str(entry.get("name", "?"))[:80]),
+                            KERNEL=KERNEL,
+                            got_block=got_block,
+                            got_warps=got_warps,
+                            block=block,
+                            warps=warps,
+                        ),
+                        i18n.t("grader.occupancy_launch_with_constants_themselves"),
                     )
                 ]
     if not launched and any(isinstance(e, dict) and e.get(REPLAYED_LAUNCHES) is not None for e in entries):
-        return [Failure(COMPILE_CASE, "low-occupancy", f"no case launched `{KERNEL}`, the kernel graded", "")]
+        return [
+            Failure(
+                COMPILE_CASE,
+                "low-occupancy",
+                i18n.t("grader.occupancy_no_case_launched_kernel", KERNEL=KERNEL),
+                "",
+            )
+        ]
     return []

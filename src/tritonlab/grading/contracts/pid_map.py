@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading import huge
 from tritonlab.grading.contracts import DEVICE, Case
 from tritonlab.grading.contracts.compare import judge
@@ -54,11 +55,6 @@ def check(case: Case, result: dict) -> list[Failure]:
     expected = (np.arange(n, dtype=np.int64) // block).astype(np.float64)
     failures = judge(case, result, expected, "int32", 0.0, 0.0)
     if any(f.kind == "wrong-result" for f in failures):
-        hint = (
-            "element i must hold the id of the program whose block contains it: "
-            "`tl.store(out_ptr + offsets, pid + tl.zeros_like(offsets), mask=offsets < n)` with "
-            "`offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)` and a grid of "
-            f"`triton.cdiv(n, {block})` programs"
-        )
+        hint = i18n.t("grader.pid_map_element_i_must_hold", block=block)
         failures = [Failure(f.case, f.kind, f.message, f.cause or hint, f.where) for f in failures]
     return failures

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
 from tritonlab.grading.contracts.compare import add_hint, compare_values, exception_failure, host_checks
 from tritonlab.models import Failure
@@ -195,16 +196,12 @@ def diagnosis_dw(case: Case, result: dict, tol: dict) -> str:
         for lo in (band * (programs - 1), 0):
             only = rows[lo : lo + band].sum(axis=0)
             if np.all(np.abs(actual - only) <= at + 4 * rt * np.abs(only) + 1e-6 * np.abs(only)):
-                return (
-                    "dw holds the sum of one program's rows only: every program wrote its own partial sum to the "
-                    "same dw, and the last (or first) one won — write one row of partial sums per program and add "
-                    "the rows in a second kernel (or accumulate with tl.atomic_add into a zeroed fp32 buffer)"
-                )
+                return i18n.t("grader.rmsnorm_backward_dw_holds_sum_one")
     if np.all(np.abs(actual - rows[-1]) <= at + 4 * rt * np.abs(rows[-1])) and rows.shape[0] > 1:
-        return "dw holds only the last row's contribution: sum dy·x·rstd over all the rows"
+        return i18n.t("grader.rmsnorm_backward_dw_holds_only_last")
     no_rstd = (case.args[2].values * x.values).sum(axis=0)
     if np.allclose(actual, no_rstd, rtol=1e-3, atol=1e-6):
-        return "dw is Σ dy·x without the row's rstd: dw = Σ_rows dy · x · rstd (the normalised x, not x)"
+        return i18n.t("grader.rmsnorm_backward_dw_dy_x_without")
     return ""
 
 
@@ -227,29 +224,23 @@ def diagnosis_dx(case: Case, result: dict, tol: dict) -> str:
         )
 
     if close(rstd * g):
-        return (
-            "dx misses the second term: rstd depends on every x of the row, so dx also has a path through rstd "
-            "(the lesson's variance path) — work out ∂rstd/∂x_i and add that term"
-        )
+        return i18n.t("grader.rmsnorm_backward_dx_misses_second_term")
     if close(rstd * dy.values - x.values * rstd**3 * np.mean(dy.values * x.values, axis=1, keepdims=True)):
-        return "the weight is missing from dx: use g = dy · weight in both terms"
+        return i18n.t("grader.rmsnorm_backward_weight_missing_from_dx")
     xhat = x.values * rstd
     mean_g = np.mean(g, axis=1, keepdims=True)
     if close(rstd * (g - mean_g - xhat * np.mean(g * xhat, axis=1, keepdims=True))):
-        return (
-            "dx has a −mean(g) term: that is the path through LayerNorm's mean, and RMSNorm has no mean — "
-            "derive RMSNorm's gradient from its own rstd rather than copying LayerNorm's"
-        )
+        return i18n.t("grader.rmsnorm_backward_dx_has_mean_g")
     mu = np.mean(x.values, axis=1, keepdims=True)
     r_ln = 1.0 / np.sqrt(np.mean((x.values - mu) ** 2, axis=1, keepdims=True) + eps)
     xc = (x.values - mu) * r_ln
     if close(r_ln * (g - mean_g - xc * np.mean(g * xc, axis=1, keepdims=True))):
-        return "dx is LayerNorm's gradient (x centred by its mean): RMSNorm divides x by its rms and never centres it"
+        return i18n.t("grader.rmsnorm_backward_dx_layernorm_s_gradient")
     block = 1 << max(n - 1, 0).bit_length()
     if block != n and close(
         rstd * g - x.values * rstd**3 * np.sum(g * x.values, axis=1, keepdims=True) / block
     ):
-        return f"the mean of g·x was divided by the block size {block} instead of N = {n}"
+        return i18n.t("grader.rmsnorm_backward_mean_g_x_was", block=block, n=n)
     return ""
 
 
@@ -265,9 +256,13 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"{fn} returned {data.get('returned', result.get('returned'))} with {data.get('count', 0)} "
-                "item(s); expected a pair of tensors (dx, dw)",
-                "return dx, dw",
+                i18n.t(
+                    "grader.rmsnorm_backward_fn_returned_returned_with",
+                    fn=fn,
+                    returned=data.get("returned", result.get("returned")),
+                    count=data.get("count", 0),
+                ),
+                i18n.t("grader.rmsnorm_backward_return_dx_dw"),
             )
         ]
     tol = tolerances(case)
@@ -279,7 +274,16 @@ def check(case: Case, result: dict) -> list[Failure]:
     dw_f = add_hint(dw_f, lambda: diagnosis_dw(case, result, tol))
     failures += dx_f + dw_f
     if "repeat_error" in data:
-        failures.append(Failure(case.name, "exception", f"the second call raised {data['repeat_error']}", ""))
+        failures.append(
+            Failure(
+                case.name,
+                "exception",
+                i18n.t(
+                    "grader.rmsnorm_backward_second_call_raised_repeat", repeat_error=data["repeat_error"]
+                ),
+                "",
+            )
+        )
     elif not dx_f and not dw_f and not all(data.get("same_bits", [True])):
         which = [
             name for name, same in zip(("dx", "dw"), data.get("same_bits", []), strict=False) if not same
@@ -288,12 +292,8 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-result",
-                f"two calls on the same inputs gave different bits in {', '.join(which)}: the result is not "
-                "deterministic",
-                "two things make a second call differ: atomics, which add in whatever order the programs arrive "
-                "(store one row of partial sums per program and add them in a fixed order in a second kernel), "
-                "and state kept between calls, such as a buffer cached at module level and never cleared "
-                "(allocate it in each call, or zero it first)",
+                i18n.t("grader.repeat_differs", which=", ".join(which)),
+                i18n.t("grader.repeat_differs_cause"),
             )
         )
     return failures

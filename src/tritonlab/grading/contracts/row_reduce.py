@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values
 from tritonlab.grading.contracts.compare import add_hint, compare_values, exception_failure, host_checks
@@ -71,9 +72,12 @@ def check(case: Case, result: dict) -> list[Failure]:
             Failure(
                 case.name,
                 "wrong-shape",
-                f"returned {result.get('returned', 'something')} with {len(outputs)} tensor(s); expected a tuple "
-                "(row_max, row_sum)",
-                "return both results: `return row_max, row_sum`",
+                i18n.t(
+                    "grader.row_reduce_returned_returned_with_n",
+                    returned=result.get("returned", "something"),
+                    n_outputs=len(outputs),
+                ),
+                i18n.t("grader.row_reduce_return_both_results_return"),
             )
         )
         return failures
@@ -97,14 +101,11 @@ def check(case: Case, result: dict) -> list[Failure]:
         got = actual_values(result, "float32", 0)
         negative_rows = expected_max < 0
         if got is not None and got.shape == expected_max.shape and np.any(got[negative_rows] == 0):
-            return (
-                "the maximum of a row of negative numbers came out wrong: masked-off lanes must not win the max — "
-                "load them with `other=-float('inf')` for the max (and `other=0.0` for the sum)"
-            )
+            return i18n.t("grader.row_reduce_maximum_row_negative_numbers")
         if x.layout != "contiguous":
-            return "this input is not contiguous: address element (i, j) as `x_ptr + i * stride_m + j * stride_n`"
+            return i18n.t("grader.row_reduce_this_input_not_contiguous")
         if v.shape[1] > 1024:
-            return "a long row: loop over column blocks and combine each block's max and sum with the running ones"
+            return i18n.t("grader.row_reduce_long_row_loop_over")
         return ""
 
     return add_hint(failures, hint)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import TINY, UNIT_ROUNDOFF, Case, Tensor, cached, quantize, random_values
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts.compare import add_hint, judge
@@ -123,34 +124,21 @@ def diagnosis(x: Tensor, result: dict, rtol: np.ndarray, atol: float) -> str:
     with np.errstate(invalid="ignore"):
         far_below = np.all(x.values < -100, axis=1)  # every exp(x − 0) of such a row underflows to 0 in fp32
     if np.any(np.isnan(actual[far_below]) & finite[far_below]):
-        return (
-            "a row whose entries are all far below zero gives 0 / 0 = NaN: its max came out as 0, not the row's "
-            "own maximum — masked-off lanes loaded with `other=0` count in tl.max; load with "
-            "`other=-float('inf')` (or mask them out of the max) so that the max is the row's"
-        )
+        return i18n.t("grader.softmax_row_whose_entries_all")
     if (
         np.any(~np.isfinite(actual) & finite)
         and np.nanmax(np.abs(x.values[np.isfinite(x.values)]), initial=0) > 80
     ):
-        return (
-            "overflow to inf — exp(x) of large entries is inf, and inf/inf is NaN: subtract the row max before "
-            "`exp` (softmax(x) = softmax(x − max(x)))"
-        )
+        return i18n.t("grader.softmax_overflow_inf_exp_x")
     n = x.values.shape[1]
     pads = {1 << max(n - 1, 0).bit_length()} | {-(-n // b) * b for b in (64, 128, 256, 512, 1024, 2048, 4096)}
     for total in sorted(p for p in pads if p > n):
         candidate = reference(x.values, total - n)
         ok = np.isfinite(candidate) & finite
         if ok.any() and np.all(np.abs(actual[ok] - candidate[ok]) <= atol + rtol[ok] * np.abs(candidate[ok])):
-            return (
-                "the masked-off lanes count in the sum: a masked tl.load with `other=0` gives them exp(0 − max) "
-                "> 0 — load with `other=-float('inf')` so that they contribute exp(-inf) = 0"
-            )
+            return i18n.t("grader.softmax_masked_off_lanes_count")
     if np.any(np.isnan(actual) & finite):
-        return (
-            "NaN where the reference is finite: exp(-inf − (-inf)) is NaN — when a whole block or row is -inf, "
-            "guard the rescale (e.g. tl.where(m == -inf, 0, ...)) or start the running max from a finite value"
-        )
+        return i18n.t("grader.softmax_nan_where_reference_finite")
     return ""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import UNIT_ROUNDOFF, Case, Tensor, cached, random_values
 from tritonlab.grading.contracts import _matmul as mm
 from tritonlab.grading.contracts import _persistent as ps
@@ -107,8 +108,8 @@ def compile_items(source: str) -> tuple[list[dict], list[Failure]]:
             Failure(
                 COMPILE_CASE,
                 "exception",
-                f"no `def {KERNEL}(...)` in the file: the TMA path is checked on that kernel",
-                f"keep the kernel's name and parameters as given: ({', '.join(SIGNATURE)})",
+                i18n.t("grader.tma_matmul_no_def_kernel_file", KERNEL=KERNEL),
+                i18n.t("grader.tma_matmul_keep_kernel_s_name_2", SIGNATURE=", ".join(SIGNATURE)),
             )
         ]
     item = {
@@ -131,33 +132,34 @@ def judge_compile(results: list[dict]) -> list[Failure]:
             Failure(
                 COMPILE_CASE,
                 "exception",
-                f"`{KERNEL}` did not compile for sm_90 with 128×128×64 fp16 tiles: {mine['error']}",
-                f"keep the kernel's name and parameters as given: ({', '.join(SIGNATURE)})",
+                i18n.t("grader.tma_matmul_kernel_did_not_compile", KERNEL=KERNEL, error=mine["error"]),
+                i18n.t("grader.tma_matmul_keep_kernel_s_name", SIGNATURE=", ".join(SIGNATURE)),
             )
         ]
     f = mine.get("features", {})
-    seen = (
-        f"compiled for sm_90: {f.get('tma_loads', 0)} TMA load(s), {f.get('tma_stores', 0)} TMA store(s), "
-        f"{f.get('pointer_loads', 0)} load(s) through pointers, {f.get('wgmma', 0)} wgmma"
-    )
     missing = []
     if not f.get("tma_loads"):
-        missing.append("the tiles of a and b are not loaded by the TMA engine")
+        missing.append(i18n.t("grader.tma_matmul_tiles_b_not_loaded"))
     if f.get("pointer_loads"):
-        missing.append("some data is still loaded through pointers (`tl.load`)")
+        missing.append(i18n.t("grader.tma_matmul_some_data_still_loaded"))
     if not f.get("tma_stores"):
-        missing.append("the output tile is not stored by the TMA engine")
+        missing.append(i18n.t("grader.tma_matmul_output_tile_not_stored"))
     if not f.get("wgmma"):
-        missing.append("the product is not a warpgroup MMA (wgmma)")
+        missing.append(i18n.t("grader.tma_matmul_product_not_warpgroup_mma"))
     if not missing:
         return []
     return [
         Failure(
             COMPILE_CASE,
             "no-tma",
-            f"{seen}: {'; '.join(missing)}",
-            "build a descriptor per matrix with `tl.make_tensor_descriptor(ptr, shape=[...], strides=[..., 1], "
-            "block_shape=[...])` and move every tile with `desc.load([row, col])` / `desc.store([row, col], "
-            "tile)`; `tritonlab inspect tma-matmul` lists what your kernel compiles to",
+            i18n.t(
+                "grader.tma_matmul_compiled_for_sm_90",
+                tma_loads=f.get("tma_loads", 0),
+                tma_stores=f.get("tma_stores", 0),
+                pointer_loads=f.get("pointer_loads", 0),
+                wgmma=f.get("wgmma", 0),
+                missing="; ".join(missing),
+            ),
+            i18n.t("grader.tma_matmul_build_descriptor_per_matrix"),
         )
     ]

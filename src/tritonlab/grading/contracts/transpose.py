@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tritonlab import i18n
 from tritonlab.grading.contracts import Case
 from tritonlab.grading.contracts._layout import actual_values, explain_layout
 from tritonlab.grading.contracts._twod import one_input_cases, require_contiguous
@@ -35,11 +36,7 @@ def check(case: Case, result: dict) -> list[Failure]:
             and cols > 1
             and np.array_equal(actual.reshape(rows, cols), x.values)
         ):
-            return (
-                "the output holds x's elements in x's own order: store each tile transposed — element "
-                "[i, j] of x goes to out[j, i], i.e. `out_ptr + cols[None, :] * M + rows[:, None]` "
-                "(or store `tl.trans(tile)` at the transposed offsets)"
-            )
+            return i18n.t("grader.transpose_output_holds_x_s")
         return explain_layout(case, result, x.dtype, lambda v: v[0].T, 0.0, 0.0, ARG_NAMES)
 
     return add_hint(failures, hint) or require_contiguous(case, result)

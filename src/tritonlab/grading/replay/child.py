@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritonlab import i18n
 from tritonlab.grading.replay import Refused, variants
 from tritonlab.grading.replay.replayer import MAX_ARGS, Replayer, _dict, _list
 from tritonlab.grading.replay.source import build_kernels
@@ -73,7 +74,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
     except Refused as exc:
         failure, run_kernels, lower_kernels = str(exc), {}, {}
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot be rebuilt from its source alone
-        failure = f"your kernels cannot be rebuilt from their source alone ({type(exc).__name__}: {exc})"
+        failure = i18n.t("grader.kernels_not_rebuilt", error=f"{type(exc).__name__}: {exc}")
         run_kernels, lower_kernels = {}, {}
     literals = file_literals(source)
     started = time.perf_counter()
@@ -151,7 +152,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
         except Exception as exc:  # noqa: BLE001 - a launch that fails on its own proves nothing
             message = (str(exc).strip().splitlines() or [""])[0][:300]
             out["cases"][key] = {
-                "refused": f"the recorded launches fail when run on their own ({type(exc).__name__}: {message})"
+                "refused": i18n.t("grader.launches_fail_alone", error=f"{type(exc).__name__}: {message}")
             }
         flush()
     out["seconds"] = round(time.perf_counter() - started, 3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritonlab.grading.replay import Refused
+from tritonlab.i18n import t
 
 TARGET = ("cuda", 90, 32)
 
@@ -70,11 +71,7 @@ def lower(jit_fn: Any, bound: dict[str, Any], launch_options: dict[str, Any]) ->
         _to_ttir(source, GPUTarget(*TARGET), launch_options)
     except Exception as exc:  # noqa: BLE001 - any failure to lower is the learner's to see
         message = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:400]
-        why = (
-            f"kernel `{jit_fn.fn.__name__}` does not compile for a GPU ({type(exc).__name__}: {message}); the "
-            "interpreter runs a kernel body as Python, so numpy or other Python in a kernel works there and "
-            "nowhere else. Use only triton.language inside @triton.jit functions"
-        )
+        why = t("grader.not_lowered", kernel=jit_fn.fn.__name__, error=f"{type(exc).__name__}: {message}")
     _LOWERED[key] = why
     if why:
         raise Refused(why)

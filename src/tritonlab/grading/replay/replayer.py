@@ -14,6 +14,7 @@ from typing import Any
 from tritonlab.grading.replay import Refused
 from tritonlab.grading.replay.lower import Pointer, lower
 from tritonlab.grading.replay.trust import HostValues, covers
+from tritonlab.i18n import t
 
 # What a record may hold (the parent caps its size too).
 MAX_BUFFERS = 256
@@ -40,19 +41,19 @@ LAUNCH_OPTIONS = {
 
 def _int(value: Any, what: str, low: int = 0, high: int = 1 << 62) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise Refused(f"the launch record is malformed ({what})")
+        raise Refused(t("grader.record_malformed", what=what))
     return value
 
 
 def _list(value: Any, what: str, most: int) -> list:
     if not isinstance(value, list) or len(value) > most:
-        raise Refused(f"the launch record is malformed ({what})")
+        raise Refused(t("grader.record_malformed", what=what))
     return value
 
 
 def _dict(value: Any, what: str) -> dict:
     if not isinstance(value, dict):
-        raise Refused(f"the launch record is malformed ({what})")
+        raise Refused(t("grader.record_malformed", what=what))
     return value
 
 
@@ -83,7 +84,7 @@ class Replayer:
             kind = spec.get("kind")
             if kind == "input":
                 if spec.get("label") not in inputs:
-                    raise Refused("the launch record names an input this case does not have")
+                    raise Refused(t("grader.record_unknown_input"))
                 self.buffers.append(inputs[spec["label"]])
             elif kind == "alloc":
                 dtype = self._dtype(spec.get("dtype"))
@@ -110,13 +111,13 @@ class Replayer:
                 nbytes = _int(spec.get("nbytes"), "scratch size", 0, MAX_ELEMENTS)
                 self.buffers.append(torch.zeros(nbytes, dtype=torch.uint8, device=self.device))
             else:
-                raise Refused("the launch record is malformed (buffer kind)")
+                raise Refused(t("grader.record_malformed", what="buffer kind"))
 
     def _dtype(self, name: Any) -> Any:
         from tritonlab.grading import guards
 
         if not isinstance(name, str) or name not in guards._TORCH_DTYPES:
-            raise Refused("the launch record is malformed (dtype)")
+            raise Refused(t("grader.record_malformed", what="dtype"))
         return guards.torch_dtype(name)
 
     def tensor(self, spec: Any) -> Any:
@@ -124,15 +125,12 @@ class Replayer:
 
         spec = _dict(spec, "tensor")
         if spec.get("unknown"):
-            raise Refused(
-                "a tensor your function launched with or returned was made outside torch's allocation "
-                "functions (from numpy, or by a torch operation), so its contents cannot be re-created"
-            )
+            raise Refused(t("grader.record_foreign_tensor"))
         dtype = self._dtype(spec.get("dtype"))
         shape = [_int(d, "shape", 0, MAX_ELEMENTS) for d in _list(spec.get("shape"), "shape", MAX_DIMS)]
         if spec.get("zero_size"):
             if math.prod(shape) != 0:
-                raise Refused("the launch record is malformed (zero-size tensor)")
+                raise Refused(t("grader.record_malformed", what="zero-size tensor"))
             return torch.empty(shape, dtype=dtype, device=self.device)
         offset = _int(spec.get("offset"), "offset", 0, MAX_ELEMENTS)
         if not self.materialize:
@@ -140,24 +138,24 @@ class Replayer:
             return Pointer(spec["dtype"], offset * itemsize % 16 == 0)
         buf = _int(spec.get("buf"), "buffer index", 0, len(self.buffers) - 1)
         if self.buffers[buf] is None:
-            raise Refused("an allocation of your function cannot be re-created from the record")
+            raise Refused(t("grader.record_alloc_lost"))
         if self.trust is not None and buf in self.constants:  # an allocation no event names cannot matter
-            self.trust.check_constant(self.constants.pop(buf), f"allocation {buf}")
+            self.trust.check_constant(self.constants.pop(buf), t("grader.where_alloc", buf=buf))
         stride = [_int(s, "stride", 0, MAX_ELEMENTS) for s in _list(spec.get("stride"), "stride", MAX_DIMS)]
         if len(stride) != len(shape):
-            raise Refused("the launch record is malformed (shape and strides)")
+            raise Refused(t("grader.record_malformed", what="shape and strides"))
         storage = self.buffers[buf].untyped_storage()
         itemsize = torch.empty((), dtype=dtype).element_size()
         if math.prod(shape):
             last = offset + sum((d - 1) * s for d, s in zip(shape, stride, strict=True))
             if (last + 1) * itemsize > storage.nbytes():
-                raise Refused("the launch record is malformed (a view outside its buffer)")
+                raise Refused(t("grader.record_malformed", what="a view outside its buffer"))
         return torch.empty(0, dtype=dtype, device=self.device).set_(storage, offset, shape, stride)
 
     def value(self, spec: Any) -> Any:
         spec = _dict(spec, "argument")
         if len(spec) != 1:
-            raise Refused("the launch record is malformed (argument)")
+            raise Refused(t("grader.record_malformed", what="argument"))
         ((kind, raw),) = spec.items()
         if kind == "tensor":
             return self.tensor(raw)
@@ -179,8 +177,8 @@ class Replayer:
 
             return tl.dtype(raw)
         if kind == "unsupported":
-            raise Refused(f"a launch argument of type `{str(raw)[:40]}` cannot be replayed")
-        raise Refused("the launch record is malformed (argument)")
+            raise Refused(t("grader.record_arg_type", type=str(raw)[:40]))
+        raise Refused(t("grader.record_malformed", what="argument"))
 
     def run_events(self, record: dict, run_kernels: dict, lower_kernels: dict) -> None:
         if self.materialize:
@@ -218,37 +216,30 @@ class Replayer:
                     self.check_fill(event.get("dst"), dst, value, len(steps) + 1)
                 steps.append(functools.partial(dst.fill_, value))
             else:
-                raise Refused("the launch record is malformed (event)")
+                raise Refused(t("grader.record_malformed", what="event"))
         return steps
 
     def check_fill(self, spec: dict, dst: Any, value: Any, number: int) -> None:
         """A fill (`fill_`, `zero_`, `reset_to_zero`) sets a whole allocation to a value the policy allows."""
         assert self.trust is not None
         if not isinstance(value, (int, float)):
-            raise Refused(f"event {number} fills a tensor with a value of type {type(value).__name__}")
-        self.trust.check_constant(float(value), f"event {number} (a fill)")
+            raise Refused(t("grader.fill_type", number=number, type=type(value).__name__))
+        self.trust.check_constant(float(value), t("grader.where_fill", number=number))
         where = self.allocs.get(spec.get("buf", -1)) if isinstance(spec, dict) else None
         if where is None or not covers(spec, where[0], where[1], where[2], dst.element_size()):
-            raise Refused(
-                f"event {number} fills only part of a tensor (or a tensor that is not an allocation of your "
-                "function): where a fill lands is chosen on the host. Allocate with `torch.zeros`, or zero "
-                "the whole tensor, or write those elements from the kernel"
-            )
+            raise Refused(t("grader.fill_partial", number=number))
 
     def launch_arguments(self, event: dict, lower_kernels: dict) -> tuple[str, tuple, list, dict, dict]:
         name = event.get("kernel")
         if not isinstance(name, str) or name not in lower_kernels:
-            raise Refused(
-                f"a launch of `{str(name)[:60]}`, which is not a @triton.jit function defined in your file "
-                "(kernels must be defined in the file you submit)"
-            )
+            raise Refused(t("grader.launch_foreign_kernel", name=str(name)[:60]))
         grid = tuple(_int(g, "grid", 0, 1 << 31) for g in _list(event.get("grid"), "grid", 3))
         if not grid:
-            raise Refused("a launch whose grid could not be recorded")
+            raise Refused(t("grader.launch_no_grid"))
         args = [self.value(a) for a in _list(event.get("args"), "arguments", MAX_ARGS)]
         kwargs_raw = _dict(event.get("kwargs", {}), "keyword arguments")
         if len(kwargs_raw) > MAX_ARGS:
-            raise Refused("the launch record is malformed (keyword arguments)")
+            raise Refused(t("grader.record_malformed", what="keyword arguments"))
         params = [p.name for p in lower_kernels[name].params]
         kwargs, options = {}, {}
         for key, spec in kwargs_raw.items():
@@ -258,13 +249,11 @@ class Replayer:
             elif key in LAUNCH_OPTIONS and isinstance(value, (int, bool)):
                 options[key] = value
             else:
-                raise Refused(
-                    f"a launch of `{name}` with the keyword `{str(key)[:40]}`, which it does not take"
-                )
+                raise Refused(t("grader.launch_bad_keyword", name=name, key=str(key)[:40]))
         if len(args) > len(params):
-            raise Refused(f"a launch of `{name}` with more arguments than it takes")
+            raise Refused(t("grader.launch_too_many_args", name=name))
         if self.trust is not None:
             for key, value in [*zip(params, args, strict=False), *kwargs.items()]:
                 if not isinstance(value, Pointer) and not hasattr(value, "data_ptr"):
-                    self.trust.check_scalar(value, f"`{name}`'s argument `{key}`")
+                    self.trust.check_scalar(value, t("grader.where_arg", name=name, key=key))
         return name, grid, args, kwargs, options

@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 from tritonlab.grading.replay import Refused
+from tritonlab.i18n import t
 
 # Builtins a kernel body may name: the ones Triton's code generator itself understands.
 KERNEL_BUILTINS = {
@@ -172,12 +173,12 @@ def _check_chain(node: ast.Attribute, names: dict[str, Any], kernel: str) -> Non
     obj = names[base.id]
     for attr in reversed(chain):
         if obj.__name__ == "triton" and attr not in TRITON_ATTRS:
-            raise Refused(f"kernel `{kernel}` uses `triton.{attr}`, which is not part of triton.language")
+            raise Refused(t("grader.kernel_uses_triton", kernel=kernel, attr=attr))
         obj = getattr(obj, attr, None)
         if obj is None:
             return  # Triton itself reports a missing attribute
         if isinstance(obj, types.ModuleType) and not _allowed_module(obj.__name__):
-            raise Refused(f"kernel `{kernel}` reaches the module `{obj.__name__}` through `{base.id}`")
+            raise Refused(t("grader.kernel_reaches_module", kernel=kernel, module=obj.__name__, name=base.id))
         if not isinstance(obj, types.ModuleType):
             return
 
@@ -190,32 +191,27 @@ def check_kernel(fn: ast.FunctionDef, names: dict[str, Any], kernels: set[str]) 
     parts: list[ast.AST] = [fn.args, *fn.body] + ([fn.returns] if fn.returns else [])
     for node in (n for part in parts for n in ast.walk(part)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            raise Refused(f"kernel `{fn.name}` defines a function or class inside it")
+            raise Refused(t("grader.kernel_nested_def", kernel=fn.name))
         if isinstance(node, (ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom, ast.Await, ast.Yield)):
-            raise Refused(
-                f"kernel `{fn.name}` uses `{type(node).__name__.lower()}`, which Triton does not compile"
-            )
+            raise Refused(t("grader.kernel_statement", kernel=fn.name, statement=type(node).__name__.lower()))
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
-                raise Refused(f"kernel `{fn.name}` uses the private attribute `{node.attr}`")
+                raise Refused(t("grader.kernel_private", kernel=fn.name, attr=node.attr))
             _check_chain(node, names, fn.name)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
             if node.id in names or node.id in kernels or node.id in KERNEL_BUILTINS:
                 continue
-            raise Refused(
-                f"kernel `{fn.name}` (line {node.lineno}) uses `{node.id}`, which is neither triton, tl, math, a "
-                "constant of your file nor another @triton.jit function: a kernel may use only those"
-            )
+            raise Refused(t("grader.kernel_unknown_name", kernel=fn.name, line=node.lineno, name=node.id))
     for default in [*fn.args.defaults, *(d for d in fn.args.kw_defaults if d is not None)]:
         literal = isinstance(default, ast.Constant) or (
             isinstance(default, ast.UnaryOp) and isinstance(default.operand, ast.Constant)
         )
         if not literal and not isinstance(default, ast.Name):
-            raise Refused(f"kernel `{fn.name}` has a default argument that is not a literal")
+            raise Refused(t("grader.kernel_default", kernel=fn.name))
     annotations = [a.annotation for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
     for annotation in [*annotations, fn.returns]:
         if annotation is not None and any(isinstance(n, ast.Call) for n in ast.walk(annotation)):
-            raise Refused(f"kernel `{fn.name}` has an annotation that calls something")
+            raise Refused(t("grader.kernel_annotation", kernel=fn.name))
 
 
 def build_kernels(
@@ -232,7 +228,7 @@ def build_kernels(
     try:
         defs, options, names = extract(source)
     except SyntaxError as exc:
-        raise Refused(f"your file does not parse ({exc.msg})") from None
+        raise Refused(t("grader.file_does_not_parse", error=exc.msg)) from None
     for fn in defs.values():
         check_kernel(fn, names, set(defs))
     # inspect.getsource (which Triton uses) reads lines through linecache: give it the text, never the disk

@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 from tritonlab.grading.replay import Refused
+from tritonlab.i18n import t
 
 MAX_LITERALS = 512  # a file's own numbers taken as constants (a longer file's tail adds none)
 SMALL_INT = 256  # integers this small pass as they are (chunk counts, group sizes: a few bits each)
@@ -193,33 +194,21 @@ class HostValues:
         if isinstance(value, int):
             if self.int_ok(value):
                 return
-            raise Refused(
-                f"{where} is the integer {value}, which is none of the case's sizes, strides, declared "
-                "scalars or your file's constants (nor a simple combination of two): a value your host code "
-                "chose. A kernel's scalar arguments may be sizes, strides, constants and the exercise's "
-                "declared scalars; everything else must be computed inside the kernel"
-            )
+            raise Refused(t("grader.trust_int", where=where, value=value))
         if isinstance(value, float):
             if self.float_ok(value):
                 return
-            raise Refused(
-                f"{where} is the float {value!r}, which is not derived from the case's declared scalars "
-                "(eps, scale, p), sizes or your file's constants: a value your host code computed. A kernel's "
-                "float arguments may only carry what the exercise declares; compute the rest in the kernel"
-            )
+            raise Refused(t("grader.trust_float", where=where, value=repr(value)))
         if isinstance(value, str) and value in self.strings:
             return
-        raise Refused(f"{where} is a {type(value).__name__} that your file does not write as a constant")
+        raise Refused(t("grader.trust_other", where=where, type=type(value).__name__))
 
     def check_constant(self, value: float, where: str) -> None:
         """A constant allocation's or a fill's value: zero, or a value the exercise's [host] policy lists."""
         if value == 0 or any(value == f or (math.isnan(value) and math.isnan(f)) for f in self.fills):
             return
         allowed = ", ".join(repr(f) for f in self.fills)
-        raise Refused(
-            f"{where} sets a tensor to {value!r} on the host before the kernels run; this exercise allows "
-            f"only {allowed} there (its [host] fills). Values the output needs must be computed by a kernel"
-        )
+        raise Refused(t("grader.trust_fill", where=where, value=repr(value), allowed=allowed))
 
 
 def _unary(x: float) -> list[float]:
