@@ -156,7 +156,6 @@ def test_the_precompile_makes_exactly_the_entries_the_childs_launch_looks_up(
     env = os.environ | {
         "TRITON_INTERPRET": "0",
         "TRITON_CACHE_DIR": str(tmp_path / "cache"),
-        "TRITON_DEFAULT_FP_FUSION": "1",
     }
     done = subprocess.run(
         [sys.executable, "-c", KEY_MATCH, str(MATMUL), os.urandom(6).hex(), child],
@@ -241,6 +240,64 @@ def test_the_precompile_child_never_imports_the_learners_file(
     assert pre.report.get("compiled") == 2, pre.report
     assert pre.report["errors"] == ["missing: no such kernel in the text"]
     assert len(set(os.listdir(replay_cache)) - before) >= 1  # compiled into the replay's cache
+
+
+GPU_CHILD_LAUNCH = r"""
+import json, os, sys
+import torch
+from tritonlab.grading.replay import precompile
+from tritonlab.grading.replay.source import build_kernels
+
+precompile.use_target("cuda:90")  # the one thing a GPU child has that this machine has not: its driver
+kernel = build_kernels(open(sys.argv[1]).read(), sys.argv[1])[0]["copy_kernel"]  # as the replay child does
+cache = os.environ["TRITON_CACHE_DIR"]
+before = set(os.listdir(cache))
+for n in (101, 128):
+    src, dst = torch.empty(n), torch.empty(n)
+    kernel.warmup(src, dst, n, grid=(1,), BLOCK=64)
+print(json.dumps({"new": len(set(os.listdir(cache)) - before)}))
+"""
+
+
+def test_the_precompile_childs_entries_are_those_a_gpu_childs_launches_look_up(
+    zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """The key match across processes, as on a GPU: the precompile child (its own entry, whatever it does to
+    its environment) compiles two variants into a cache; then a process with the environment every child of a
+    GPU zygote has (limits.child_environment("gpu")) warms up the same launches there: a cache hit each.
+    Triton puts the cache-invalidating variables set in a process's environment (TRITON_DEFAULT_FP_FUSION,
+    even at its default) into every cache key: a precompile child that set one the GPU children lack made
+    entries no launch looked up (on the H200 an edited matmul's replay compiled every kernel again)."""
+    from tritonlab.runs import limits
+
+    text = f"MARK = {str(tmp_path / 'ran')!r}\n" + LEARNER
+    file = tmp_path / "learner.py"
+    file.write_text(text)
+    wanted = [
+        {
+            "kernel": "copy_kernel",
+            "args": [["ptr", "float32", True], ["ptr", "float32", True], ["int", n]],
+            "kwargs": {"BLOCK": ["int", 64]},
+            "options": {},
+        }
+        for n in (101, 128)
+    ]
+    cache = caches.learner_name(f"keys-{os.urandom(4).hex()}")
+    pre = Precompile(zygote, text, file, wanted, "interpreter", 300, "cuda:90", cache, workers=1)
+    pre.wait(300)
+    assert pre.report.get("compiled") == 2 and pre.report["errors"] == [], pre.report
+    folder = caches.folder(cache, hardened=zygote.hardened)
+    assert len(os.listdir(folder)) >= 2
+    env = limits.child_environment("gpu") | {"TRITON_CACHE_DIR": str(folder)}
+    done = subprocess.run(
+        [sys.executable, "-c", GPU_CHILD_LAUNCH, str(file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"new": 0}
 
 
 def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(

@@ -120,8 +120,12 @@ def compiler_mode() -> None:
 
     The interpreter's zygote imported triton with TRITON_INTERPRET=1, so triton.language's own @jit helpers
     (tl.sum, tl.cdiv, ...) are interpreted functions that the code generator cannot call. Drop every triton
-    Python module (the compiled extension stays loaded) and import triton again with the interpreter off."""
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    Python module (the compiled extension stays loaded) and import triton again with the interpreter off.
+
+    It sets no other variable: Triton puts every cache-invalidating variable set in the environment into
+    each compile's cache key (TRITON_DEFAULT_FP_FUSION=1 too, though it is the default), so the precompile
+    child (replay/precompile.py) must compile with the same such variables as its zygote's other children,
+    whose launches look its entries up."""
     if os.environ.get("TRITON_INTERPRET", "0") in ("0", "") and "triton" in sys.modules:
         return
     os.environ["TRITON_INTERPRET"] = "0"
