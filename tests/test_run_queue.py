@@ -89,11 +89,12 @@ def test_an_exclusive_run_waits_for_the_shared_runs_and_blocks_new_ones() -> Non
     assert w.running() == ["shared-2"], "a run started while an exclusive run waited"
     w.release("shared-2")
     until(lambda: "timing" in w.admitted, "the exclusive run starts once the shared runs ended")
+    w.arrive("later", owner="someone")  # arrives while it runs: the queue is scanned again
     settle()
     assert w.running() == ["timing"], "a run started beside the exclusive run"
     w.release("timing")
-    until(lambda: "late" in w.admitted, "the run behind it starts afterwards")
-    assert w.admitted == ["shared-1", "shared-2", "timing", "late"]
+    until(lambda: "later" in w.admitted, "the runs behind it start afterwards")
+    assert w.admitted == ["shared-1", "shared-2", "timing", "late", "later"]
 
 
 def test_one_slot_per_owner_without_blocking_the_others() -> None:
