@@ -127,14 +127,17 @@ class FairGate:
         return ticket
 
     def release(self, ticket: Ticket | None = None) -> None:
-        """Give a slot back: `ticket` as acquire returned it; without one, the latest slot held by nobody in
-        particular (an ownerless, shared run: what a test holding the whole gate releases)."""
+        """Give a slot back: `ticket` as acquire returned it. Without one, a slot held by nobody in particular
+        (an ownerless shared run: what a test holding the whole gate gives back). Slots of the same owner and
+        class count alike, so a ticket whose slot was given back that way frees another such slot."""
         with self._cond:
             if ticket is None:
-                anonymous = [t for t in self._held if t.owner is None and not t.exclusive]
-                if not anonymous:
-                    raise ValueError("release() without a ticket, but no ownerless slot is held")
-                ticket = anonymous[-1]
+                ticket = Ticket()
+            if ticket not in self._held:
+                alike = [t for t in self._held if t.owner == ticket.owner and t.exclusive == ticket.exclusive]
+                if not alike:
+                    raise ValueError(f"release(): no slot of owner {ticket.owner!r} is held")
+                ticket = alike[-1]
             self._held.remove(ticket)
             self._admit()
             self._cond.notify_all()
