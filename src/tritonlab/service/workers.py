@@ -9,8 +9,8 @@ import threading
 
 from tritonlab import config
 from tritonlab.runs import backend as backends
-from tritonlab.runs import executor as executors
 from tritonlab.runs import capacity, hardening, pool, sandbox
+from tritonlab.runs import executor as executors
 from tritonlab.runs.cgroups import proof
 from tritonlab.service.gate import FairGate
 
