@@ -140,7 +140,9 @@ def test_eight_checks_at_once_each_isolated_and_one_slot_per_learner(classroom: 
         first.thread.start()
         until(lambda: service.gate().active == 1, "the first check holds a slot")
         second.thread.start()  # the same learner again, while seven slots are free
-        until(lambda: service.gate().waiting == 1, "the second check waits")
+        until(lambda: service.gate().waiting + service.gate().active == 2, "the second check is queued")
+        time.sleep(0.5)
+        assert service.gate().waiting == 1, "the learner's second check took a second slot"
         for sub in others:
             sub.thread.start()
         everyone = [first, second, *others]
