@@ -10,8 +10,8 @@ Each run keeps its own process, sandbox, cgroup and soft GPU memory cap; what bo
 - GPU memory: each run's torch allocations are capped at `limits.gpu_memory_cap()` (TRITONLAB_GPU_MEMORY_GIB)
   plus about `CONTEXT_BYTES` for its CUDA context and Triton's modules; the runs fit in the GPU's memory
   less `GPU_RESERVE`.
-TRITONLAB_SLOTS=N overrides the figure (a positive integer, at most `MAX_SLOTS`); `explain` says which limit
-decided it (`tritonlab doctor`, docs/scale.md).
+TRITONLAB_SLOTS=N overrides the figure (a positive integer, at most `MAX_SLOTS`); `Slots.reason` says which limit
+decided it (`tritonlab doctor` prints it; docs/reliability.md, "Runs at once").
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 
 from tritonlab.runs import limits
+from tritonlab.runs.executor import ExecutorError
 
 ENV = "TRITONLAB_SLOTS"
 MAX_SLOTS = 64
@@ -29,6 +30,10 @@ MIN_INTERPRETER = 2  # the interpreter's queue took two runs at once before it w
 HOST_SHARE = 0.8
 CONTEXT_BYTES = 1 << 29  # a run's CUDA context and loaded modules, outside torch's allocator cap
 GPU_RESERVE = 1 << 30  # left free on the GPU (the driver, the parent's nothing, a margin)
+
+
+class SlotsError(ExecutorError):
+    """TRITONLAB_SLOTS is set to something that is not a positive whole number (the CLI prints it and stops)."""
 
 
 @dataclass(frozen=True)
@@ -71,12 +76,12 @@ def gpu_memory(gpu: dict | None = None) -> int | None:
 
 
 def forced() -> int | None:
-    """TRITONLAB_SLOTS, when set: a positive integer (at most MAX_SLOTS); anything else is an error for people."""
+    """TRITONLAB_SLOTS, when set: a positive integer (at most MAX_SLOTS); anything else raises SlotsError."""
     value = os.environ.get(ENV, "").strip()
     if not value:
         return None
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{ENV}={value!r}: give a positive whole number of runs at once (or unset it)")
+        raise SlotsError(f"{ENV}={value!r}: give a positive whole number of runs at once (or unset it)")
     return min(int(value), MAX_SLOTS)
 
 

@@ -21,7 +21,7 @@ from tritonlab.grading.check import cases as check_cases
 from tritonlab.grading.check import job as check_job
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import caches, runfolder, sandbox
+from tritonlab.runs import caches, capacity, runfolder, sandbox
 from tritonlab.runs import executor as executors
 from tritonlab.runs.collect import Run
 from tritonlab.service.check import ServiceCheckRun
@@ -49,6 +49,7 @@ class Service(Workers, Jobs, Speed, Progress):
         remote_workers: int | None = None,
     ) -> None:
         self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
+        capacity.forced()  # a malformed TRITONLAB_SLOTS stops the service here, with the reason (SlotsError)
         self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers, remote_workers)
         self._remote: object | None = None
         self._remote_lock = threading.Lock()
