@@ -95,8 +95,8 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
             assert time.monotonic() < deadline, "anna's Inspects never started spinning"
             time.sleep(0.05)
         time.sleep(1.0)  # both are in: one spinning, the other queued behind it (or, the bug, both spinning)
-        busy = check_seconds(ben)
         spinning = len(inspect_runs(room))
+        busy = check_seconds(ben)
     finally:
         deadline = time.monotonic() + WAIT_S
         while any(t.is_alive() for t in spinners) and time.monotonic() < deadline:
@@ -104,10 +104,6 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
                 run.stop()
             time.sleep(0.1)
     print(f"idle {idle:.2f} s, beside the spinning Inspects {busy:.2f} s")
+    assert busy <= 2 * idle, f"ben's check took {busy:.2f} s beside anna's spinning Inspects, {idle:.2f} s idle"
     assert spinning == 1, f"{spinning} of anna's Inspects were running at once"
-    assert busy <= 2 * idle, (
-        f"ben's check took {busy:.2f} s beside anna's spinning Inspects, {idle:.2f} s idle"
-    )
-    assert answers == [200, 200], (
-        answers
-    )  # each Inspect answered (a report saying it timed out or was stopped)
+    assert answers == [200, 200], answers  # each Inspect answered (a report saying it timed out or was stopped)
