@@ -46,16 +46,20 @@ for _ in range(900):
 """
 
 
-@pytest.fixture
-def classroom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+@pytest.fixture(params=["interpreter", pytest.param("gpu", marks=pytest.mark.gpu)])
+def classroom(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[dict]:
+    """A class of eight learners over one service with SLOTS slots; on the interpreter (CI) and on a GPU."""
     monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("TRITONLAB_BACKEND", "interpreter")
+    monkeypatch.setenv("TRITONLAB_BACKEND", request.param)
     monkeypatch.setenv("TRITONLAB_SLOTS", str(SLOTS))
-    hardened, why = hardening.decide("interpreter")
+    hardened, why = hardening.decide(request.param)
     if not hardened:
         print(f"SKIP: needs the hardened sandbox (layer 2): {why}")
         pytest.skip(f"needs the hardened sandbox (layer 2): {why}")
     service = Service(course_dir=make_course(tmp_path), workspace_dir=tmp_path / "ws", lang="en")
+    assert service.backend == request.param
     room = Classroom(f"sqlite:///{tmp_path / 'home' / 'classroom.db'}", adopt=Path("/nonexistent"))
     room.init("Concurrency")
     users = {name: room.add(name)[0] for name in LEARNERS}
@@ -173,3 +177,74 @@ def test_eight_checks_at_once_each_isolated_and_one_slot_per_learner(classroom: 
     assert not failed, {s.name: s.error or [f.message for f in s.verdict.failures] for s in failed}
     assert second.overlapped is False, "the learner's second check started while the first one ran"
     assert second.namespace  # it ran (a namespace's number may be reused once the eight have ended)
+
+
+class GateLog:
+    """Every slot the service's queue granted: (exclusive, admitted at, released at). It wraps the real gate's
+    acquire and release (the queue itself decides; this only writes down what it did)."""
+
+    def __init__(self, gate) -> None:  # noqa: ANN001
+        self.slots: list[tuple[bool, float, float]] = []
+        self.acquire, self.release = gate.acquire, gate.release
+        gate.acquire, gate.release = self._acquire, self._release
+
+    def _acquire(self, on_wait=None, *, owner=None, exclusive=False):  # noqa: ANN001, ANN202
+        ticket = self.acquire(on_wait, owner=owner, exclusive=exclusive)
+        ticket.at = time.monotonic()
+        return ticket
+
+    def _release(self, ticket=None) -> None:  # noqa: ANN001
+        self.slots.append((ticket.exclusive, ticket.at, time.monotonic()))
+        self.release(ticket)
+
+
+def timed_checks_at_once(tmp_path: Path, backend: str, learners: int = 4) -> tuple[dict, GateLog]:
+    """`learners` learners of a class over the real course check vector-add's reference solution at once, each
+    timed (speed=True); their verdicts and what the run queue granted."""
+    service = Service(workspace_dir=tmp_path / "ws", backend=backend, lang="en")
+    room = Classroom(f"sqlite:///{tmp_path / 'home' / 'classroom.db'}", adopt=Path("/nonexistent"))
+    room.init("Timing")
+    create_app(service, "unused-token-0123456789", classroom=room)
+    try:
+        log = GateLog(service.gate())
+        exercise = service.exercise("vector-add")
+        text = exercise.solution.read_text()
+        verdicts: dict[str, object] = {}
+
+        def check(name: str) -> None:
+            learner = room.learner_service(service, room.add(name)[0])
+            verdicts[name] = learner.check(exercise, text=text, record=False, speed=True, timeout=180)
+
+        threads = [threading.Thread(target=check, args=(f"timer{i}",), daemon=True) for i in range(learners)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(WAIT_S)
+        return verdicts, log
+    finally:
+        service.close()
+        room.close()
+
+
+def assert_alone(log: GateLog, timed: int) -> None:
+    """`timed` exclusive slots were granted, none overlapped by any other slot; shared slots overlapped."""
+    exclusive = [(a, b) for alone, a, b in log.slots if alone]
+    shared = [(a, b) for alone, a, b in log.slots if not alone]
+    assert len(exclusive) == timed, log.slots
+    for a, b in exclusive:
+        beside = [(c, d) for _alone, c, d in log.slots if (c, d) != (a, b) and c < b and a < d]
+        assert not beside, f"a run held a slot while a timing run ran: {beside}"
+    peak = max(sum(1 for c, d in shared if c <= a < d) for a, _ in shared)
+    assert peak >= 2, "the checks never ran side by side"
+
+
+@pytest.mark.gpu
+def test_speed_timing_runs_have_the_gpu_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU, four learners' passing checks at once, each timed (the speed line): every timing run held the
+    GPU alone (no other run's slot overlapped it), and the checks themselves ran side by side."""
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TRITONLAB_SLOTS", "4")
+    verdicts, log = timed_checks_at_once(tmp_path, "gpu")
+    timed = [v for v in verdicts.values() if v.passed and v.speed and not v.speed.get("error")]
+    assert len(timed) == 4, {k: (v.passed, v.speed, v.speed_reason) for k, v in verdicts.items()}
+    assert_alone(log, timed=4)

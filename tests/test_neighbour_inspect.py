@@ -104,6 +104,10 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
                 run.stop()
             time.sleep(0.1)
     print(f"idle {idle:.2f} s, beside the spinning Inspects {busy:.2f} s")
-    assert busy <= 2 * idle, f"ben's check took {busy:.2f} s beside anna's spinning Inspects, {idle:.2f} s idle"
+    assert busy <= 2 * idle, (
+        f"ben's check took {busy:.2f} s beside anna's spinning Inspects, {idle:.2f} s idle"
+    )
     assert spinning == 1, f"{spinning} of anna's Inspects were running at once"
-    assert answers == [200, 200], answers  # each Inspect answered (a report saying it timed out or was stopped)
+    assert answers == [200, 200], (
+        answers
+    )  # each Inspect answered (a report saying it timed out or was stopped)
