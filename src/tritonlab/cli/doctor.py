@@ -230,7 +230,7 @@ def print_report(report: dict, out: Any, lang: str = "en") -> None:
     chosen = report["backend"]
     out.print(t("doctor.backend", lang, backend=chosen["chosen"], reason=known(chosen["reason"])))
     if slots := report.get("run_slots"):
-        out.print(f"Runs at once: {slots['reason']}")
+        out.print(t("doctor.run_slots", lang, reason=slots["reason"]))
     box = report["sandbox"]
     out.print(
         t("doctor.sandbox", lang, mode=t("doctor.hardened" if box["hardened"] else "doctor.basic", lang))
