@@ -8,13 +8,15 @@ every kind of run waits in the one queue with its owner (service/gate.py), and a
 and ben's check takes the other slot; his Visualize is drawn.
 
 Through the web API of the classroom app (tests/classroom_app.py: `serve --classroom`'s app in-process, SQLite,
-the real sandbox), two run slots (tests/conftest.py's TRITONLAB_SLOTS=2): ben's check latency is measured idle,
+the real sandbox), two run slots (tests/conftest.py's TRITONLAB_SLOTS=2): ben's check latency (the median of
+three) is measured idle,
 then while anna's Inspect spins (seen running in the worker) and her run waits. Afterwards the test stops her
 runs (the Inspect from outside: it has no Stop button, and its timeout is 180 s)."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -79,7 +81,7 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
     anna, ben = room.login("anna"), room.login("ben")
     save(ben, GOOD)
     check_seconds(ben)  # the first check warms the worker and ben's compile cache
-    idle = min(check_seconds(ben) for _ in range(2))
+    idle = statistics.median(check_seconds(ben) for _ in range(3))
     save(anna, SPIN)
     answers: list[int] = []
 
@@ -89,6 +91,7 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
         )
 
     spinning = threading.Thread(target=inspect, daemon=True)
+    refused = threading.Thread(target=lambda: None)
     run = None
     try:
         spinning.start()
@@ -96,18 +99,25 @@ def test_two_spinning_inspects_leave_a_neighbours_check_within_twice_its_idle_la
         while not inspect_runs(room):
             assert time.monotonic() < deadline, "anna's Inspect never started spinning"
             time.sleep(0.05)
-        second = anna.post("/api/exercises/vector-copy/inspect", json={"target": "cuda:90"})
-        assert second.status_code == 429 and "already have" in second.text, second.text
+        second: list = []
+        refused = threading.Thread(
+            target=lambda: second.append(anna.post("/api/exercises/vector-copy/inspect", json={})),
+            daemon=True,
+        )
+        refused.start()
+        refused.join(15)  # a refusal is immediate; an Inspect let in would wait for her first one (180 s)
+        assert second and second[0].status_code == 429, "anna's second Inspect was not refused at once"
+        assert "already have" in second[0].text, second[0].text
         run = anna.post("/api/exercises/vector-copy/run").json()  # spins too, once it has a slot
         time.sleep(1.0)
         queued = room.service.gate().waiting
-        busy = check_seconds(ben)
+        busy = statistics.median(check_seconds(ben) for _ in range(3))
         picture = ben.post("/api/exercises/vector-copy/viz")  # anna's requests take no picture slot of his
     finally:
         if run is not None:
             anna.post(run["stop"])
         deadline = time.monotonic() + WAIT_S
-        while spinning.is_alive() and time.monotonic() < deadline:
+        while (spinning.is_alive() or refused.is_alive()) and time.monotonic() < deadline:
             for handle in inspect_runs(room):
                 handle.stop()
             time.sleep(0.1)

@@ -32,7 +32,16 @@ import uuid
 from pathlib import Path
 
 from tritonlab.runs.cgroups import hierarchy, sweep
-from tritonlab.runs.cgroups.hierarchy import V1_CPU_SHARES, V2_CPU_WEIGHT, CgroupError, keyed, read, write
+from tritonlab.runs.cgroups.hierarchy import (
+    V1_CPU_SHARES,
+    V1_CPU_SHARES_LONG,
+    V2_CPU_WEIGHT,
+    V2_CPU_WEIGHT_LONG,
+    CgroupError,
+    keyed,
+    read,
+    write,
+)
 
 
 class RunGroup:
@@ -124,6 +133,21 @@ class RunGroup:
             if controller in controllers:
                 return version, folder
         return None
+
+    def demote(self) -> None:
+        """A long run (collect.Run, after LONG_RUN_S): its CPU weight drops to a tenth, below every fresh run's.
+        Best effort: a cgroup without the cpu controller, or one already removed, keeps what it had."""
+        found = self._folder("cpu")
+        if found is None:
+            return
+        version, folder = found
+        try:
+            if version == "v2":
+                write(folder / "cpu.weight", str(V2_CPU_WEIGHT_LONG))
+            else:
+                write(folder / "cpu.shares", str(V1_CPU_SHARES_LONG))
+        except OSError:
+            pass
 
     def oom_kills(self) -> int:
         found = self._folder("memory")
