@@ -11,7 +11,7 @@ A run that cannot be placed is killed before it imports learner code (sandbox.Zy
 Limits per run: memory (v2 `memory.max`, `memory.swap.max=0`, `memory.oom.group=1`; v1
 `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes` where swap accounting exists) covering every process
 of the run and the shared memory and files they touch; `pids.max` (processes and threads); a CPU weight
-below the server's (v2 `cpu.weight`, v1 `cpu.shares`). After the run every remaining process is killed
+below the server's (v2 `cpu.weight`, v1 `cpu.shares`), a tenth of it once the run is long (`demote`). After the run every remaining process is killed
 (v2 `cgroup.kill`, else SIGKILL to each pid in `cgroup.procs`) and the directories are removed.
 
 Runs are held for placement only where the placement itself works (`placement_works`): a held child's host
