@@ -65,7 +65,9 @@ def spin(service: Service, tmp_path: Path, seconds: float) -> tuple[list[int], t
     return seen, thread
 
 
-def test_a_run_keeps_its_weight_at_first_and_yields_the_cpu_once_long(service: Service, tmp_path: Path) -> None:
+def test_a_run_keeps_its_weight_at_first_and_yields_the_cpu_once_long(
+    service: Service, tmp_path: Path
+) -> None:
     seen, thread = spin(service, tmp_path, hierarchy.LONG_RUN_S + 6)
     thread.join(60)
     fresh, long = (hierarchy.V2_CPU_WEIGHT, hierarchy.V2_CPU_WEIGHT_LONG)
