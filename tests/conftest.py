@@ -28,6 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Cheap password hashes for the tests (docs/testing.md): the production cost (config.ARGON2_DEFAULT) takes
     # ~60 ms per hash here, more under load; `serve --classroom` refuses a cost this low beyond loopback.
     os.environ.setdefault("TRITONLAB_ARGON2", "t=1,m=1024,p=1")
+    # Two runs at once, whatever the machine (runs/capacity.py sizes the run queue from its cores and memory):
+    # the queue tests fill exactly two slots; tests/test_capacity.py unsets it where the sizing is the subject.
+    os.environ.setdefault("TRITONLAB_SLOTS", "2")
     config.stash[_INTERPRET_AT_START] = os.environ.get("TRITON_INTERPRET")
 
 

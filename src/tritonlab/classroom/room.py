@@ -65,8 +65,8 @@ def check_username(name: str) -> str:
 
 
 class LearnerService(Service):
-    """`Service` for one learner: the base service's course, workers and FIFO gate; this learner's store and
-    code. Made per request (cheap: no I/O)."""
+    """`Service` for one learner: the base service's course, workers and run queue (where this learner holds
+    at most one slot at a time); this learner's store and code. Made per request (cheap: no I/O)."""
 
     def __init__(self, base: Service, db: ClassroomDB, user: User, folder: Path) -> None:  # noqa: D107
         _ = base.choice  # decide the backend once, on the base, before copying its state
@@ -78,6 +78,8 @@ class LearnerService(Service):
         self._folder = folder
         # what this learner compiles reaches no one else's runs (runs/caches.py)
         self.cache_name = caches.learner_name(user.id)
+        # one slot of the shared run queue at a time for this learner, whatever kind of run (service/gate.py)
+        self.run_owner = ("learner", user.id)
 
     def zygote(self):  # type: ignore[override]
         return self.base.zygote()

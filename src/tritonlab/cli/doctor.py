@@ -8,7 +8,7 @@ from importlib import metadata
 from typing import Any
 
 from tritonlab import __version__, config
-from tritonlab.runs import backend
+from tritonlab.runs import backend, capacity
 
 PACKAGES = ("torch", "triton", "numpy", "typer", "rich", "fastapi", "uvicorn", "matplotlib")
 
@@ -135,6 +135,12 @@ def run_doctor(requested: str | None = None) -> dict[str, Any]:
         choice = None
     problems += known_problems(versions, choice.backend if choice else "interpreter")
     report["sandbox"] = sandbox_report(choice.backend if choice else "interpreter")
+    try:  # the run queue's slots a server would have here (runs/capacity.py; TRITONLAB_SLOTS overrides)
+        slots = capacity.slots(choice.backend if choice else "interpreter", gpu)
+        report["run_slots"] = {"count": slots.count, "reason": slots.reason}
+    except capacity.SlotsError as exc:  # a malformed TRITONLAB_SLOTS
+        report["run_slots"] = {"count": None, "reason": str(exc)}
+        problems.append({"problem": str(exc), "fix": "unset TRITONLAB_SLOTS or give it a positive number"})
     report["sanity"] = None
     if choice is not None and versions.get("torch") and versions.get("triton"):
         report["sanity"] = sanity_kernel(choice.backend, report, problems)
@@ -223,6 +229,8 @@ def print_report(report: dict, out: Any, lang: str = "en") -> None:
         out.print(t("doctor.no_gpu", lang))
     chosen = report["backend"]
     out.print(t("doctor.backend", lang, backend=chosen["chosen"], reason=known(chosen["reason"])))
+    if slots := report.get("run_slots"):
+        out.print(t("doctor.run_slots", lang, reason=slots["reason"]))
     box = report["sandbox"]
     out.print(
         t("doctor.sandbox", lang, mode=t("doctor.hardened" if box["hardened"] else "doctor.basic", lang))

@@ -121,7 +121,8 @@ def learner_row(row: dict, peaks: dict | None) -> dict:
 
 
 def run(service: Any, exercise: Any, file: Path, peaks: dict | None, timeout: float = 600.0) -> dict:
-    """In the parent: run the bench job in the sandbox (queued like every run) and return its rows."""
+    """In the parent: run the bench job in the sandbox (queued like every run, alone on a GPU while it times)
+    and return its rows."""
     job = {
         "mode": "bench",
         "exercise": exercise.id,
@@ -130,7 +131,7 @@ def run(service: Any, exercise: Any, file: Path, peaks: dict | None, timeout: fl
         "gpu": service.backend == "gpu",
         "peaks": peaks,
     }
-    result, data = service.run_job(job, "bench.json", timeout=timeout)
+    result, data = service.run_job(job, "bench.json", timeout=timeout, exclusive=True)
     if data is None:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}, signal {result.signal}"
         data = {

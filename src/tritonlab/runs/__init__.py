@@ -12,6 +12,8 @@ Modules:
   and what happened (`RunResult`).
 - `zygote.py`: the worker process itself (`python -m tritonlab.runs.zygote`): forks children with limits,
   kills process trees; names each job mode's child-side entry point (`ENTRIES`, `WARM`, `PRELOAD`).
+- `capacity.py`: how many runs this machine takes at once per backend (cores, host and GPU memory;
+  TRITONLAB_SLOTS), the size of the service's run queue and of a GPU worker's warm pool.
 - `pool.py`: warm single-use children forked ahead (a CUDA context ready on a GPU; `BoundPool` hardened).
 - `hardening.py`: layer 2, decided and probed: bubblewrap and an unprivileged user; only verified layers.
 - `jail.py`: what the zygote and each run do to themselves: drop to the sandbox user, a hardened run's own

@@ -35,6 +35,7 @@ try:
         out["name"] = torch.cuda.get_device_name(0)
         out["capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
         out["cuda_version"] = torch.version.cuda
+        out["total_memory"] = int(torch.cuda.get_device_properties(0).total_memory)
     import triton
     out["triton"] = triton.__version__
     if out["cuda"]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tritonlab.runs import rundir, runfolder
+from tritonlab.runs.cgroups.hierarchy import LONG_RUN_S
 from tritonlab.runs.cgroups.rungroup import RunGroup
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.pool import HARNESS_EXIT
@@ -144,8 +145,12 @@ class Run:
 
         hit: list[str] = []
         full, checked = "", time.monotonic()
+        demote_at = self.started + LONG_RUN_S  # a long run yields the CPU to fresh ones (RunGroup.demote)
         while not self._done.wait(0.03):
             drain()
+            if demote_at and time.monotonic() > demote_at and self.group is not None:
+                demote_at = 0.0
+                self.group.demote()
             if self.group is not None and not hit and self.group.oom_kills():
                 hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
                 self.stop()

@@ -16,7 +16,8 @@ Modules:
 - `speed.py`: the speed step: a passing GPU check timed by two sandboxed runs (perf/speed.py).
 - `jobs.py`: every other run through the same gate: a learner's program, harness jobs, `inspect`, `profile`.
 - `workers.py`: the backend, the zygotes or the Ray pool, the hardened layer decided, warm-up and close.
-- `gate.py`: `FairGate`, the FIFO gate each backend's runs wait in.
+- `gate.py`: `FairGate`, the run queue every kind of run of a backend waits in: arrival order, several slots,
+  one slot per classroom learner, GPU-timing runs alone.
 - `progress.py`: hints and progress.
 
 May import every layer below the interfaces: config, models, content, runs, store, grading, viz, perf,

@@ -91,12 +91,12 @@ class ServiceCheckRun(CheckRun):
     def queued(self) -> Iterator[None]:
         gate = self.service.gate()
         asked = time.monotonic()
-        gate.acquire(self._waiting)
+        ticket = gate.acquire(self._waiting, owner=self.service.run_owner)
         self.queue_wait = time.monotonic() - asked
         try:
             yield
         finally:
-            gate.release()
+            gate.release(ticket)
 
     def grade(self) -> Verdict:
         def once(worker: object) -> Verdict:

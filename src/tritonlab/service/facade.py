@@ -21,7 +21,7 @@ from tritonlab.grading.check import cases as check_cases
 from tritonlab.grading.check import job as check_job
 from tritonlab.models import Course, Exercise, Failure, Lesson, Verdict, pick
 from tritonlab.runs import backend as backends
-from tritonlab.runs import caches, runfolder, sandbox
+from tritonlab.runs import caches, capacity, runfolder, sandbox
 from tritonlab.runs import executor as executors
 from tritonlab.runs.collect import Run
 from tritonlab.service.check import ServiceCheckRun
@@ -49,6 +49,7 @@ class Service(Workers, Jobs, Speed, Progress):
         remote_workers: int | None = None,
     ) -> None:
         self.executor = executors.choose(executor)  # "local" (this machine's zygote) or "ray" (a cluster)
+        capacity.forced()  # a malformed TRITONLAB_SLOTS stops the service here, with the reason (SlotsError)
         self._remote_options = executors.RemoteOptions.from_env(allow_unhardened_workers, remote_workers)
         self._remote: object | None = None
         self._remote_lock = threading.Lock()
@@ -74,9 +75,12 @@ class Service(Workers, Jobs, Speed, Progress):
         # Told why, when a GPU worker starts without the hardened layer (auto could not verify CUDA inside
         # bubblewrap): the single-user CLI prints it; `serve` refuses to serve others instead (cli/serve.py).
         self.on_unhardened: Callable[[str], None] | None = None
-        # Runs at once on this backend (None: one on a GPU, INTERPRETER_POOL on the interpreter); `dev check`
-        # raises it to check the course's files side by side. The warm pool grows with it on a GPU.
+        # Runs at once on this backend (None: what the machine has room for, runs/capacity.py; TRITONLAB_SLOTS
+        # overrides); `dev check --jobs` sets it to check the course's files side by side. The warm pool follows.
         self.slots: int | None = None
+        # Whose runs these are, for the run queue's one-slot-per-owner rule (gate.py): None for one user's
+        # session (its runs are not limited that way); a classroom's LearnerService names its learner.
+        self.run_owner: object = None
         # Whether the next seed's cases are made ahead (None: on a GPU). A one-shot command turns it off.
         self.prefetch_cases: bool | None = None
         # The Triton compile cache this learner's runs share (runs/caches.py); a classroom names one per learner.

@@ -1,50 +1,143 @@
-"""The run queue every kind of run waits in: one FIFO gate per backend, admitting runs strictly in arrival order
-(one at a time on a GPU, a small pool on the interpreter, one per cluster worker with Ray)."""
+"""The run queue every kind of run waits in: one gate per backend (service/workers.py), with `size` runs at once
+(runs/capacity.py: from the machine's cores and GPU memory; one per cluster worker with Ray).
+
+The rules, all decided in one place (`FairGate._admit`), under one lock:
+- Arrival order: the queue is scanned from its head; a run is admitted only when every run ahead of it was
+  admitted or is waiting for its own owner (below). A run that cannot start for lack of room stops the scan:
+  nothing behind it overtakes it, so nobody starves.
+- One slot per owner (a classroom learner): a run whose owner already holds a slot, or has an earlier run still
+  waiting, waits — without blocking the other owners' runs behind it (no head-of-line blocking). Runs without
+  an owner (a single user's CLI, `dev check`) are not limited this way. A run that times out holds its one
+  slot until it ends, never more.
+- Exclusive runs (those that time a GPU: the speed line's timing run, `bench`, `profile`) start only when no
+  other run is in flight, and while one waits at the head or runs, no new run starts: their figures are honest.
+  The service asks for exclusivity on a local GPU only (service/jobs.py).
+- `on_wait(position)` is called while a run waits (about twice a second, and at once on every change), with its
+  place among the waiting runs (1: next); it may raise to give up the place: the run leaves the queue at once.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+
+POLL_S = 0.5  # how often a waiting run's on_wait is called when nothing changes
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One run's place: in the queue, then (granted) in a slot until released."""
+
+    owner: object = None
+    exclusive: bool = False
+    granted: bool = False
 
 
 class FairGate:
-    """A counting gate that admits waiters strictly in arrival order, and says where each one stands."""
+    """The queue and slots of one backend: see the module docstring."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
+        self._size = max(1, int(size))
         self._cond = threading.Condition()
-        self._active = 0
-        self._queue: list[object] = []
+        self._queue: list[Ticket] = []  # waiting, in arrival order
+        self._held: list[Ticket] = []  # admitted and not yet released
 
-    def position(self, ticket: object) -> int:
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @size.setter
+    def size(self, value: int) -> None:  # a cluster that lost or gained workers (service/workers.py)
         with self._cond:
-            return self._queue.index(ticket) + 1 if ticket in self._queue else 0
+            self._size = max(1, int(value))
+            self._admit()
 
     @property
     def waiting(self) -> int:
         with self._cond:
             return len(self._queue)
 
-    def acquire(self, on_wait: Callable[[int], None] | None = None) -> None:
-        """Wait for a free slot. `on_wait(position)` is called while waiting; it may raise to give up the
-        place in the queue (a run stopped before it started): the ticket leaves the queue at once."""
-        ticket = object()
+    @property
+    def active(self) -> int:
         with self._cond:
-            self._queue.append(ticket)
-            try:
-                while self._queue[0] is not ticket or self._active >= self.size:
-                    if on_wait:
-                        on_wait(self._queue.index(ticket) + 1)
-                    self._cond.wait(0.5)
-            except BaseException:
-                self._queue.remove(ticket)
-                self._cond.notify_all()
-                raise
-            self._queue.pop(0)
-            self._active += 1
+            return len(self._held)
+
+    def position(self, ticket: Ticket) -> int:
+        with self._cond:
+            return self._queue.index(ticket) + 1 if ticket in self._queue else 0
+
+    def _busy_owners(self) -> set:
+        return {t.owner for t in self._held if t.owner is not None}
+
+    def _admit(self) -> None:
+        """Grant every run the rules allow now (caller holds the lock); wake the waiters if any was."""
+        busy = self._busy_owners()
+        running = len(self._held)
+        exclusive_running = any(t.exclusive for t in self._held)
+        granted = []
+        for ticket in self._queue:
+            if ticket.owner is not None and ticket.owner in busy:
+                continue  # waits for its owner's run (or earlier run) only; those behind it go on
+            if exclusive_running:
+                break
+            if ticket.exclusive:
+                if running:
+                    break  # waits for the runs in flight to end; blocks every run behind it meanwhile
+                granted.append(ticket)
+                break  # alone on the machine: nothing else starts beside it
+            if running >= self._size:
+                break
+            granted.append(ticket)
+            running += 1
+            if ticket.owner is not None:
+                busy.add(ticket.owner)
+        for ticket in granted:
+            ticket.granted = True
+            self._queue.remove(ticket)
+            self._held.append(ticket)
+        if granted:
             self._cond.notify_all()
 
-    def release(self) -> None:
+    def acquire(
+        self,
+        on_wait: Callable[[int], None] | None = None,
+        *,
+        owner: object = None,
+        exclusive: bool = False,
+    ) -> Ticket:
+        """Wait for a slot (see the module docstring); returns the ticket to `release`."""
+        ticket = Ticket(owner, exclusive)
         with self._cond:
-            self._active -= 1
+            self._queue.append(ticket)
+            self._admit()
+            try:
+                while not ticket.granted:
+                    if on_wait:
+                        on_wait(self._queue.index(ticket) + 1)
+                    self._cond.wait(POLL_S)
+            except BaseException:
+                if ticket.granted:  # admitted in the same instant it gave up: give the slot back
+                    self._held.remove(ticket)
+                else:
+                    self._queue.remove(ticket)
+                self._admit()
+                self._cond.notify_all()  # the others' positions changed
+                raise
+        return ticket
+
+    def release(self, ticket: Ticket | None = None) -> None:
+        """Give a slot back: `ticket` as acquire returned it. Without one, a slot held by nobody in particular
+        (an ownerless shared run: what a test holding the whole gate gives back). Slots of the same owner and
+        class count alike, so a ticket whose slot was given back that way frees another such slot."""
+        with self._cond:
+            if ticket is None:
+                ticket = Ticket()
+            if ticket not in self._held:
+                alike = [t for t in self._held if t.owner == ticket.owner and t.exclusive == ticket.exclusive]
+                if not alike:
+                    raise ValueError(f"release(): no slot of owner {ticket.owner!r} is held")
+                ticket = alike[-1]
+            self._held.remove(ticket)
+            self._admit()
             self._cond.notify_all()

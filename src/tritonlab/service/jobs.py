@@ -45,7 +45,8 @@ def no_result(run: str, result: RunResult) -> dict:
 
 
 class Jobs:
-    """Runs other than checks, each through the service's gate (workers.py) and the sandbox's limits."""
+    """Runs other than checks, each through the service's gate (workers.py) and the sandbox's limits; those
+    that time the GPU (profile, bench, the speed line's timing run) alone on it (gate.py)."""
 
     def run_file(
         self,
@@ -86,17 +87,20 @@ class Jobs:
         source: str | None = None,
         cache: str | None = None,
         files: dict[str, str] | None = None,
+        exclusive: bool = False,
     ) -> tuple[RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
         With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
         `cache`: the compile cache (default the learner's; the replay's only for a trusted mode, which the
-        zygote enforces); `files`: texts written into the run directory first (name -> text)."""
+        zygote enforces); `files`: texts written into the run directory first (name -> text). `exclusive`: the
+        run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only)."""
         zygote = self.zygote()
         gate = self.gate()
-        gate.acquire(on_wait)
-        run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
+        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=exclusive and self.exclusive_runs())
+        run_dir: Path | None = None
         try:
+            run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
             for name, text in (files or {}).items():
                 (run_dir / name).write_bytes(text.encode("utf-8", errors="surrogateescape"))
             original = Path(job["file"]) if source is not None and "file" in job else None
@@ -117,8 +121,9 @@ class Jobs:
                     )
             return result, data
         finally:
-            gate.release()
-            runfolder.remove_run_dir(run_dir)
+            gate.release(ticket)
+            if run_dir is not None:
+                runfolder.remove_run_dir(run_dir)
 
     def inspect(
         self,
@@ -169,7 +174,7 @@ class Jobs:
             return report.no_gpu(self.choice.reason, static)
         by_gpu = peaks.load_cache()
         job = report.job(exercise.id, exercise.function, path, by_gpu)
-        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)
+        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout, exclusive=True)
         profile = report.checked(data)
         if data is None:
             profile["problems"].append(no_result("the profile run", result)["problems"][0])

@@ -67,6 +67,7 @@ class Speed:
                 timeout=120.0,
                 cache=caches.REPLAY,
                 files={"source.py": source},
+                exclusive=True,  # the GPU alone while it times: no neighbour's run skews the figure
             )
             if data is None:
                 data = no_result("the timing run", result)

@@ -9,12 +9,10 @@ import threading
 
 from tritonlab import config
 from tritonlab.runs import backend as backends
+from tritonlab.runs import capacity, hardening, pool, sandbox
 from tritonlab.runs import executor as executors
-from tritonlab.runs import hardening, pool, sandbox
 from tritonlab.runs.cgroups import proof
 from tritonlab.service.gate import FairGate
-
-INTERPRETER_POOL = 2  # runs at once on the interpreter (one on a GPU), unless `slots` says otherwise
 
 
 class Workers:
@@ -107,7 +105,7 @@ class Workers:
             hardened=hardened,
             read_only=(self.workspace.root,) if self.sandbox_reads_workspace else (),
             hidden=tuple(e.solution for e in self.course.exercises()),
-            pool=pool.wanted(backend, hardened, self.slots or 1, bound=True),
+            pool=pool.wanted(backend, hardened, self.run_slots(backend).count, bound=True),
         )
 
     def private_workspaces(self) -> None:
@@ -165,16 +163,37 @@ class Workers:
                 raise answer["error"]
         self.zygote()
 
+    def run_slots(self, backend: str | None = None) -> capacity.Slots:
+        """Runs at once on `backend` (default this service's) on this machine: `slots` when set (`dev check
+        --jobs`), else what the machine has room for (runs/capacity.py; TRITONLAB_SLOTS overrides)."""
+        backend = backend or self.backend
+        if self.slots:
+            return capacity.Slots(self.slots, f"{self.slots} at once, as asked")
+        return capacity.slots(backend, self.choice.gpu if backend == "gpu" else None)
+
     def gate(self) -> FairGate:
+        """The one run queue of this service's backend: every kind of run waits in it (check.py, jobs.py,
+        viz/run.py), each learner holding at most one slot, GPU-timing runs alone (gate.py)."""
+        with self._lock:
+            gate = self._gates.get(self.backend)
+        if gate is not None:
+            return gate
+        if self.executor != "local":  # one run per cluster worker; lost workers shrink it
+            size = max(1, self._remote.capacity)
+        else:
+            size = self.run_slots().count  # outside the lock: it may ask nvidia-smi
         with self._lock:
             if self.backend not in self._gates:
-                if self.executor != "local":  # one run per cluster worker; lost workers shrink it
-                    gate = FairGate(max(1, self._remote.capacity))
+                gate = FairGate(size)
+                if self.executor != "local":
                     self._remote.on_capacity = lambda n: setattr(gate, "size", max(1, n))
-                else:
-                    gate = FairGate(self.slots or (1 if self.backend == "gpu" else INTERPRETER_POOL))
                 self._gates[self.backend] = gate
             return self._gates[self.backend]
+
+    def exclusive_runs(self) -> bool:
+        """Whether a run that times the GPU takes it alone: on this machine's GPU (a cluster worker runs one
+        run at a time already; the interpreter times nothing)."""
+        return self.executor == "local" and self.backend == "gpu"
 
     def close(self) -> None:
         with self._lock:

@@ -208,18 +208,21 @@ def summary(case: dict, exercise_id: str) -> dict:
 
 
 def _zygote_for(service: Any) -> tuple[sandbox.Zygote, Any]:
-    """The service's interpreter worker (and its gate). On a GPU service, an extra interpreter worker kept in
-    the service's own worker table, so `service.close()` stops it too."""
+    """The service's interpreter worker, and the service's run queue (every run waits in that one queue,
+    under one accounting: service/gate.py). On a GPU service, an extra interpreter worker kept in the
+    service's own worker table, so `service.close()` stops it too; its runs still wait in the service's queue
+    (a drawing's host work takes a slot like any run's, and a learner holds one slot at a time)."""
     if service.backend == "interpreter":
         return service.zygote(), service.gate()
     table, lock = getattr(service, "_zygotes", None), getattr(service, "_lock", None)
     if table is None or lock is None:
         raise VizError("this service cannot start an interpreter worker")
+    gate = service.gate()
     with lock:
         z = table.get("interpreter")
         if z is None or z.dead:
             z = table["interpreter"] = sandbox.Zygote("interpreter")
-    return z, None
+    return z, gate
 
 
 def visualize(
@@ -233,13 +236,14 @@ def visualize(
     fmt: str = "png",
     timeout: float = 120.0,
     seed: int = 0,
+    on_wait: Any = None,
 ) -> tuple[bytes, dict]:
     """Record and draw the learner's kernel for an exercise; returns (picture bytes, log).
 
     `file` defaults to the learner's workspace copy (`solution=True`: the reference solution). `out` keeps
     the picture there (its suffix chooses PNG or SVG), else `fmt` does and a temporary file is used. `case`
     (a case name, as in a verdict's failures, or an index) with the check's `seed` draws exactly that case;
-    without it a small telling case is chosen. The log
+    without it a small telling case is chosen. `on_wait(position)` while it waits in the service's run queue. The log
     is JSON-ready: {"exercise", "file", "summary", "access_log" (the drawn case), "cases_tried",
     "picture" (path or None), "output", "import_error"?}.
     """
@@ -253,13 +257,11 @@ def visualize(
             f"{exercise.id} has no case with a kernel launch to draw (it is not a kernel exercise)"
         )
     zygote, gate = _zygote_for(service)
-    if gate is not None:
-        gate.acquire()
+    ticket = gate.acquire(on_wait, owner=getattr(service, "run_owner", None))
     try:
         result = record(exercise, target, zygote, cases, timeout)
     finally:
-        if gate is not None:
-            gate.release()
+        gate.release(ticket)
     log: dict[str, Any] = {
         "exercise": exercise.id,
         "file": str(target),

@@ -1,13 +1,17 @@
 """The learner's launch, seen two ways, over JSON: Visualize (`POST .../viz`: a picture of which program
 touched which element, drawn on the interpreter like `tritonlab viz`, with its description in words for the
 alt text) and Inspect (`POST .../inspect`: what the compiler made of the kernel for a GPU target, like
-`tritonlab inspect`). Both run in the sandbox and share VIZ_MAX_ACTIVE slots.
+`tritonlab inspect`). Both run in the sandbox and share VIZ_MAX_ACTIVE slots with the Profile tab (profile_api.py),
+at most one of them per classroom learner (a second request while one is being made: 429), so no learner can take
+them all; each run then waits in the service's run queue like every run (service/gate.py).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import threading
+from collections.abc import Iterator
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -29,16 +33,59 @@ class InspectBody(RunBody):
     target: str = Field(default="cuda:90", max_length=32)
 
 
-VIZ_MAX_ACTIVE = 4  # pictures being drawn at once (each also waits for the service's gate)
+VIZ_MAX_ACTIVE = 4  # pictures, reports and profiles made at once (each also waits for the service's gate)
 _viz_lock = threading.Lock()
 
 
-def _viz_slots(request: Request) -> threading.BoundedSemaphore:
+class VizSlots:
+    """The VIZ_MAX_ACTIVE slots of a server, and whose: an owner (a classroom learner, `run_owner`) holds at
+    most one; requests without an owner (the single-user server) are limited by the total only."""
+
+    def __init__(self, size: int = VIZ_MAX_ACTIVE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._active = 0
+        self._owners: set = set()
+
+    def take(self, owner: object) -> str:
+        """ "" when a slot was taken; else why not: "busy" (all taken) or "yours" (this owner holds one)."""
+        with self._lock:
+            if owner is not None and owner in self._owners:
+                return "yours"
+            if self._active >= self.size:
+                return "busy"
+            self._active += 1
+            if owner is not None:
+                self._owners.add(owner)
+            return ""
+
+    def give(self, owner: object) -> None:
+        with self._lock:
+            self._active -= 1
+            self._owners.discard(owner)
+
+
+def _viz_slots(request: Request) -> VizSlots:
     with _viz_lock:
         slots = getattr(request.app.state, "viz_slots", None)
         if slots is None:
-            slots = request.app.state.viz_slots = threading.BoundedSemaphore(VIZ_MAX_ACTIVE)
+            slots = request.app.state.viz_slots = VizSlots()
         return slots
+
+
+@contextlib.contextmanager
+def viz_slot(request: Request, service: object, lang: str) -> Iterator[None]:
+    """One of the server's picture slots for this request's learner, or 429 saying why not."""
+    slots, owner = _viz_slots(request), getattr(service, "run_owner", None)
+    refused = slots.take(owner)
+    if refused == "yours":
+        raise HTTPException(429, t("web.viz.yours", lang), headers={"Retry-After": "5"})
+    if refused:
+        raise HTTPException(429, t("web.viz.busy", lang, count=VIZ_MAX_ACTIVE))
+    try:
+        yield
+    finally:
+        slots.give(owner)
 
 
 def _listed(values: list[int], limit: int = 4) -> str:
@@ -186,31 +233,29 @@ def visualize(exercise_id: str, request: Request, body: VizBody | None = None) -
         return conflict
     case = body.case if body is not None else None
     seed = body.seed if body is not None and body.seed is not None else 0
-    slots = _viz_slots(request)
-    if not slots.acquire(blocking=False):
-        raise HTTPException(429, t("web.viz.busy", lang, count=VIZ_MAX_ACTIVE))
     note = None
-    try:
+    with viz_slot(request, service, lang):
         try:
-            data, log = draw(service, exercise.id, case=case, seed=seed)
-        except VizError as exc:
             try:
-                kernel_cases = candidate_cases(exercise.id, None, seed)
-            except Exception:  # no contract at all: nothing to draw either
-                kernel_cases = []
-            if not kernel_cases:
-                raise HTTPException(422, t("web.viz.no_kernel", lang, id=exercise.id)) from None
-            if case is None:
-                raise HTTPException(422, str(exc)) from None
-            # that case is not among the interpreter's cases (a check on a GPU has others): draw a small one
-            note = t("web.viz.case_not_found", lang, case=case)
-            data, log = draw(service, exercise.id, seed=seed)
-    except HTTPException:
-        raise
-    except Exception as exc:  # the recorder or the drawing failed: say so in JSON, like every other error
-        raise HTTPException(500, t("web.viz.failed", lang, error=f"{type(exc).__name__}: {exc}")) from None
-    finally:
-        slots.release()
+                data, log = draw(service, exercise.id, case=case, seed=seed)
+            except VizError as exc:
+                try:
+                    kernel_cases = candidate_cases(exercise.id, None, seed)
+                except Exception:  # no contract at all: nothing to draw either
+                    kernel_cases = []
+                if not kernel_cases:
+                    raise HTTPException(422, t("web.viz.no_kernel", lang, id=exercise.id)) from None
+                if case is None:
+                    raise HTTPException(422, str(exc)) from None
+                # that case is not among the interpreter's cases (a check on a GPU has others): draw a small one
+                note = t("web.viz.case_not_found", lang, case=case)
+                data, log = draw(service, exercise.id, seed=seed)
+        except HTTPException:
+            raise
+        except Exception as exc:  # the recorder or the drawing failed: say so in JSON, like every other error
+            raise HTTPException(
+                500, t("web.viz.failed", lang, error=f"{type(exc).__name__}: {exc}")
+            ) from None
     return viz_response(data, log, exercise.id, lang, note)
 
 
@@ -232,13 +277,8 @@ def inspect_kernel(
     conflict = save_before_run(service, exercise, body, lang)
     if conflict is not None:
         return conflict
-    slots = _viz_slots(request)
-    if not slots.acquire(blocking=False):
-        raise HTTPException(429, t("web.viz.busy", lang, count=VIZ_MAX_ACTIVE))
-    try:
+    with viz_slot(request, service, lang):
         data = service.inspect(exercise, target=target)
-    finally:
-        slots.release()
     report = format_report(data)
     return {"target": target, "report": report, "data": cap_stages(data)}
 

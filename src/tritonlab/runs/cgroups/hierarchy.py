@@ -23,6 +23,11 @@ RUNS = "tritonlab-runs"
 SERVER_LEAF = "tritonlab-server"
 V1_CPU_SHARES = 512  # the server's default is 1024
 V2_CPU_WEIGHT = 50  # the server's default is 100
+# A run still going after LONG_RUN_S (rungroup.RunGroup.demote): a tenth of a fresh run's weight, so a run that
+# spins until its timeout leaves the CPU to its neighbours' short checks (issue 34); alone, it still gets it all.
+V1_CPU_SHARES_LONG = 51
+V2_CPU_WEIGHT_LONG = 5
+LONG_RUN_S = 5.0
 
 setup_lock = threading.Lock()
 

@@ -175,7 +175,8 @@ INSTEAD = {
     "only the soft GPU memory cap in torch's allocator",
     "pids": "RLIMIT_NPROC per run in the hardened layer (the run's own user namespace counts only its "
     "processes and threads); layer 1: the wall-clock limit and the whole-tree kill",
-    "cpu": "the CPU-time limit (RLIMIT_CPU) and the wall-clock limit of each run; one GPU run at a time",
+    "cpu": "the CPU-time limit (RLIMIT_CPU) and the wall-clock limit of each run; runs at once bounded by the "
+    "machine's cores (runs/capacity.py)",
 }
 
 

@@ -11,7 +11,7 @@ A run that cannot be placed is killed before it imports learner code (sandbox.Zy
 Limits per run: memory (v2 `memory.max`, `memory.swap.max=0`, `memory.oom.group=1`; v1
 `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes` where swap accounting exists) covering every process
 of the run and the shared memory and files they touch; `pids.max` (processes and threads); a CPU weight
-below the server's (v2 `cpu.weight`, v1 `cpu.shares`). After the run every remaining process is killed
+below the server's (v2 `cpu.weight`, v1 `cpu.shares`), a tenth of it once the run is long (`demote`). After the run every remaining process is killed
 (v2 `cgroup.kill`, else SIGKILL to each pid in `cgroup.procs`) and the directories are removed.
 
 Runs are held for placement only where the placement itself works (`placement_works`): a held child's host
@@ -32,7 +32,16 @@ import uuid
 from pathlib import Path
 
 from tritonlab.runs.cgroups import hierarchy, sweep
-from tritonlab.runs.cgroups.hierarchy import V1_CPU_SHARES, V2_CPU_WEIGHT, CgroupError, keyed, read, write
+from tritonlab.runs.cgroups.hierarchy import (
+    V1_CPU_SHARES,
+    V1_CPU_SHARES_LONG,
+    V2_CPU_WEIGHT,
+    V2_CPU_WEIGHT_LONG,
+    CgroupError,
+    keyed,
+    read,
+    write,
+)
 
 
 class RunGroup:
@@ -124,6 +133,21 @@ class RunGroup:
             if controller in controllers:
                 return version, folder
         return None
+
+    def demote(self) -> None:
+        """A long run (collect.Run, after LONG_RUN_S): its CPU weight drops to a tenth, below every fresh run's.
+        Best effort: a cgroup without the cpu controller, or one already removed, keeps what it had."""
+        found = self._folder("cpu")
+        if found is None:
+            return
+        version, folder = found
+        try:
+            if version == "v2":
+                write(folder / "cpu.weight", str(V2_CPU_WEIGHT_LONG))
+            else:
+                write(folder / "cpu.shares", str(V1_CPU_SHARES_LONG))
+        except OSError:
+            pass
 
     def oom_kills(self) -> int:
         found = self._folder("memory")
