@@ -19,7 +19,7 @@ section between `<!-- gpu-load-MIX-EXECUTOR-BACKEND:begin/end -->` markers is re
 Bounded: at most `--checks` checks and `--max-seconds` for the whole run (set-up included); at that point
 what is still running is cut and counted as unfinished. Everything it started (the server and its runs, the
 Ray cluster, the class's folder) is stopped and removed at the end, on Ctrl-C and on SIGTERM too. `--env
-KEY=VALUE` (repeatable) and `--slots N` (TRITONLAB_GPU_SLOTS) are passed to the server and the cluster.
+KEY=VALUE` (repeatable) and `--slots N` (TRITONLAB_SLOTS) are passed to the server and the cluster.
 Exit 0 when every check got a verdict matching its file, 1 otherwise (2 when the run could not start).
 """
 
@@ -42,7 +42,7 @@ from gpuload import plan as workload  # noqa: E402
 from gpuload.load import Deadline, Load, log_in, warm_up  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOTS_VARIABLE = "TRITONLAB_GPU_SLOTS"
+SLOTS_VARIABLE = "TRITONLAB_SLOTS"
 TEARDOWN_S = 20.0  # the server's own shutdown (its runs stopped, mounts released) before SIGKILL
 
 
