@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tritonlab.service.gate import FairGate, Ticket
+from tritonlab.service.gate import FairGate, GpuBusy, Ticket
 
 WAIT_S = 10.0
 
@@ -177,3 +177,48 @@ def test_release_without_a_ticket_needs_an_ownerless_slot() -> None:
     gate.acquire()
     gate.release()
     assert gate.active == 1
+
+
+def test_a_run_that_waits_for_an_idle_gpu_holds_up_nobody_and_then_runs_alone() -> None:
+    """The speed line's timing run (`idle_wait`): each passing check's one used to drain every slot of the GPU
+    before it could start (an H200 class load ran 45 checks a minute on 6 slots, GPU run 2026-12-04
+    (f0d19d0)). It now lets the runs behind it go first, starts on an idle GPU, and runs alone there."""
+    gate = FairGate(2)
+    waiters = Waiters(gate)
+    waiters.arrive("a")
+    until(lambda: waiters.running() == {"a"}, "a runs")
+    got: dict[str, Ticket] = {}
+
+    def idle() -> None:
+        got["idle"] = gate.acquire(idle_wait=WAIT_S)
+
+    thread = threading.Thread(target=idle, daemon=True)
+    thread.start()
+    until(lambda: gate.waiting == 1, "the idle-only run waits")
+    waiters.arrive("b")
+    until(lambda: waiters.running() == {"a", "b"}, "b starts beside a, past the idle-only run")
+    assert "idle" not in got
+    waiters.release("a")
+    time.sleep(0.2)
+    assert "idle" not in got, "started while b was in flight"
+    waiters.release("b")
+    until(lambda: "idle" in got, "the idle-only run starts once the GPU is idle")
+    waiters.arrive("c")
+    time.sleep(0.2)
+    assert waiters.running() == set(), "c started beside a timing run"
+    gate.release(got["idle"])
+    until(lambda: waiters.running() == {"c"}, "c starts after the timing run")
+    waiters.release("c")
+
+
+def test_a_run_that_finds_no_idle_gpu_gives_up_and_leaves_the_queue() -> None:
+    gate = FairGate(1)
+    waiters = Waiters(gate)
+    waiters.arrive("a")
+    until(lambda: waiters.running() == {"a"}, "a runs")
+    started = time.monotonic()
+    with pytest.raises(GpuBusy):
+        gate.acquire(idle_wait=0.3)
+    assert time.monotonic() - started < 3.0
+    assert gate.waiting == 0
+    waiters.release("a")

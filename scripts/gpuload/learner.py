@@ -88,6 +88,8 @@ class WebLearner:
             else:
                 record |= self._broken(exc)
         if "passed" not in record and "error" not in record:
+            if self.stop.is_set():  # the run's end stopped the server, which ended the queued check
+                return record | {"unfinished": True, "error": "ended by the end of the run, no verdict"}
             record["error"] = "the event stream ended without a verdict"
         return record
 
@@ -106,6 +108,9 @@ class WebLearner:
             for line in stream.iter_lines():
                 if line.startswith("event: "):
                     name = line[7:]
+                    seen = record.setdefault("events", [])
+                    if len(seen) < 40:  # what the stream said, for a check that ends without a verdict
+                        seen.append(name)
                     if name == "end":
                         record["ended_s"] = round(time.monotonic() - submitted, 3)
                         return
@@ -132,3 +137,7 @@ class WebLearner:
                         record["first_failure"] = str(first.get("message", ""))[:200]
                 elif name == "error":
                     record["error"] = f"error event: {line[6:306]}"
+                elif name in ("cancelled", "stopped", "worker-lost") or (
+                    name == "output" and not record.get("last_output")
+                ):
+                    record["last_output"] = line[6:306]

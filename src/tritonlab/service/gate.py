@@ -12,6 +12,10 @@ The rules, all decided in one place (`FairGate._admit`), under one lock:
 - Exclusive runs (those that time a GPU: the speed line's timing run, `bench`, `profile`) start only when no
   other run is in flight, and while one waits at the head or runs, no new run starts: their figures are honest.
   The service asks for exclusivity on a local GPU only (service/jobs.py).
+- Exclusive runs that only wait for an idle GPU (`idle_wait`: the speed line, which is not graded) start when
+  nothing else is in flight, but never hold up a run behind them: with a queue, graded checks go first. Such a
+  run that finds no idle moment within `idle_wait` seconds leaves the queue with `GpuBusy`. Without this, each
+  passing check's timing run drained every slot of the GPU before it could start, and the slots stood idle.
 - `on_wait(position)` is called while a run waits (about twice a second, and at once on every change), with its
   place among the waiting runs (1: next); it may raise to give up the place: the run leaves the queue at once.
 """
@@ -19,6 +23,7 @@ The rules, all decided in one place (`FairGate._admit`), under one lock:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +37,11 @@ class Ticket:
     owner: object = None
     exclusive: bool = False
     granted: bool = False
+    idle_only: bool = False  # exclusive, but waits for an idle moment without blocking anyone behind it
+
+
+class GpuBusy(RuntimeError):
+    """A run that waited for an idle GPU (`acquire(idle_wait=...)`) found none in time."""
 
 
 class FairGate:
@@ -81,6 +91,11 @@ class FairGate:
                 continue  # waits for its owner's run (or earlier run) only; those behind it go on
             if exclusive_running:
                 break
+            if ticket.idle_only:
+                if running:
+                    continue  # only on an idle GPU; the runs behind it go first
+                granted.append(ticket)
+                break
             if ticket.exclusive:
                 if running:
                     break  # waits for the runs in flight to end; blocks every run behind it meanwhile
@@ -105,14 +120,19 @@ class FairGate:
         *,
         owner: object = None,
         exclusive: bool = False,
+        idle_wait: float | None = None,
     ) -> Ticket:
-        """Wait for a slot (see the module docstring); returns the ticket to `release`."""
-        ticket = Ticket(owner, exclusive)
+        """Wait for a slot (see the module docstring); returns the ticket to `release`. With `idle_wait`, an
+        exclusive run that starts only on an idle GPU and gives up (`GpuBusy`) after that many seconds."""
+        ticket = Ticket(owner, exclusive or idle_wait is not None, idle_only=idle_wait is not None)
+        deadline = None if idle_wait is None else time.monotonic() + idle_wait
         with self._cond:
             self._queue.append(ticket)
             self._admit()
             try:
                 while not ticket.granted:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise GpuBusy(f"the GPU was not idle once in {idle_wait:.0f} s")
                     if on_wait:
                         on_wait(self._queue.index(ticket) + 1)
                     self._cond.wait(POLL_S)

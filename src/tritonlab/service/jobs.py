@@ -88,16 +88,21 @@ class Jobs:
         cache: str | None = None,
         files: dict[str, str] | None = None,
         exclusive: bool = False,
+        idle_wait: float | None = None,
     ) -> tuple[RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
         With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
         `cache`: the compile cache (default the learner's; the replay's only for a trusted mode, which the
         zygote enforces); `files`: texts written into the run directory first (name -> text). `exclusive`: the
-        run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only)."""
+        run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only); `idle_wait`: and
+        only when the GPU is idle, giving up with `gate.GpuBusy` after that many seconds."""
         zygote = self.zygote()
         gate = self.gate()
-        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=exclusive and self.exclusive_runs())
+        alone = exclusive and self.exclusive_runs()
+        ticket = gate.acquire(
+            on_wait, owner=self.run_owner, exclusive=alone, idle_wait=idle_wait if alone else None
+        )
         run_dir: Path | None = None
         try:
             run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
