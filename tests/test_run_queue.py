@@ -181,7 +181,7 @@ def test_release_without_a_ticket_needs_an_ownerless_slot() -> None:
 
 def test_a_run_that_waits_for_an_idle_gpu_holds_up_nobody_and_then_runs_alone() -> None:
     """The speed line's timing run (`idle_wait`): each passing check's one used to drain every slot of the GPU
-    before it could start (an H200 class load ran 45 checks a minute on 6 slots, GPU run 2026-12-04
+    before it could start (an H200 class load ran 45 checks a minute on 6 slots, H200 run 2026-12-04
     (f0d19d0)). It now lets the runs behind it go first, starts on an idle GPU, and runs alone there."""
     gate = FairGate(2)
     waiters = Waiters(gate)
