@@ -178,18 +178,20 @@ def cluster() -> dict:
 def ray_service(cluster: dict):
     # The workers keep a warm single-use child (forced on the interpreter, as on a GPU by default), passed
     # to them like TRITONLAB_SANDBOX: CI exercises the path a GPU worker takes.
-    saved = os.environ.get("TRITONLAB_POOL")
-    os.environ["TRITONLAB_POOL"] = (
-        "2"  # warm children for a learner's runs and for the replays (caches.warm_plan)
-    )
+    # One run at a time per worker here (TRITONLAB_SLOTS, passed to them too): these tests fill the two
+    # workers; several runs per worker: test_two_owners_checks_share_one_worker and tests/test_ray_slots.py.
+    wanted = {"TRITONLAB_POOL": "2", "TRITONLAB_SLOTS": "1"}
+    saved = {key: os.environ.get(key) for key in wanted}
+    os.environ.update(wanted)
     try:
         service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
         service.warm_up()
     finally:
-        if saved is None:
-            os.environ.pop("TRITONLAB_POOL", None)
-        else:
-            os.environ["TRITONLAB_POOL"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     yield service
     service.close()
 
@@ -249,7 +251,9 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
                 remote.WorkerRef(None, {"actor": k, "hostname": k, "ip": "x", "node_id": k}) for k in "ab"
             ]
 
-        def acquire(self, exclude: set[str], timeout: float | None = None) -> remote.WorkerRef:
+        def acquire(
+            self, exclude: set[str], timeout: float | None = None, exclusive: bool = False
+        ) -> remote.WorkerRef:
             left = [w for w in self.workers if w.key not in exclude]
             if not left:
                 raise executors.WorkerLost("no other tritonlab worker is left in the cluster")

@@ -11,7 +11,7 @@ from pathlib import Path
 from tritonlab.grading import kernel_inspect
 from tritonlab.grading.check import job as check_job
 from tritonlab.models import Exercise
-from tritonlab.runs import rundir, runfolder
+from tritonlab.runs import capacity, rundir, runfolder
 from tritonlab.runs.collect import Run, RunResult
 from tritonlab.runs.limits import default_limits
 
@@ -87,17 +87,18 @@ class Jobs:
         source: str | None = None,
         cache: str | None = None,
         files: dict[str, str] | None = None,
-        exclusive: bool = False,
     ) -> tuple[RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
         With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
         `cache`: the compile cache (default the learner's; the replay's only for a trusted mode, which the
-        zygote enforces); `files`: texts written into the run directory first (name -> text). `exclusive`: the
-        run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only)."""
+        zygote enforces); `files`: texts written into the run directory first (name -> text). A job whose mode times the GPU
+        (capacity.times_gpu: speed, bench, profile) runs alone on it: the gate's exclusive class on this
+        machine's GPU (service/gate.py); on a cluster its worker takes it alone (ray_executor/driver.py)."""
         zygote = self.zygote()
         gate = self.gate()
-        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=exclusive and self.exclusive_runs())
+        alone = capacity.times_gpu(job) and self.exclusive_runs()
+        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=alone)
         run_dir: Path | None = None
         try:
             run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
@@ -174,7 +175,9 @@ class Jobs:
             return report.no_gpu(self.choice.reason, static)
         by_gpu = peaks.load_cache()
         job = report.job(exercise.id, exercise.function, path, by_gpu)
-        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout, exclusive=True)
+        result, data = self.run_job(
+            job, report.RESULT, on_wait=on_wait, timeout=timeout
+        )  # alone: a timing mode
         profile = report.checked(data)
         if data is None:
             profile["problems"].append(no_result("the profile run", result)["problems"][0])
