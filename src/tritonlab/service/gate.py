@@ -1,5 +1,5 @@
 """The run queue every kind of run waits in: one gate per backend (service/workers.py), with `size` runs at once
-(runs/capacity.py: from the machine's cores and GPU memory; with Ray, the cluster workers' slots summed).
+(runs/capacity.py: from the machine's cores and GPU memory; one per cluster worker with Ray).
 
 The rules, all decided in one place (`FairGate._admit`), under one lock:
 - Arrival order: the queue is scanned from its head; a run is admitted only when every run ahead of it was
@@ -11,8 +11,7 @@ The rules, all decided in one place (`FairGate._admit`), under one lock:
   slot until it ends, never more.
 - Exclusive runs (those that time a GPU: the speed line's timing run, `bench`, `profile`) start only when no
   other run is in flight, and while one waits at the head or runs, no new run starts: their figures are honest.
-  The service asks for exclusivity on a local GPU only (service/jobs.py); on a cluster such a run takes its
-  worker alone in the Ray pool instead (ray_executor/driver.py).
+  The service asks for exclusivity on a local GPU only (service/jobs.py).
 - `on_wait(position)` is called while a run waits (about twice a second, and at once on every change), with its
   place among the waiting runs (1: next); it may raise to give up the place: the run leaves the queue at once.
 """

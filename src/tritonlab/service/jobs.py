@@ -87,18 +87,18 @@ class Jobs:
         source: str | None = None,
         cache: str | None = None,
         files: dict[str, str] | None = None,
+        exclusive: bool = False,
     ) -> tuple[RunResult, dict | None]:
         """Run one harness job in a sandboxed child, queued through the gate; return the run and the JSON the
         child wrote to `result_file` (None when it wrote none, or something that is not a JSON object).
         With `source`, the child runs that text (a snapshot in the run directory named like `job["file"]`).
         `cache`: the compile cache (default the learner's; the replay's only for a trusted mode, which the
-        zygote enforces); `files`: texts written into the run directory first (name -> text). A job whose mode times the GPU
-        (capacity.times_gpu: speed, bench, profile) runs alone on it: the gate's exclusive class on this
-        machine's GPU (service/gate.py); on a cluster its worker takes it alone (ray_executor/driver.py)."""
+        zygote enforces); `files`: texts written into the run directory first (name -> text). `exclusive`: the
+        run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only)."""
         zygote = self.zygote()
+        exclusive = exclusive or capacity.times_gpu(job)  # the modes that time the GPU: capacity.TIMING_MODES
         gate = self.gate()
-        alone = capacity.times_gpu(job) and self.exclusive_runs()
-        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=alone)
+        ticket = gate.acquire(on_wait, owner=self.run_owner, exclusive=exclusive and self.exclusive_runs())
         run_dir: Path | None = None
         try:
             run_dir = zygote.new_run_dir(cache=cache or self.cache_name)[0]
@@ -175,9 +175,7 @@ class Jobs:
             return report.no_gpu(self.choice.reason, static)
         by_gpu = peaks.load_cache()
         job = report.job(exercise.id, exercise.function, path, by_gpu)
-        result, data = self.run_job(
-            job, report.RESULT, on_wait=on_wait, timeout=timeout
-        )  # alone: a timing mode
+        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)  # alone: a timing mode
         profile = report.checked(data)
         if data is None:
             profile["problems"].append(no_result("the profile run", result)["problems"][0])

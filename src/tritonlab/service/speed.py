@@ -52,7 +52,7 @@ class Speed:
             data = no_result("the recording run", result)
         elif isinstance(data.get("record"), dict) and not data.get("problems"):
             # 2. timed by replaying that record in a trusted child that never imports the learner's file
-            timing = {  # a timing mode: the GPU alone while it times (capacity.times_gpu)
+            timing = {
                 "mode": "speed",
                 "exercise": exercise.id,
                 "file": job["file"],
@@ -67,6 +67,7 @@ class Speed:
                 timeout=120.0,
                 cache=caches.REPLAY,
                 files={"source.py": source},
+                exclusive=True,  # the GPU alone while it times: no neighbour's run skews the figure
             )
             if data is None:
                 data = no_result("the timing run", result)
