@@ -175,7 +175,8 @@ class Jobs:
             return report.no_gpu(self.choice.reason, static)
         by_gpu = peaks.load_cache()
         job = report.job(exercise.id, exercise.function, path, by_gpu)
-        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)  # alone: a timing mode
+        # "profile" times the GPU: it runs alone (capacity.TIMING_MODES)
+        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)
         profile = report.checked(data)
         if data is None:
             profile["problems"].append(no_result("the profile run", result)["problems"][0])
