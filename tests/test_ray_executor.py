@@ -253,7 +253,11 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
             ]
 
         def acquire(
-            self, exclude: set[str], timeout: float | None = None, exclusive: bool = False
+            self,
+            exclude: set[str],
+            timeout: float | None = None,
+            exclusive: bool = False,
+            idle_wait: float | None = None,
         ) -> remote.WorkerRef:
             left = [w for w in self.workers if w.key not in exclude]
             if not left:

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("ray", reason="ray is not installed: `pip install 'tritonlab[ray]'` to run these")
 
 from tritonlab.runs import capacity  # noqa: E402
-from tritonlab.runs.executor import WorkerLost  # noqa: E402
+from tritonlab.runs.executor import GpuBusy, WorkerLost  # noqa: E402
 from tritonlab.runs.limits import Limits  # noqa: E402
 from tritonlab.runs.ray_executor import driver, remote  # noqa: E402
 
@@ -62,12 +62,12 @@ class Runs:
         self.exclusive: set[str] = set()
         self.errors: dict[str, BaseException] = {}
 
-    def arrive(self, name: str, exclusive: bool = False) -> None:
+    def arrive(self, name: str, exclusive: bool = False, idle_wait: float | None = None) -> None:
         waiting = len(self.pool._waiting)
 
         def run() -> None:
             try:
-                worker = self.pool.acquire(set(), None, exclusive=exclusive)
+                worker = self.pool.acquire(set(), None, exclusive=exclusive, idle_wait=idle_wait)
             except BaseException as exc:  # noqa: BLE001 - the test reads it
                 self.errors[name] = exc
                 return
@@ -75,7 +75,7 @@ class Runs:
             self.where[name] = worker.key
             self.held[name] = worker
 
-        if exclusive:
+        if exclusive or idle_wait is not None:
             self.exclusive.add(name)
         threading.Thread(target=run, name=name, daemon=True).start()
         until(lambda: name in self.held or len(self.pool._waiting) > waiting, f"{name} asked for a worker")
@@ -152,6 +152,32 @@ def test_a_timing_run_takes_an_idle_worker_at_once_and_blocks_only_that_one() ->
     assert runs.overlaps("T") == [] and runs.overlaps("a") == ["b"] and not runs.errors
 
 
+def test_the_speed_line_takes_only_an_idle_worker_and_holds_up_no_one() -> None:
+    """The speed line's timing run (capacity.IDLE_ONLY_MODES, never graded): beside a run in flight it claims
+    nothing — a run arriving after it starts at once on the free slot — and it gives up with GpuBusy when no
+    worker was idle in time; on an idle worker it runs alone."""
+    pool = pool_of(2)
+    runs = Runs(pool)
+    runs.arrive("a")
+    runs.arrive("S", idle_wait=2.0)
+    runs.arrive("b")
+    until(lambda: "b" in runs.held, "b starts beside a")
+    assert "S" not in runs.errors, "b started only once the speed line gave up: it was held up"
+    until(lambda: "S" in runs.errors, "the speed line gives up")
+    assert isinstance(runs.errors.pop("S"), GpuBusy) and pool._waiting == []
+    for name in ("a", "b"):
+        runs.release(name)
+    runs.arrive("S2", idle_wait=1.0)
+    until(lambda: "S2" in runs.held, "the speed line runs on the idle worker")
+    runs.arrive("c")
+    time.sleep(SETTLE_S)
+    assert runs.running() == {"S2"}, "nothing runs beside a timing run"
+    runs.release("S2")
+    until(lambda: runs.running() == {"c"}, "c runs after it")
+    runs.release("c")
+    assert runs.overlaps("S2") == [] and not runs.errors
+
+
 def test_the_least_loaded_worker_is_chosen() -> None:
     pool = pool_of(2, 2)
     pool.workers["w0"].runs = 5  # used more before: its tie with w1 breaks towards w1
@@ -202,8 +228,14 @@ def test_a_remote_run_asks_for_its_worker_alone_when_its_job_times_the_gpu(mode:
     asked: list[bool] = []
 
     class Pool:
-        def acquire(self, exclude: set[str], timeout: float | None = None, exclusive: bool = False) -> None:
-            asked.append(exclusive)
+        def acquire(
+            self,
+            exclude: set[str],
+            timeout: float | None = None,
+            exclusive: bool = False,
+            idle_wait: float | None = None,
+        ) -> None:
+            asked.append((exclusive, idle_wait))
             raise WorkerLost("no other tritonlab worker is left in the cluster")
 
         def cache_for(self, run_dir: Path) -> None:
@@ -212,4 +244,5 @@ def test_a_remote_run_asks_for_its_worker_alone_when_its_job_times_the_gpu(mode:
     (tmp_path / "job.json").write_text(json.dumps({"mode": mode}))
     with pytest.raises(WorkerLost):
         remote.RemoteRun(Pool(), tmp_path, Limits()).wait()
-    assert asked == [mode in {"speed", "bench", "profile"}]
+    timing = mode in {"speed", "bench", "profile"}
+    assert asked == [(timing, capacity.IDLE_WAIT_S if mode == "speed" else None)]

@@ -16,7 +16,8 @@ same rules on its own node (ray_executor/actor.py), the driver's TRITONLAB_SLOTS
 
 Runs that time the GPU (`TIMING_MODES`, by job mode: the speed line's timing run, `bench`, `profile`) take it alone:
 the local queue's exclusive class (service/gate.py, service/jobs.py) and, on a cluster, a whole worker
-(ray_executor/driver.py: RayPool.acquire) — both ask `times_gpu`.
+(ray_executor/driver.py: RayPool.acquire) — both ask `times_gpu`. Of those, `IDLE_ONLY_MODES` (the speed line,
+never graded) take it only when it is idle, holding up no one, and give up after `IDLE_WAIT_S`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ GPU_RESERVE = 1 << 30  # left free on the GPU (the driver, the parent's nothing,
 # ("speed"; its recording run, "speed_record", times nothing), perf/bench_learner.py ("bench") and
 # profiling/report.py ("profile").
 TIMING_MODES = frozenset({"speed", "bench", "profile"})
+# Timing runs that are never graded: on a cluster worker only when it is idle, never claiming one, given up after
+# IDLE_WAIT_S (executor.GpuBusy): graded checks go first (service/speed.py does the same on a local GPU).
+IDLE_ONLY_MODES = frozenset({"speed"})
+IDLE_WAIT_S = 20.0
 
 
 class SlotsError(ExecutorError):
@@ -56,6 +61,11 @@ class Slots:
 def times_gpu(job: dict) -> bool:
     """Whether the run of this job times the GPU, and so must have it alone (see TIMING_MODES)."""
     return job.get("mode") in TIMING_MODES
+
+
+def idle_only(job: dict) -> bool:
+    """Whether the run of this job times the GPU only when it is idle (see IDLE_ONLY_MODES)."""
+    return job.get("mode") in IDLE_ONLY_MODES
 
 
 def cores() -> int:

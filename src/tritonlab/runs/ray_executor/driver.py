@@ -14,6 +14,8 @@ lost worker is `forget`-ten with all its slots. `capacity` is the sum of the usa
 queue follows it through `on_capacity`). A run whose job times the GPU (capacity.times_gpu: speed, bench,
 profile) takes a worker alone: it waits for one with no run in flight and holds all its slots until it ends;
 while it waits it claims the least loaded worker, which takes no new shared run meanwhile (it cannot starve).
+The speed line's timing run (capacity.idle_only) takes only an idle worker, claims none, and gives up
+(GpuBusy) after capacity.IDLE_WAIT_S: graded checks go first.
 The server is a long-running Ray driver that joins the cluster through the head's GCS (RAY_ADDRESS=HOST:PORT or
 `auto`); a one-off `check` from a laptop may use Ray Client (ray://HOST:10001) instead. See docs/scale.md.
 """
@@ -33,7 +35,7 @@ from ray import exceptions as ray_errors
 from tritonlab import config
 from tritonlab.runs import backend as backends
 from tritonlab.runs import caches, capacity, runfolder
-from tritonlab.runs.executor import ExecutorError, RemoteOptions, WorkerLost
+from tritonlab.runs.executor import ExecutorError, GpuBusy, RemoteOptions, WorkerLost
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.ray_executor import versions
 from tritonlab.runs.ray_executor.actor import START_TIMEOUT_S, Worker
@@ -209,12 +211,20 @@ class RayPool:
         this)."""
         return (worker.busy / worker.slots, worker.runs)
 
-    def acquire(self, exclude: set[str], timeout: float | None = None, exclusive: bool = False) -> WorkerRef:
+    def acquire(
+        self,
+        exclude: set[str],
+        timeout: float | None = None,
+        exclusive: bool = False,
+        idle_wait: float | None = None,
+    ) -> WorkerRef:
         """A slot on a worker not in `exclude` (the workers this run tried already), in arrival order;
-        `exclusive`: the whole worker (a run that times the GPU). Raises WorkerLost when no such worker is
-        left, or none had room within `timeout` seconds."""
+        `exclusive`: the whole worker (a run that times the GPU); `idle_wait`: the whole worker, but only an
+        idle one, giving up with GpuBusy after that many seconds (slots.py). Raises WorkerLost when no such
+        worker is left, or none had room within `timeout` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        want = Want(set(exclude), exclusive)
+        idle_by = None if idle_wait is None else time.monotonic() + idle_wait
+        want = Want(set(exclude), exclusive or idle_wait is not None, idle_only=idle_wait is not None)
         with self._cond:
             self._waiting.append(want)
             try:
@@ -226,6 +236,8 @@ class RayPool:
                         raise WorkerLost("no other tritonlab worker is left in the cluster")
                     if deadline is not None and time.monotonic() > deadline:
                         raise WorkerLost("no other tritonlab worker became free in time")
+                    if idle_by is not None and time.monotonic() > idle_by:
+                        raise GpuBusy(f"no cluster worker was idle once in {idle_wait:.0f} s")
                     self._cond.wait(0.5)
             except BaseException:
                 if want.worker is not None:  # granted in the same instant it gave up: give the slot back

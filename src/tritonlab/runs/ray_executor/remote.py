@@ -22,7 +22,7 @@ from typing import Protocol
 import ray
 from ray import exceptions as ray_errors
 
-from tritonlab.runs.capacity import MAX_SLOTS, times_gpu
+from tritonlab.runs.capacity import IDLE_WAIT_S, MAX_SLOTS, idle_only, times_gpu
 from tritonlab.runs.collect import RunResult
 from tritonlab.runs.executor import WorkerLost
 from tritonlab.runs.limits import Limits
@@ -74,7 +74,11 @@ class Workers(Protocol):
     and the compile cache named for a run directory."""
 
     def acquire(
-        self, exclude: set[str], timeout: float | None = None, exclusive: bool = False
+        self,
+        exclude: set[str],
+        timeout: float | None = None,
+        exclusive: bool = False,
+        idle_wait: float | None = None,
     ) -> WorkerRef: ...
 
     def release(self, worker: WorkerRef) -> None: ...
@@ -103,6 +107,7 @@ class RemoteRun:
         self._before = ""  # what earlier, lost attempts showed, and the note that they were lost
         self.timings: dict = {}  # driver side, seconds; the worker's own come back in its reply
         self.exclusive = False  # it times the GPU: its worker alone (set from its job's mode by _payload)
+        self.idle_wait: float | None = None  # and only an idle one, for at most this long (the speed line)
 
     def stop(self) -> None:
         self._stop.set()
@@ -118,7 +123,9 @@ class RemoteRun:
         tried: set[str] = set()
         while True:
             asked = time.monotonic()
-            worker = self.pool.acquire(tried, None if not tried else RETRY_WAIT_S, exclusive=self.exclusive)
+            worker = self.pool.acquire(
+                tried, None if not tried else RETRY_WAIT_S, exclusive=self.exclusive, idle_wait=self.idle_wait
+            )
             self.timings["worker_wait_s"] = self.timings.get("worker_wait_s", 0.0) + time.monotonic() - asked
             self._worker, self.node = worker, worker.node
             self.attempts.append(worker.node)
@@ -156,6 +163,7 @@ class RemoteRun:
         cache = self.pool.cache_for(self.run_dir)  # None: a run directory from elsewhere, no shared cache
         job, inputs, learner = transfer.payload(self.run_dir, cache)
         self.exclusive = times_gpu(job)
+        self.idle_wait = IDLE_WAIT_S if idle_only(job) else None
         self.timings["payload_mb"] = sum(len(v) for v in inputs.values()) / 1e6
         return job, inputs, learner, dataclasses.asdict(self.limits)
 

@@ -9,6 +9,8 @@ No ray import: tests/test_ray_slots.py drives it with plain workers.
   its slots (`alone`) until it ends. While no such worker exists it claims one, the least loaded (`claimed_by`):
   that worker takes no new shared run, so its runs in flight end and the exclusive run gets it; it cannot starve.
   A worker is claimed by one exclusive run at a time; a run whose claimed worker was lost claims another.
+- An idle-only run (`idle_only`: the speed line, never graded) takes a worker alone only when one has no run
+  in flight and no claim on it; it claims nothing and holds up no run behind it (its caller gives up in time).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Want:
 
     exclude: set[str] = field(default_factory=set)
     exclusive: bool = False
+    idle_only: bool = False  # exclusive, but only on an idle worker, holding up no one
     worker: Slotted | None = None  # granted
     claimed: Slotted | None = None  # exclusive, waiting: the worker it claimed
 
@@ -53,6 +56,13 @@ def grant(waiting: list[Want], workers: list[Slotted], prefer: Callable[[Slotted
         usable = [w for w in workers if w.key not in want.exclude]
         if want.claimed is not None and want.claimed.key not in live:
             want.unclaim()  # its worker was lost
+        if want.idle_only:
+            idle = [w for w in usable if w.busy == 0 and w.claimed_by is None]
+            if idle:
+                worker = min(idle, key=prefer)
+                worker.busy, worker.alone = worker.slots, True
+                _give(want, worker, granted)
+            continue
         if want.exclusive:
             idle = [w for w in usable if w.busy == 0 and w.claimed_by in (None, want)]
             if idle:
