@@ -80,3 +80,34 @@ def test_the_queue_and_the_warm_pool_follow_the_machine(machine, monkeypatch, tm
     monkeypatch.delenv("TRITONLAB_POOL", raising=False)
     assert pool.wanted("gpu", hardened=True, slots=6, bound=True) == 7
     assert pool.wanted("gpu", hardened=False, slots=20) == pool.MAX_POOL
+
+
+@pytest.mark.parametrize(
+    "mode", ["run", "check", "replay", "speed_record", "inspect", "speed", "bench", "profile"]
+)
+def test_a_job_that_times_the_gpu_asks_the_queue_for_it_alone(mode: str, monkeypatch, home) -> None:  # noqa: ANN001
+    """service/jobs.py run_job takes the exclusive class from the job's mode (runs/capacity.py:TIMING_MODES, the
+    list the Ray pool uses too), on a machine whose GPU runs take it alone (`exclusive_runs`), never elsewhere."""
+    from tritonlab.service import Service
+
+    class Asked(Exception):
+        pass
+
+    service = Service(backend="interpreter")
+    try:
+        gate = service.gate()
+        asked: list[bool] = []
+
+        def acquire(on_wait=None, *, owner=None, exclusive=False):  # noqa: ANN001, ANN202
+            asked.append(exclusive)
+            raise Asked  # what the queue was asked is the subject: no run starts
+
+        monkeypatch.setattr(gate, "acquire", acquire)
+        monkeypatch.setattr(service, "zygote", lambda: None)
+        for gpu_here in (True, False):
+            monkeypatch.setattr(service, "exclusive_runs", lambda gpu_here=gpu_here: gpu_here)
+            with pytest.raises(Asked):
+                service.run_job({"mode": mode, "file": "x.py"}, "result.json")
+        assert asked == [mode in {"speed", "bench", "profile"}, False]
+    finally:
+        service.close()

@@ -8,6 +8,7 @@ The session fixture starts a head and a second node with `ray start` (each offer
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 import secrets
@@ -178,18 +179,20 @@ def cluster() -> dict:
 def ray_service(cluster: dict):
     # The workers keep a warm single-use child (forced on the interpreter, as on a GPU by default), passed
     # to them like TRITONLAB_SANDBOX: CI exercises the path a GPU worker takes.
-    saved = os.environ.get("TRITONLAB_POOL")
-    os.environ["TRITONLAB_POOL"] = (
-        "2"  # warm children for a learner's runs and for the replays (caches.warm_plan)
-    )
+    # One run at a time per worker here (TRITONLAB_SLOTS, passed to them too): these tests fill the two
+    # workers; several runs per worker: test_two_owners_checks_share_one_worker and tests/test_ray_slots.py.
+    wanted = {"TRITONLAB_POOL": "2", "TRITONLAB_SLOTS": "1"}
+    saved = {key: os.environ.get(key) for key in wanted}
+    os.environ.update(wanted)
     try:
         service = Service(backend="interpreter", executor="ray", allow_unhardened_workers=not hardened_here())
         service.warm_up()
     finally:
-        if saved is None:
-            os.environ.pop("TRITONLAB_POOL", None)
-        else:
-            os.environ["TRITONLAB_POOL"] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     yield service
     service.close()
 
@@ -249,7 +252,13 @@ def test_lost_twice_means_nothing_was_graded(tmp_path: Path) -> None:
                 remote.WorkerRef(None, {"actor": k, "hostname": k, "ip": "x", "node_id": k}) for k in "ab"
             ]
 
-        def acquire(self, exclude: set[str], timeout: float | None = None) -> remote.WorkerRef:
+        def acquire(
+            self,
+            exclude: set[str],
+            timeout: float | None = None,
+            exclusive: bool = False,
+            idle_wait: float | None = None,
+        ) -> remote.WorkerRef:
             left = [w for w in self.workers if w.key not in exclude]
             if not left:
                 raise executors.WorkerLost("no other tritonlab worker is left in the cluster")
@@ -339,6 +348,74 @@ def test_a_worker_whose_course_differs_is_not_used(cluster: dict, monkeypatch, t
         assert "tritonlab code" not in refused[0]["reason"]  # only what differs is named
     finally:
         service.close()
+
+
+HOLDER = """
+import time
+print("started", flush=True)
+time.sleep(150)
+
+def vector_copy(x):
+    return x
+"""
+
+
+def test_two_owners_checks_share_one_worker(cluster: dict, monkeypatch, tmp_path: Path) -> None:
+    """TRITONLAB_SLOTS=3 in the driver, passed to the worker, which sizes itself with it (its node was started
+    with 2, tests/conftest.py): the one worker reports 3 slots, the pool's capacity and the service's queue are
+    3, and two learners' checks run on that worker at the same time — each check child printed `started` and
+    is still holding (it sleeps 150 s) when the other printed it. With one run per worker the second would
+    start only after the first ended. (Runs before `ray_service` holds the cluster's two units.)"""
+    monkeypatch.setenv("TRITONLAB_SLOTS", "3")
+    service = Service(
+        backend="interpreter", executor="ray", remote_workers=1, allow_unhardened_workers=not hardened_here()
+    )
+    file = tmp_path / "holder.py"
+    file.write_text(HOLDER)
+    handles: dict[str, object] = {}
+    shown: dict[str, list[str]] = {"ana": [], "ben": []}
+    threads = []
+    try:
+        service.warm_up()
+        pool = service.remote()
+        assert [w.report["slots"] for w in pool.workers.values()] == [3], pool.info
+        assert pool.capacity == 3 and service.gate().size == 3
+        exercise = service.exercise("vector-copy")
+        for name in shown:
+            learner = copy.copy(service)  # a classroom learner's view of the one service (classroom/room.py)
+            learner.run_owner = ("learner", name)
+            threads.append(
+                threading.Thread(
+                    target=learner.check,
+                    args=(exercise,),
+                    kwargs={
+                        "file": file,
+                        "record": False,
+                        "speed": False,
+                        "timeout": 180,
+                        "on_start": lambda h, n=name: handles.setdefault(n, h),
+                        "on_output": shown[name].append,
+                    },
+                    daemon=True,
+                )
+            )
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 90
+        while not all("started" in "".join(out) for out in shown.values()):
+            assert time.monotonic() < deadline, f"the two checks did not run at once: {shown}"
+            assert all(t.is_alive() for t in threads), "a check ended before the other started"
+            time.sleep(0.05)
+        assert all(t.is_alive() for t in threads)  # both children hold their slots now
+        workers = {handles[n]._worker.key for n in shown}
+        assert workers == set(pool.workers), workers  # the one worker runs both
+    finally:
+        for h in handles.values():
+            h.stop()
+        for t in threads:
+            t.join(60)
+        service.close()
+    assert not any(t.is_alive() for t in threads)
 
 
 def wire(value: object) -> int:

@@ -11,7 +11,13 @@ Each run keeps its own process, sandbox, cgroup and soft GPU memory cap; what bo
   plus about `CONTEXT_BYTES` for its CUDA context and Triton's modules; the runs fit in the GPU's memory
   less `GPU_RESERVE`.
 TRITONLAB_SLOTS=N overrides the figure (a positive integer, at most `MAX_SLOTS`); `Slots.reason` says which limit
-decided it (`tritonlab doctor` prints it; docs/reliability.md, "Runs at once").
+decided it (`tritonlab doctor` prints it; docs/reliability.md, "Runs at once"). A Ray worker sizes itself with the
+same rules on its own node (ray_executor/actor.py), the driver's TRITONLAB_SLOTS passed to it.
+
+Runs that time the GPU (`TIMING_MODES`, by job mode: the speed line's timing run, `bench`, `profile`) take it alone:
+the local queue's exclusive class (service/gate.py, service/jobs.py) and, on a cluster, a whole worker
+(ray_executor/driver.py: RayPool.acquire) — both ask `times_gpu`. Of those, `IDLE_ONLY_MODES` (the speed line,
+never graded) take it only when it is idle, holding up no one, and give up after `IDLE_WAIT_S`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,14 @@ MIN_INTERPRETER = 2  # the interpreter's queue took two runs at once before it w
 HOST_SHARE = 0.8
 CONTEXT_BYTES = 1 << 29  # a run's CUDA context and loaded modules, outside torch's allocator cap
 GPU_RESERVE = 1 << 30  # left free on the GPU (the driver, the parent's nothing, a margin)
+# The job modes whose run times the GPU, so it runs with no other run beside it: perf/speed.py's timing replay
+# ("speed"; its recording run, "speed_record", times nothing), perf/bench_learner.py ("bench") and
+# profiling/report.py ("profile").
+TIMING_MODES = frozenset({"speed", "bench", "profile"})
+# Timing runs that are never graded: on a cluster worker only when it is idle, never claiming one, given up after
+# IDLE_WAIT_S (executor.GpuBusy): graded checks go first (service/speed.py does the same on a local GPU).
+IDLE_ONLY_MODES = frozenset({"speed"})
+IDLE_WAIT_S = 20.0
 
 
 class SlotsError(ExecutorError):
@@ -42,6 +56,16 @@ class Slots:
 
     count: int
     reason: str
+
+
+def times_gpu(job: dict) -> bool:
+    """Whether the run of this job times the GPU, and so must have it alone (see TIMING_MODES)."""
+    return job.get("mode") in TIMING_MODES
+
+
+def idle_only(job: dict) -> bool:
+    """Whether the run of this job times the GPU only when it is idle (see IDLE_ONLY_MODES)."""
+    return job.get("mode") in IDLE_ONLY_MODES
 
 
 def cores() -> int:

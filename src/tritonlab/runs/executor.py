@@ -27,6 +27,11 @@ class ExecutorError(RuntimeError):
     """The executor cannot run anything (no cluster, no usable worker); the message says what to do."""
 
 
+class GpuBusy(ExecutorError):
+    """A run that times the GPU only when it is idle (capacity.IDLE_ONLY_MODES: the speed line, never graded)
+    found no idle moment in time, on a cluster worker (ray_executor/driver.py); nothing ran."""
+
+
 class WorkerLost(ExecutorError):
     """What runs a check went away mid-run, and so did the one retry: nothing was graded. A remote worker
     (ray_executor/remote.py), or this machine's harness: its zygote, or a replay or compile child killed from

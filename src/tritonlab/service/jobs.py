@@ -11,7 +11,7 @@ from pathlib import Path
 from tritonlab.grading import kernel_inspect
 from tritonlab.grading.check import job as check_job
 from tritonlab.models import Exercise
-from tritonlab.runs import rundir, runfolder
+from tritonlab.runs import capacity, rundir, runfolder
 from tritonlab.runs.collect import Run, RunResult
 from tritonlab.runs.limits import default_limits
 
@@ -98,6 +98,7 @@ class Jobs:
         run times the GPU, so it runs alone on it (service/gate.py; on this machine's GPU only); `idle_wait`: and
         only when the GPU is idle, giving up with `gate.GpuBusy` after that many seconds."""
         zygote = self.zygote()
+        exclusive = exclusive or capacity.times_gpu(job)  # the modes that time the GPU: capacity.TIMING_MODES
         gate = self.gate()
         alone = exclusive and self.exclusive_runs()
         ticket = gate.acquire(
@@ -179,7 +180,8 @@ class Jobs:
             return report.no_gpu(self.choice.reason, static)
         by_gpu = peaks.load_cache()
         job = report.job(exercise.id, exercise.function, path, by_gpu)
-        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout, exclusive=True)
+        # "profile" times the GPU: it runs alone (capacity.TIMING_MODES)
+        result, data = self.run_job(job, report.RESULT, on_wait=on_wait, timeout=timeout)
         profile = report.checked(data)
         if data is None:
             profile["problems"].append(no_result("the profile run", result)["problems"][0])

@@ -178,7 +178,7 @@ class Workers:
             gate = self._gates.get(self.backend)
         if gate is not None:
             return gate
-        if self.executor != "local":  # one run per cluster worker; lost workers shrink it
+        if self.executor != "local":  # the cluster workers' slots, summed; lost workers shrink it
             size = max(1, self._remote.capacity)
         else:
             size = self.run_slots().count  # outside the lock: it may ask nvidia-smi
@@ -191,8 +191,9 @@ class Workers:
             return self._gates[self.backend]
 
     def exclusive_runs(self) -> bool:
-        """Whether a run that times the GPU takes it alone: on this machine's GPU (a cluster worker runs one
-        run at a time already; the interpreter times nothing)."""
+        """Whether a run that times the GPU (capacity.times_gpu) waits in this queue's exclusive class: on this
+        machine's GPU. On a cluster the queue holds the workers' slots summed, and such a run takes its worker
+        alone in the pool instead (ray_executor/driver.py: RayPool.acquire); the interpreter times nothing."""
         return self.executor == "local" and self.backend == "gpu"
 
     def close(self) -> None:

@@ -1,11 +1,15 @@
 """The worker actor, on a cluster node: one per GPU, or per `tritonlab_interpreter` unit (wrapped by
 `ray.remote` when the driver creates it: driver.RayPool).
 
+- It takes several runs at once: its `slots`, computed on its own node with the local executor's rules
+  (runs/capacity.py: cores, host memory, GPU memory over the soft cap; the server's TRITONLAB_SLOTS passed to
+  it overrides), reported in its self-check; the driver gives it at most that many runs at once, and a run
+  that times the GPU alone (driver.RayPool.acquire). Each run keeps its own process, sandbox and cgroup.
 - It starts a warm local `sandbox.Zygote` for its backend with the full sandbox (hardening.decide, as
   locally), after a doctor-style self-check (which sandbox layers a probe verified, torch/triton versions,
-  the node) that the driver reads with `hello()`; the zygote keeps warm single-use children (2 on a GPU,
-  `TRITONLAB_POOL` from the server), under the hardened layer too: every run directory comes from the
-  zygote (`Zygote.new_run_dir`), which binds a child to the next one ahead (pool.BoundPool).
+  the node, its slots) that the driver reads with `hello()`; the zygote keeps warm single-use children
+  (slots + 1 on a GPU, `TRITONLAB_POOL` from the server), under the hardened layer too: every run directory
+  comes from the zygote (`Zygote.new_run_dir`), which binds a child to the next one ahead (pool.BoundPool).
 - `run(job_id, job, inputs, learner, limits)` writes the job into a run directory of its own node, runs it
   in its zygote, and returns plain data it builds itself (transfer.reply), plus `timings`, where its time
   went.
@@ -13,8 +17,8 @@
   same check pipeline as a local check, found by name (`CHECK_ENTRY`), and returns the verdict data.
 - Its self-check reports its course and code versions (versions.py); the driver refuses a worker whose
   versions differ from its own.
-- It is threaded (`max_concurrency`), so that `read_output(job_id, offset)` (live output) and `stop(job_id)`
-  (kill the run's process tree, via the zygote) are served while `run` is busy. `ray.cancel` cannot
+- It is threaded (`max_concurrency`: its slots' runs, and beside them `read_output(job_id, offset)` (live
+  output) and `stop(job_id)` (kill the run's process tree, via the zygote), served while runs are busy). `ray.cancel` cannot
   interrupt a running actor method; this can.
 """
 
@@ -33,7 +37,7 @@ from pathlib import Path
 import ray
 
 from tritonlab.runs import backend as backends
-from tritonlab.runs import hardening, pool, rundir, runfolder, sandbox
+from tritonlab.runs import capacity, hardening, pool, rundir, runfolder, sandbox
 from tritonlab.runs.collect import Run
 from tritonlab.runs.ray_executor import transfer, versions
 
@@ -70,11 +74,19 @@ class _Job:
 class Worker:
     """A tritonlab worker on one node (wrapped by `ray.remote` when the pool creates it)."""
 
-    def __init__(self, backend: str, sandbox_mode: str | None = None, pool_size: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: str,
+        sandbox_mode: str | None = None,
+        pool_size: str | None = None,
+        slots: str | None = None,
+    ) -> None:
         if sandbox_mode:  # the server's explicit TRITONLAB_SANDBOX applies to its workers too
             os.environ["TRITONLAB_SANDBOX"] = sandbox_mode
         if pool_size:  # and so does its explicit TRITONLAB_POOL
             os.environ["TRITONLAB_POOL"] = pool_size
+        if slots:  # and its explicit TRITONLAB_SLOTS
+            os.environ[capacity.ENV] = slots
         self.backend = backend
         self._jobs: dict[str, _Job] = {}
         self._early_stops: list[str] = []  # Stops that arrived before their run (methods run concurrently)
@@ -103,14 +115,19 @@ class Worker:
         except hardening.Unavailable as exc:
             hardened, reason = False, str(exc)
         report.update({"hardened": hardened, "sandbox_reason": reason, "layers": list(probe["layers"])})
-        if self.backend == "gpu":
-            report["gpu"] = {
-                k: v for k, v in backends.probe_gpu().items() if isinstance(v, str | bool | None)
-            }
+        gpu = backends.probe_gpu() if self.backend == "gpu" else None
+        if gpu is not None:
+            report["gpu"] = {k: v for k, v in gpu.items() if isinstance(v, str | bool | None)}
+        try:  # runs at once on this node, by the local executor's rules (runs/capacity.py)
+            slots = capacity.slots(self.backend, gpu)
+        except capacity.SlotsError as exc:
+            report["error"] = str(exc)
+            return report
+        report["slots"], report["slots_reason"] = slots.count, slots.reason
         # Warm single-use children, as a local server keeps them (pool.py): on a GPU each run finds a child
         # with its CUDA context made. Hardened too: this worker takes every run directory from its zygote
         # (Zygote.new_run_dir), so the child can isolate itself into the next one ahead (pool.BoundPool).
-        self.pool_size = pool.wanted(self.backend, hardened, bound=True)
+        self.pool_size = pool.wanted(self.backend, hardened, slots.count, bound=True)
         report["pool"] = self.pool_size
         try:
             self.zygote = self._new_zygote(hardened)

@@ -4,11 +4,20 @@ tritonlab workers (`RayPool`).
 RayPool creates the worker actors (actor.Worker), reads their self-checks and keeps only the usable ones: a
 worker whose sandbox is not hardened is refused unless the operator allowed it
 (TRITONLAB_RAY_ALLOW_UNHARDENED=1), and so is one whose course or tritonlab code differs from this process's
-(versions.py): it grades a check from its seed, so it must make and judge the same cases. To the grader it looks like a Zygote: `new_run_dir` gives a local run
-directory, `start(run_dir, limits)` returns a remote.RemoteRun, and a free worker is handed to each run in
-turn (`acquire`, `release`; a lost one is `forget`-ten). The server is a long-running Ray driver that joins the
-cluster through the head's GCS (RAY_ADDRESS=HOST:PORT or `auto`); a one-off `check` from a laptop may use Ray
-Client (ray://HOST:10001) instead. See docs/scale.md.
+(versions.py): it grades a check from its seed, so it must make and judge the same cases. To the grader it looks
+like a Zygote: `new_run_dir` gives a local run directory, `start(run_dir, limits)` returns a remote.RemoteRun.
+
+Each worker takes several runs at once: the `slots` its self-check reports (runs/capacity.py, computed on its own
+node; TRITONLAB_SLOTS is passed to it from this process's environment). `acquire` hands a run a worker with a
+free slot, the least loaded first (`prefer`), in arrival order (slots.grant); `release` gives the slot back; a
+lost worker is `forget`-ten with all its slots. `capacity` is the sum of the usable workers' slots (the service's
+queue follows it through `on_capacity`). A run whose job times the GPU (capacity.times_gpu: speed, bench,
+profile) takes a worker alone: it waits for one with no run in flight and holds all its slots until it ends;
+while it waits it claims the least loaded worker, which takes no new shared run meanwhile (it cannot starve).
+The speed line's timing run (capacity.idle_only) takes only an idle worker, claims none, and gives up
+(GpuBusy) after capacity.IDLE_WAIT_S: graded checks go first.
+The server is a long-running Ray driver that joins the cluster through the head's GCS (RAY_ADDRESS=HOST:PORT or
+`auto`); a one-off `check` from a laptop may use Ray Client (ray://HOST:10001) instead. See docs/scale.md.
 """
 
 from __future__ import annotations
@@ -25,16 +34,19 @@ from ray import exceptions as ray_errors
 
 from tritonlab import config
 from tritonlab.runs import backend as backends
-from tritonlab.runs import caches, runfolder
-from tritonlab.runs.executor import ExecutorError, RemoteOptions, WorkerLost
+from tritonlab.runs import caches, capacity, runfolder
+from tritonlab.runs.executor import ExecutorError, GpuBusy, RemoteOptions, WorkerLost
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.ray_executor import versions
 from tritonlab.runs.ray_executor.actor import START_TIMEOUT_S, Worker
 from tritonlab.runs.ray_executor.remote import RemoteCheck, RemoteRun, WorkerRef, label
+from tritonlab.runs.ray_executor.slots import Want, grant
 
 NAMESPACE = "tritonlab"
 RESOURCES = {"interpreter": "tritonlab_interpreter", "gpu": "GPU"}
-ACTOR_CONCURRENCY = 8
+# An actor's threads: one per run in flight (up to capacity.MAX_SLOTS), one per run's output poll beside it,
+# and a few for Stop and the self-check.
+ACTOR_CONCURRENCY = 2 * capacity.MAX_SLOTS + 8
 
 
 def connect(address: str | None) -> None:
@@ -76,7 +88,7 @@ class RayPool:
         self.versions = versions.local()  # a worker must report the same course and code (versions.py)
         self.dead = False
         self.on_capacity: Callable[[int], None] | None = None
-        self._free: list[WorkerRef] = []
+        self._waiting: list[Want] = []  # runs waiting for a worker, in arrival order (slots.grant)
         self._cond = threading.Condition()
         self._cache_of: dict[Path, str] = {}  # run directory -> the compile cache named for it (new_run_dir)
         self._started = False
@@ -112,6 +124,7 @@ class RayPool:
                 + ("GPUs" if self.backend == "gpu" else f"--resources '{{\"{self.resource}\": 1}}'")
                 + " (docs/scale.md)"
             )
+        capacity.forced()  # a bad TRITONLAB_SLOTS is said here, once, not by every worker
         placement = {"num_gpus": 1} if self.backend == "gpu" else {"resources": {self.resource: 1}}
         actor_class = ray.remote(Worker)
         handles = [
@@ -121,7 +134,12 @@ class RayPool:
                 max_restarts=0,
                 scheduling_strategy="SPREAD",
                 **placement,
-            ).remote(self.backend, os.environ.get("TRITONLAB_SANDBOX"), os.environ.get("TRITONLAB_POOL"))
+            ).remote(
+                self.backend,
+                os.environ.get("TRITONLAB_SANDBOX"),
+                os.environ.get("TRITONLAB_POOL"),
+                os.environ.get(capacity.ENV),
+            )
             for _ in range(count)
         ]
         pending = {h.hello.remote(): h for h in handles}
@@ -146,7 +164,6 @@ class RayPool:
                 continue
             worker = WorkerRef(handle, report)
             self.workers[worker.key] = worker
-            self._free.append(worker)
         used = list(self.workers.values())
         self.hardened = bool(used) and all(w.report["hardened"] for w in used)
         self.hardened_reason = (
@@ -181,45 +198,78 @@ class RayPool:
 
     @property
     def capacity(self) -> int:
+        """Runs at once on the usable workers: the sum of their slots."""
         with self._cond:
-            return len(self.workers)
+            return sum(w.slots for w in self.workers.values())
 
     def _capacity_changed(self) -> None:
         if self.on_capacity:
-            self.on_capacity(len(self.workers))
+            self.on_capacity(self.capacity)
 
     def prefer(self, worker: WorkerRef) -> tuple:
-        """Order of choice among free workers: the least used first (tests steer this)."""
-        return (worker.runs,)
+        """Order of choice among workers with room: the least loaded first, then the least used (tests steer
+        this)."""
+        return (worker.busy / worker.slots, worker.runs)
 
-    def acquire(self, exclude: set[str], timeout: float | None = None) -> WorkerRef:
+    def acquire(
+        self,
+        exclude: set[str],
+        timeout: float | None = None,
+        exclusive: bool = False,
+        idle_wait: float | None = None,
+    ) -> WorkerRef:
+        """A slot on a worker not in `exclude` (the workers this run tried already), in arrival order;
+        `exclusive`: the whole worker (a run that times the GPU); `idle_wait`: the whole worker, but only an
+        idle one, giving up with GpuBusy after that many seconds (slots.py). Raises WorkerLost when no such
+        worker is left, or none had room within `timeout` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        idle_by = None if idle_wait is None else time.monotonic() + idle_wait
+        want = Want(set(exclude), exclusive or idle_wait is not None, idle_only=idle_wait is not None)
         with self._cond:
-            while True:
-                choices = [w for w in self._free if w.key not in exclude]
-                if choices:
-                    worker = min(choices, key=self.prefer)
-                    self._free.remove(worker)
-                    worker.runs += 1
-                    return worker
-                if not any(key not in exclude for key in self.workers):
-                    raise WorkerLost("no other tritonlab worker is left in the cluster")
-                if deadline is not None and time.monotonic() > deadline:
-                    raise WorkerLost("no other tritonlab worker became free in time")
-                self._cond.wait(0.5)
+            self._waiting.append(want)
+            try:
+                while True:
+                    self._grant()
+                    if want.worker is not None:
+                        return want.worker
+                    if not any(key not in exclude for key in self.workers):
+                        raise WorkerLost("no other tritonlab worker is left in the cluster")
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise WorkerLost("no other tritonlab worker became free in time")
+                    if idle_by is not None and time.monotonic() > idle_by:
+                        raise GpuBusy(f"no cluster worker was idle once in {idle_wait:.0f} s")
+                    self._cond.wait(0.5)
+            except BaseException:
+                if want.worker is not None:  # granted in the same instant it gave up: give the slot back
+                    self._give_back(want.worker)
+                want.unclaim()
+                if want in self._waiting:
+                    self._waiting.remove(want)
+                self._grant()
+                raise
+
+    def _grant(self) -> None:
+        """Hand out what the rules allow now (caller holds the lock; slots.grant); wake the waiters if any."""
+        if grant(self._waiting, list(self.workers.values()), self.prefer):
+            self._cond.notify_all()
+
+    def _give_back(self, worker: WorkerRef) -> None:
+        if worker.alone:
+            worker.busy, worker.alone = 0, False
+        else:
+            worker.busy = max(0, worker.busy - 1)
 
     def release(self, worker: WorkerRef) -> None:
         with self._cond:
-            if worker.key in self.workers:
-                self._free.append(worker)
+            self._give_back(worker)
+            self._grant()
             self._cond.notify_all()
 
     def forget(self, worker: WorkerRef) -> None:
-        """A worker that was lost: never chosen again."""
+        """A worker that was lost: never chosen again; its slots are gone with it."""
         with self._cond:
             self.workers.pop(worker.key, None)
-            if worker in self._free:
-                self._free.remove(worker)
+            self._grant()  # a run that had claimed it claims another
             self._cond.notify_all()
         try:
             ray.kill(worker.handle)
@@ -259,7 +309,7 @@ class RayPool:
         with self._cond:
             workers = list(self.workers.values())
             self.workers.clear()
-            self._free.clear()
+            self._cond.notify_all()
         for worker in workers:
             try:
                 ray.kill(worker.handle)

@@ -22,6 +22,7 @@ from typing import Protocol
 import ray
 from ray import exceptions as ray_errors
 
+from tritonlab.runs.capacity import IDLE_WAIT_S, MAX_SLOTS, idle_only, times_gpu
 from tritonlab.runs.collect import RunResult
 from tritonlab.runs.executor import WorkerLost
 from tritonlab.runs.limits import Limits
@@ -46,21 +47,39 @@ def label(report: dict) -> str:
 
 
 class WorkerRef:
-    """A worker actor as the driver knows it: its handle, its self-check, the runs it was given."""
+    """A worker actor as the driver knows it: its handle, its self-check, its slots (runs at once, from its
+    self-check) and how they are used now (driver.RayPool, slots.grant), the runs it was given."""
 
     def __init__(self, handle: object, report: dict) -> None:
         self.handle = handle
         self.report = report
         self.key = report["actor"]
         self.node = label(report)
+        self.slots = slot_count(report.get("slots"))
+        self.busy = 0  # runs in flight on it (all its slots while held alone)
+        self.alone = False  # held by a run that times the GPU
+        self.claimed_by: object = None  # the exclusive run waiting for it to empty
         self.runs = 0
+
+
+def slot_count(value: object) -> int:
+    """A worker's runs at once as its self-check reported them: a whole number from 1 to MAX_SLOTS, else 1."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 1
+    return max(1, min(value, MAX_SLOTS))
 
 
 class Workers(Protocol):
     """What a remote run needs of the cluster's workers (driver.RayPool): a free one, given back or forgotten,
     and the compile cache named for a run directory."""
 
-    def acquire(self, exclude: set[str], timeout: float | None = None) -> WorkerRef: ...
+    def acquire(
+        self,
+        exclude: set[str],
+        timeout: float | None = None,
+        exclusive: bool = False,
+        idle_wait: float | None = None,
+    ) -> WorkerRef: ...
 
     def release(self, worker: WorkerRef) -> None: ...
 
@@ -87,6 +106,8 @@ class RemoteRun:
         self._shown: list[str] = []  # what this attempt streamed so far
         self._before = ""  # what earlier, lost attempts showed, and the note that they were lost
         self.timings: dict = {}  # driver side, seconds; the worker's own come back in its reply
+        self.exclusive = False  # it times the GPU: its worker alone (set from its job's mode by _payload)
+        self.idle_wait: float | None = None  # and only an idle one, for at most this long (the speed line)
 
     def stop(self) -> None:
         self._stop.set()
@@ -102,7 +123,9 @@ class RemoteRun:
         tried: set[str] = set()
         while True:
             asked = time.monotonic()
-            worker = self.pool.acquire(tried, None if not tried else RETRY_WAIT_S)
+            worker = self.pool.acquire(
+                tried, None if not tried else RETRY_WAIT_S, exclusive=self.exclusive, idle_wait=self.idle_wait
+            )
             self.timings["worker_wait_s"] = self.timings.get("worker_wait_s", 0.0) + time.monotonic() - asked
             self._worker, self.node = worker, worker.node
             self.attempts.append(worker.node)
@@ -139,6 +162,8 @@ class RemoteRun:
         """What this run ships (the arguments of the actor's method after the job's id)."""
         cache = self.pool.cache_for(self.run_dir)  # None: a run directory from elsewhere, no shared cache
         job, inputs, learner = transfer.payload(self.run_dir, cache)
+        self.exclusive = times_gpu(job)
+        self.idle_wait = IDLE_WAIT_S if idle_only(job) else None
         self.timings["payload_mb"] = sum(len(v) for v in inputs.values()) / 1e6
         return job, inputs, learner, dataclasses.asdict(self.limits)
 
