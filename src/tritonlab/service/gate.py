@@ -1,5 +1,5 @@
 """The run queue every kind of run waits in: one gate per backend (service/workers.py), with `size` runs at once
-(runs/capacity.py: from the machine's cores and GPU memory; one per cluster worker with Ray).
+(runs/capacity.py: from the machine's cores and GPU memory; with Ray the cluster workers' slots summed).
 
 The rules, all decided in one place (`FairGate._admit`), under one lock:
 - Arrival order: the queue is scanned from its head; a run is admitted only when every run ahead of it was
@@ -27,6 +27,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tritonlab.runs.executor import GpuBusy  # one class for both executors: the speed line catches it
+
+__all__ = ["FairGate", "GpuBusy", "Ticket"]
+
 POLL_S = 0.5  # how often a waiting run's on_wait is called when nothing changes
 
 
@@ -38,10 +42,6 @@ class Ticket:
     exclusive: bool = False
     granted: bool = False
     idle_only: bool = False  # exclusive, but waits for an idle moment without blocking anyone behind it
-
-
-class GpuBusy(RuntimeError):
-    """A run that waited for an idle GPU (`acquire(idle_wait=...)`) found none in time."""
 
 
 class FairGate:

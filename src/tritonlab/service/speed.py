@@ -10,13 +10,13 @@ from pathlib import Path
 
 from tritonlab.models import Exercise, Verdict
 from tritonlab.perf import bench_learner
-from tritonlab.runs import caches
+from tritonlab.runs import caches, capacity
 from tritonlab.service.gate import GpuBusy
 from tritonlab.service.jobs import no_result
 
 # The speed line is timed on an idle GPU only (never graded): while other checks wait, it is not taken, and a
 # timing run that finds no idle moment in this many seconds gives up.
-SPEED_IDLE_WAIT_S = 20.0
+SPEED_IDLE_WAIT_S = capacity.IDLE_WAIT_S
 BUSY = (
     "not timed: the GPU was busy with other checks (the speed line is measured only on an idle GPU, so that no "
     "neighbour's run skews it; `tritonlab bench` times your kernel on request)"
