@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Ray reads its token auth once, when it is imported, and any test module may be the first to import it
+# (tests/test_ray_slots.py imports the driver; collected first, it left the cluster tests of
+# tests/test_ray_executor.py unable to join): the session's token file is made here, before any test module.
+RAY_AUTH = Path(tempfile.mkdtemp(prefix="tl-ray-auth-", dir="/tmp"))
+atexit.register(shutil.rmtree, RAY_AUTH, True)
+(RAY_AUTH / "token").write_text(secrets.token_hex(32))
+(RAY_AUTH / "token").chmod(0o600)
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN_PATH"] = str(RAY_AUTH / "token")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_COURSE = ROOT / "tests" / "fixtures" / "course"

@@ -98,7 +98,7 @@ def test_a_job_that_times_the_gpu_asks_the_queue_for_it_alone(mode: str, monkeyp
         gate = service.gate()
         asked: list[bool] = []
 
-        def acquire(on_wait=None, *, owner=None, exclusive=False):  # noqa: ANN001, ANN202
+        def acquire(on_wait=None, *, owner=None, exclusive=False, idle_wait=None):  # noqa: ANN001, ANN202
             asked.append(exclusive)
             raise Asked  # what the queue was asked is the subject: no run starts
 

@@ -7,11 +7,9 @@ The session fixture starts a head and a second node with `ray start` (each offer
 
 from __future__ import annotations
 
-import atexit
 import copy
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -23,14 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-# Token auth is read once, when ray is imported: this process (a driver too) gets its token file now.
-AUTH = Path(tempfile.mkdtemp(prefix="tl-ray-auth-", dir="/tmp"))
-atexit.register(shutil.rmtree, AUTH, True)
-(AUTH / "token").write_text(secrets.token_hex(32))
-(AUTH / "token").chmod(0o600)
-os.environ["RAY_AUTH_MODE"] = "token"
-os.environ["RAY_AUTH_TOKEN_PATH"] = str(AUTH / "token")
+from conftest import RAY_AUTH as AUTH  # noqa: E402 - the session's token, made before ray was imported
 
 ray = pytest.importorskip("ray", reason="ray is not installed: `pip install 'tritonlab[ray]'` to run these")
 
