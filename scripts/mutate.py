@@ -331,8 +331,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "gate-admits-one-more",
         "service/gate.py",
-        "while self._queue[0] is not ticket or self._active >= self.size:",
-        "while self._queue[0] is not ticket or self._active > self.size:",
+        "            if running >= self._size:\n                break",
+        "            if running > self._size:\n                break",
         k(G, "exactly_its_size"),
         ci=True,
         what="the gate lets one run too many through",
@@ -341,10 +341,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "viz-cap-removed",
         "web/viz_api.py",
-        "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
-        "    if not slots.acquire(blocking=False):",
-        "seed = body.seed if body is not None and body.seed is not None else 0\n    slots = _viz_slots(request)\n"
-        "    if not slots.acquire(blocking=True):",
+        '            if self._active >= self.size:\n                return "busy"',
+        '            if self._active > self.size:\n                return "busy"',
         k(G, "four_pictures"),
         what="more than four pictures are drawn at once",
         area="sandbox",
