@@ -12,6 +12,13 @@ replay's wait for the precompile, kernels precompiled and kernels the replay sti
 
 Writes DIR/edited-kernel.json and prints a table last. Runs on the interpreter too (`--backend interpreter`),
 where the compile is not the cost.
+
+`--save-first` measures the compile ahead of a save instead (service/ahead.py), in-process through one
+`Service` as the web server calls it: for each edit, the text is saved as the editor saves it and checked
+twice over, on two fresh edits: once with Check pressed at once (the compile ahead stopped by the check),
+once after the compile ahead ended (a learner who read for a few seconds). It writes
+DIR/edited-kernel-saved.json with, per row, the seconds until the verdict was shown (`shown_s`) and the
+compile ahead's outcome.
 """
 
 from __future__ import annotations
@@ -98,14 +105,66 @@ def summary(verdict: dict) -> dict:
     return {k: round(float(timings[k]), 3) for k in PHASES if isinstance(timings.get(k), int | float)}
 
 
+def save_first(exercises: list[str], backend: str, repeats: int, out: Path) -> list[dict]:
+    """See the module docstring: each edit saved, then checked at once or after its compile ahead ended."""
+    os.environ["TRITONLAB_HOME"] = tempfile.mkdtemp(prefix="edited-saved-")
+    from tritonlab.service import Service
+
+    service = Service(workspace_dir=Path(os.environ["TRITONLAB_HOME"]) / "ws", backend=backend, lang="en")
+    rows: list[dict] = []
+    try:
+        for name in exercises:
+            exercise = service.exercise(name)
+            original = solution(name).read_text()
+            for k in range(repeats + 1):
+                for mode in ("at once", "after the compile ahead") if k else ("warm-up",):
+                    text = edit(original, uuid.uuid4().hex[:12]) if k else original
+                    _, version = service.read_code(exercise)
+                    service.save_code(exercise, text, version, force=True)
+                    ahead = None
+                    if mode == "after the compile ahead":
+                        ahead = service.ahead.wait(service.cache_name, name, 120)
+                    shown: list[float] = []
+                    began = time.monotonic()
+                    verdict = service.check(
+                        exercise, text=text, speed=False,
+                        on_verdict=lambda v, s=shown, b=began: s.append(time.monotonic() - b),
+                    )  # fmt: skip
+                    wall = time.monotonic() - began
+                    if mode == "at once":
+                        ahead = service.ahead.wait(service.cache_name, name, 30)
+                    rows.append({
+                        "exercise": name, "mode": mode, "passed": verdict.passed,
+                        "shown_s": round(shown[0] if shown else wall, 3), "wall_s": round(wall, 3),
+                        "ahead": ahead, "phases": summary({"timings": verdict.timings}),
+                    })  # fmt: skip
+                    (out / "edited-kernel-saved.json").write_text(json.dumps({"rows": rows}, indent=1))
+    finally:
+        service.close()
+    print(f"{'exercise':<14} {'mode':<24} {'passed':<7} {'shown s':>8}  compile ahead")
+    for r in rows:
+        ahead = (r["ahead"] or {}).get("status", "-")
+        print(f"{r['exercise']:<14} {r['mode']:<24} {r['passed']!s:<7} {r['shown_s']:>8.2f}  {ahead}")
+    for name in exercises:
+        for mode in ("at once", "after the compile ahead"):
+            shown = [r["shown_s"] for r in rows if r["exercise"] == name and r["mode"] == mode]
+            if shown:
+                print(f"{name}: {mode}: median of {len(shown)} {statistics.median(shown):.2f} s")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("exercises", nargs="*", default=list(DEFAULT_EXERCISES))
     ap.add_argument("--out", type=Path, required=True, help="folder for edited-kernel.json")
     ap.add_argument("--backend", default="gpu")
     ap.add_argument("--repeats", type=int, default=3, help="edited checks per exercise (each a new edit)")
+    ap.add_argument("--save-first", action="store_true", help="save each edit first (the compile ahead)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.save_first:
+        rows = save_first(args.exercises, args.backend, args.repeats, args.out)
+        return 0 if rows and all(r["passed"] for r in rows) else 1
     work = Path(tempfile.mkdtemp(prefix="edited-"))
     env = os.environ | {"TRITONLAB_HOME": str(work / "home")}
     rows = []

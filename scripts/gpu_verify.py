@@ -19,7 +19,10 @@ Steps, each timed and bounded, in this order (the last one gets what is left of 
     (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
     40's goals, each with its split (check child, replay child, the replay's wait for the precompile beside
     the check child, kernels precompiled, kernels the replay still compiled: grading/check/precompile.py);
-12. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
+12. `edited_saved`: the same edits saved first, as the web editor saves them, then checked at once or after
+    the compile ahead of the save ended (service/ahead.py; `edited_kernel_latency.py --save-first`), in one
+    Service; judged against the same goals (the seconds until the verdict is shown);
+13. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
     cases only while time is left; the restated targets judged from its rows (perf/targets.py).
 
 Writes `gpu-verify.json` (everything, saved after every step), `gpu-verify.md` (the summary with every target and
@@ -68,6 +71,7 @@ LIMITS = {
     "gpu_tests": 150,
     "dev_check": 150,
     "edited_kernel": 120,
+    "edited_saved": 150,
     "bench": 600,
 }
 LATENCY = (("vector-copy", 3.0), ("softmax", 3.0), ("matmul", 5.0))  # exercise, target through the CLI (s)
@@ -565,6 +569,32 @@ def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
     return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
 
 
+def edited_saved(env: dict, limit: float, out_dir: Path) -> dict:
+    """Edits saved first, then checked (benchmarks/edited_kernel_latency.py --save-first): the compile ahead of
+    a save (service/ahead.py) against checking at once. Rows land in edited-kernel-saved.json."""
+    run = sh(
+        [sys.executable, "benchmarks/edited_kernel_latency.py", "--out", str(out_dir), "--repeats", "2",
+         "--save-first", *EDITED_TARGET],
+        limit, env,
+    )  # fmt: skip
+    rows: list[dict] = []
+    record = out_dir / "edited-kernel-saved.json"
+    if record.is_file():
+        rows = json.loads(record.read_text()).get("rows", [])
+    exercises = []
+    for exercise, target in EDITED_TARGET.items():
+        for mode in ("at once", "after the compile ahead"):
+            got = [r for r in rows if r.get("exercise") == exercise and r.get("mode") == mode]
+            shown = [r["shown_s"] for r in got]
+            exercises.append({
+                "exercise": exercise, "mode": mode, "target_s": target, "shown_s": shown,
+                "median_s": statistics.median(shown) if shown else None,
+                "all_passed": bool(got) and all(r.get("passed") for r in got),
+                "ahead": [(r.get("ahead") or {}).get("status") for r in got],
+            })  # fmt: skip
+    return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
+
+
 SPLIT = (
     ("check child", "check_child_s"), ("replay child", "replay_child_s"), ("compile wait", "precompile_wait_s"),
     ("precompile", "precompile_s"), ("precompiled", "precompiled"), ("check precompiled", "check_precompiled"),
@@ -683,6 +713,12 @@ def judge(report: dict) -> list[dict]:
         what = f"first check of an edited {c['exercise']} kernel (CLI, median of {len(c['walls_s'])}), s"
         if c.get("splits"):
             what += f" ({'; '.join(c['splits'])})"
+        add(what, c["median_s"], c["target_s"], c["all_passed"])
+    for c in (report.get("edited_saved") or {}).get("exercises", []):
+        what = (
+            f"edited {c['exercise']} saved, then checked {c['mode']} (verdict shown, median of "
+            f"{len(c['shown_s'])}; compile ahead: {', '.join(str(a) for a in c['ahead'])}), s"
+        )
         add(what, c["median_s"], c["target_s"], c["all_passed"])
     if "total_s" in report:
         add("the whole gpu-verify, s", report["total_s"], BUDGET_S)
@@ -981,6 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
         "gpu_tests": gpu_tests_beside_bench_warm_up,
         "dev_check": dev_check,
         "edited_kernel": lambda e, s: edited_kernel(e, s, args.out),
+        "edited_saved": lambda e, s: edited_saved(e, s, args.out),
         "bench": lambda e, s: bench_all(e, s, args.out),
     }
     for name, step in steps.items():

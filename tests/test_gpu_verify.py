@@ -193,3 +193,27 @@ def test_the_edited_kernel_row_shows_where_the_time_went() -> None:
     }  # fmt: skip
     (row,) = gpu_verify.judge(report)
     assert row["met"] is True and "replay child 0.4" in row["what"] and "replay compiled 0" in row["what"]
+
+
+def test_the_saved_edit_step_is_judged_per_mode_against_the_same_goals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`edited_saved` reads the benchmark's rows (one per check) into one target per exercise and mode, with
+    the compile ahead's outcome named; a failed check or a median over the goal is not met."""
+    rows = [
+        {"exercise": "matmul", "mode": "at once", "passed": True, "shown_s": 9.5, "ahead": {"status": "stopped"}},
+        {"exercise": "matmul", "mode": "after the compile ahead", "passed": True, "shown_s": 3.0,
+         "ahead": {"status": "compiled"}},
+        {"exercise": "softmax", "mode": "after the compile ahead", "passed": False, "shown_s": 1.0, "ahead": None},
+    ]  # fmt: skip
+    (tmp_path / "edited-kernel-saved.json").write_text(json.dumps({"rows": rows}))
+    # the benchmark's run is not this test's: its rows are given above
+    monkeypatch.setattr(gpu_verify, "sh", lambda *a, **k: {"code": 0, "seconds": 1.0, "stderr": ""})
+    step = gpu_verify.edited_saved({}, 10, tmp_path)
+    judged = {t["what"]: t["met"] for t in gpu_verify.judge({"edited_saved": step})}
+    (at_once,) = [m for w, m in judged.items() if "matmul saved, then checked at once" in w]
+    (after,) = [w for w in judged if "matmul saved, then checked after the compile ahead" in w]
+    (soft,) = [m for w, m in judged.items() if "softmax saved, then checked after" in w]
+    assert at_once is False and judged[after] is True and "compile ahead: compiled" in after
+    assert soft is False
+    assert not [w for w, m in judged.items() if "vector-copy" in w and m is not None]  # not measured

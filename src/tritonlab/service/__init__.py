@@ -17,7 +17,8 @@ Modules:
 - `jobs.py`: every other run through the same gate: a learner's program, harness jobs, `inspect`, `profile`.
 - `workers.py`: the backend, the zygotes or the Ray pool, the hardened layer decided, warm-up and close.
 - `gate.py`: `FairGate`, the run queue every kind of run of a backend waits in: arrival order, several slots,
-  one slot per classroom learner, GPU-timing runs alone.
+  one slot per classroom learner, GPU-timing runs alone, background runs in free slots only.
+- `ahead.py`: a saved text's kernels compiled ahead of its check, in a background slot (GPU, local executor).
 - `progress.py`: hints and progress.
 
 May import every layer below the interfaces: config, models, content, runs, store, grading, viz, perf,

@@ -24,6 +24,7 @@ from tritonlab.runs import backend as backends
 from tritonlab.runs import caches, capacity, runfolder, sandbox
 from tritonlab.runs import executor as executors
 from tritonlab.runs.collect import Run
+from tritonlab.service.ahead import AheadCompiles
 from tritonlab.service.check import ServiceCheckRun
 from tritonlab.service.gate import FairGate
 from tritonlab.service.jobs import Jobs
@@ -85,6 +86,8 @@ class Service(Workers, Jobs, Speed, Progress):
         self.prefetch_cases: bool | None = None
         # The Triton compile cache this learner's runs share (runs/caches.py); a classroom names one per learner.
         self.cache_name = caches.LEARNER
+        # A saved text's kernels compiled before its check (ahead.py); a classroom's learners share the base's.
+        self.ahead = AheadCompiles()
 
     @property
     def store(self) -> Store:
@@ -124,7 +127,11 @@ class Service(Workers, Jobs, Speed, Progress):
         return self.workspace.read(exercise)
 
     def save_code(self, exercise: Exercise, text: str, base_version: str | None, force: bool = False) -> str:
-        return self.workspace.save(exercise, text, base_version, force)
+        """Save the learner's text (a conflict raises); on a GPU its kernels then compile ahead of the check
+        (ahead.py), in a free slot only: the save itself never waits for that."""
+        version = self.workspace.save(exercise, text, base_version, force)
+        self.ahead.saved(self, exercise, text)
+        return version
 
     def init_workspace(self) -> list[Path]:
         """Create the learner's starter files that are missing; returns the files created."""
@@ -160,6 +167,7 @@ class Service(Workers, Jobs, Speed, Progress):
                 f"huge cases (≥ 2³¹ elements) run on a GPU only, not on the {self.backend} backend"
             )
         began = time.monotonic()
+        self.ahead.stop(self.cache_name, exercise.id)  # this check compiles what the compile ahead had not
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else check_job.read_source(target)
         zygote = self.zygote()

@@ -16,6 +16,10 @@ The rules, all decided in one place (`FairGate._admit`), under one lock:
   nothing else is in flight, but never hold up a run behind them: with a queue, graded checks go first. Such a
   run that finds no idle moment within `idle_wait` seconds leaves the queue with `GpuBusy`. Without this, each
   passing check's timing run drained every slot of the GPU before it could start, and the slots stood idle.
+- Background runs (`try_background`: a compile ahead when the learner saves, service/ahead.py) take a slot only
+  when it is free now, never wait, one per owner, and do not count as their owner's slot. They yield: when a
+  run in the queue cannot start (no room, or an exclusive or idle-only run waiting for the machine), the gate
+  calls each background run's `preempt` (once; it stops the run, which then gives its slot back).
 - `on_wait(position)` is called while a run waits (about twice a second, and at once on every change), with its
   place among the waiting runs (1: next); it may raise to give up the place: the run leaves the queue at once.
 """
@@ -42,6 +46,9 @@ class Ticket:
     exclusive: bool = False
     granted: bool = False
     idle_only: bool = False  # exclusive, but waits for an idle moment without blocking anyone behind it
+    background: bool = False  # taken only when free, yields to any queued run (`try_background`)
+    preempt: Callable[[], None] | None = None  # a background run's stop, called once when a queued run waits
+    preempted: bool = False
 
 
 class FairGate:
@@ -78,7 +85,15 @@ class FairGate:
             return self._queue.index(ticket) + 1 if ticket in self._queue else 0
 
     def _busy_owners(self) -> set:
-        return {t.owner for t in self._held if t.owner is not None}
+        return {t.owner for t in self._held if t.owner is not None and not t.background}
+
+    def _preempt(self) -> None:
+        """Ask every background run to stop (caller holds the lock; `preempt` must not block)."""
+        for ticket in self._held:
+            if ticket.background and not ticket.preempted:
+                ticket.preempted = True
+                if ticket.preempt is not None:
+                    ticket.preempt()
 
     def _admit(self) -> None:
         """Grant every run the rules allow now (caller holds the lock); wake the waiters if any was."""
@@ -93,15 +108,18 @@ class FairGate:
                 break
             if ticket.idle_only:
                 if running:
+                    self._preempt()
                     continue  # only on an idle GPU; the runs behind it go first
                 granted.append(ticket)
                 break
             if ticket.exclusive:
                 if running:
+                    self._preempt()
                     break  # waits for the runs in flight to end; blocks every run behind it meanwhile
                 granted.append(ticket)
                 break  # alone on the machine: nothing else starts beside it
             if running >= self._size:
+                self._preempt()
                 break
             granted.append(ticket)
             running += 1
@@ -146,6 +164,21 @@ class FairGate:
                 raise
         return ticket
 
+    def try_background(
+        self, owner: object = None, preempt: Callable[[], None] | None = None
+    ) -> Ticket | None:
+        """A slot for a background run if one is free now and nobody waits (see the module docstring), else
+        None. `preempt` is called (once, under the gate's lock: it must only signal) when a queued run needs
+        the room; the run then ends and is `release`d as any other."""
+        with self._cond:
+            if self._queue or len(self._held) >= self._size or any(t.exclusive for t in self._held):
+                return None
+            if owner is not None and any(t.background and t.owner == owner for t in self._held):
+                return None
+            ticket = Ticket(owner, granted=True, background=True, preempt=preempt)
+            self._held.append(ticket)
+            return ticket
+
     def release(self, ticket: Ticket | None = None) -> None:
         """Give a slot back: `ticket` as acquire returned it. Without one, a slot held by nobody in particular
         (an ownerless shared run: what a test holding the whole gate gives back). Slots of the same owner and
@@ -154,7 +187,11 @@ class FairGate:
             if ticket is None:
                 ticket = Ticket()
             if ticket not in self._held:
-                alike = [t for t in self._held if t.owner == ticket.owner and t.exclusive == ticket.exclusive]
+                alike = [
+                    t
+                    for t in self._held
+                    if t.owner == ticket.owner and t.exclusive == ticket.exclusive and not t.background
+                ]
                 if not alike:
                     raise ValueError(f"release(): no slot of owner {ticket.owner!r} is held")
                 ticket = alike[-1]

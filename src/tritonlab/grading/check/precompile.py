@@ -131,6 +131,11 @@ class Precompile:
         assert self.handle is not None
         self.run = self.handle.wait()
 
+    def finished(self, timeout: float) -> bool:
+        """Whether the child ended, waiting at most `timeout` s for it (`wait` then reads its report)."""
+        self._waiter.join(timeout)
+        return not self._waiter.is_alive()
+
     def wait(self, limit: float = WAIT_S) -> float:
         """Wait for the precompile (at most `limit` s, then stop it); the seconds waited. `report` then holds
         what the child said it did (diagnostics only)."""

@@ -1,0 +1,208 @@
+"""Compiling ahead when the learner saves (issue 40): the first check of edited code starts with its kernels
+already compiled.
+
+On a GPU the cost of a check of edited code is its compiles (grading/check/precompile.py takes the replay's off
+the critical path). The web editor saves the text a moment after each pause in typing; a learner presses Check
+seconds later. So when a save arrives, `AheadCompiles.saved` waits DEBOUNCE_S for the typing to settle, then
+compiles the saved text's kernels in the variants the learner's previous check of this exercise launched (the
+stored ones, check/precompile.py's VariantStore), through the same trusted precompile children a check starts
+beside its check child: one into the replay's cache, one into the learner's own as the check child's import
+makes them. The check that follows finds them compiled (and its own precompiles then compile nothing).
+
+It never costs anyone a check: it runs in a background slot of the run queue (service/gate.py: taken only when
+one is free and nobody waits, one per learner, stopped as soon as any run has to wait), a newer save of the
+exercise stops the older compile, and the learner's own check stops it (what was compiled stays compiled).
+Nothing here decides a verdict: the children never import the learner's file, and what they leave is what the
+check's own precompile would leave. It runs where checks compile on this machine: the local executor, on a GPU
+(or for the compile target tests set, check/pipeline.py `precompile_target`); a Ray cluster's workers compile
+their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tritonlab import config
+from tritonlab.grading import contracts
+from tritonlab.grading.check import pipeline
+from tritonlab.grading.check import precompile as check_precompile
+
+if TYPE_CHECKING:
+    from tritonlab.models import Exercise
+
+Service = Any  # the facade's Service or a classroom's LearnerService (facade.py imports this module)
+
+DEBOUNCE_S = 1.0  # the saves of one burst of typing start one compile, this long after the last
+LIMIT_S = 60.0  # the longest one compile ahead may take before it is stopped
+KEEP = 256  # the outcomes kept (per learner cache and exercise) for `outcome`
+
+
+@dataclass(eq=False)
+class _Job:
+    key: tuple[str, str]  # (the learner's compile cache, the exercise)
+    text: str
+    due: float
+    stop: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    beside: check_precompile.Beside | None = None
+
+
+class AheadCompiles:
+    """The compiles ahead of one server (shared by every learner's service: see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[tuple[str, str], _Job] = {}
+        self._outcomes: OrderedDict[tuple[str, str], dict] = OrderedDict()
+
+    # ---- what the service calls ---------------------------------------------------------------------------
+
+    def saved(self, service: Service, exercise: Exercise, text: str) -> str:
+        """A save of `text`: schedule its compile ahead; why not, when it is not ("" when scheduled)."""
+        why = self._why_not(service, exercise)
+        if why:
+            return why
+        key = (service.cache_name, exercise.id)
+        with self._lock:
+            old = self._jobs.get(key)
+            if old is not None and not old.done.is_set():
+                if old.beside is None:  # still waiting for the typing to settle: the newer text, later
+                    old.text, old.due = text, time.monotonic() + DEBOUNCE_S
+                    return ""
+                old.stop.set()  # compiling an older text: stopped (by its thread), the newer one follows
+            job = _Job(key, text, time.monotonic() + DEBOUNCE_S)
+            self._jobs[key] = job
+        thread = threading.Thread(
+            target=self._run, args=(service, exercise, job), name=f"ahead-{exercise.id}", daemon=True
+        )
+        thread.start()
+        return ""
+
+    def stop(self, cache: str, exercise_id: str) -> None:
+        """The learner's check of the exercise begins: their compile ahead (if any) stops; what it compiled
+        stays in the caches, and the check's own precompile compiles the rest."""
+        with self._lock:
+            job = self._jobs.get((cache, exercise_id))
+        if job is not None:
+            job.stop.set()  # its thread stops the children within a fifth of a second
+
+    def wait(self, cache: str, exercise_id: str, timeout: float) -> dict | None:
+        """Wait for the compile ahead of (cache, exercise) to end; its outcome (None: none was scheduled)."""
+        with self._lock:
+            job = self._jobs.get((cache, exercise_id))
+        if job is not None:
+            job.done.wait(timeout)
+        return self.outcome(cache, exercise_id)
+
+    def outcome(self, cache: str, exercise_id: str) -> dict | None:
+        """The last compile ahead's outcome: {"status": "compiled" | "stopped" | "no-slot" | "failed", "text":
+        its text's sha256, "seconds", and the two precompiles' reports}."""
+        with self._lock:
+            found = self._outcomes.get((cache, exercise_id))
+            return dict(found) if found is not None else None
+
+    # ---- the work -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _why_not(service: Service, exercise: Exercise) -> str:
+        target = pipeline.CheckRun.precompile_target
+        if service.executor != "local":
+            return "the cluster's workers compile their own"
+        if not config.precompile_enabled():
+            return "TRITONLAB_PRECOMPILE is off"
+        if service.backend != "gpu" and target is None:
+            return f"nothing to compile ahead on the {service.backend} backend"
+        if not getattr(contracts.get(exercise.id), "REPLAY", True):
+            return "this exercise is not replayed"
+        return ""
+
+    def _run(self, service: Service, exercise: Exercise, job: _Job) -> None:
+        outcome: dict = {"status": "stopped"}
+        ticket = None
+        gate = None
+        began = time.monotonic()
+        try:
+            while not job.stop.is_set():  # the typing settles: each newer save moved `due` on
+                with self._lock:
+                    left = job.due - time.monotonic()
+                if left <= 0:
+                    break
+                job.stop.wait(left)
+            if job.stop.is_set():
+                return
+            wanted = check_precompile.VariantStore().load(job.key[0], exercise.id)
+            if not wanted:
+                outcome = {"status": "no-variants"}  # the learner's first check of it keeps them
+                return
+            gate = service.gate()
+            ticket = gate.try_background(service.run_owner, preempt=job.stop.set)
+            if ticket is None:
+                outcome = {"status": "no-slot"}  # the run queue is busy: the check will compile
+                return
+            with self._lock:
+                text = job.text
+                if job.stop.is_set():
+                    return
+                began = time.monotonic()
+                job.beside = check_precompile.Beside(
+                    service.zygote(),
+                    text,
+                    service.learner_file(exercise),
+                    wanted,
+                    service.backend,
+                    LIMIT_S,
+                    pipeline.CheckRun.precompile_target,
+                    job.key[0],
+                )
+            outcome = self._finish(job, text)
+        except Exception as exc:  # noqa: BLE001 - a compile ahead decides nothing; the check compiles
+            outcome = {"status": "failed", "problem": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        finally:
+            if gate is not None and ticket is not None:
+                gate.release(ticket)
+            outcome["seconds"] = round(time.monotonic() - began, 3)
+            self._ended(job, outcome)
+
+    def _finish(self, job: _Job, text: str) -> dict:
+        """Wait for both precompiles, stopping them when the job is stopped (a newer save, the learner's check,
+        a queued run: `preempt`) or past LIMIT_S; their reports."""
+        beside = job.beside
+        assert beside is not None
+        beside.thread.join()
+        if beside.problem:
+            return {"status": "failed", "problem": beside.problem}
+        reports = {}
+        deadline = time.monotonic() + LIMIT_S
+        for name in ("replay", "check"):
+            pre = getattr(beside, name)
+            if pre is None:
+                continue
+            while not job.stop.is_set() and time.monotonic() < deadline and not pre.finished(0.2):
+                pass
+            if job.stop.is_set() or time.monotonic() >= deadline:
+                beside.stop()
+                return {"status": "stopped", "text": _digest(text), **reports}
+            pre.wait(0)
+            reports[name] = dict(pre.report)
+        return {"status": "compiled", "text": _digest(text), **reports}
+
+    def _ended(self, job: _Job, outcome: dict) -> None:
+        with self._lock:
+            if "text" not in outcome:
+                outcome["text"] = _digest(job.text)
+            self._outcomes[job.key] = outcome
+            self._outcomes.move_to_end(job.key)
+            while len(self._outcomes) > KEEP:
+                self._outcomes.popitem(last=False)
+            if self._jobs.get(job.key) is job:
+                del self._jobs[job.key]
+            job.done.set()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()
