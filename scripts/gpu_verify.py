@@ -588,7 +588,7 @@ def edited_saved(env: dict, limit: float, out_dir: Path) -> dict:
             shown = [r["shown_s"] for r in got]
             exercises.append({
                 "exercise": exercise, "mode": mode, "target_s": target, "shown_s": shown,
-                "median_s": statistics.median(shown) if shown else None,
+                "median_s": round(statistics.median(shown), 3) if shown else None,
                 "all_passed": bool(got) and all(r.get("passed") for r in got),
                 "ahead": [(r.get("ahead") or {}).get("status") for r in got],
             })  # fmt: skip

@@ -188,8 +188,8 @@ class GateLog:
         self.acquire, self.release = gate.acquire, gate.release
         gate.acquire, gate.release = self._acquire, self._release
 
-    def _acquire(self, on_wait=None, *, owner=None, exclusive=False):  # noqa: ANN001, ANN202
-        ticket = self.acquire(on_wait, owner=owner, exclusive=exclusive)
+    def _acquire(self, on_wait=None, **how):  # noqa: ANN001, ANN003, ANN202 - owner, exclusive, idle_wait
+        ticket = self.acquire(on_wait, **how)
         ticket.at = time.monotonic()
         return ticket
 
