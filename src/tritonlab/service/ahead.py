@@ -117,7 +117,11 @@ class AheadCompiles:
             return "TRITONLAB_PRECOMPILE is off"
         if service.backend != "gpu" and target is None:
             return f"nothing to compile ahead on the {service.backend} backend"
-        if not getattr(contracts.get(exercise.id), "REPLAY", True):
+        try:
+            contract = contracts.get(exercise.id)
+        except KeyError:
+            return "no contract for this exercise"
+        if not getattr(contract, "REPLAY", True):
             return "this exercise is not replayed"
         return ""
 
