@@ -259,3 +259,41 @@ def test_the_web_editors_save_compiles_ahead(service: Service) -> None:
     outcome = service.ahead.wait(service.cache_name, "vector-copy", 300)
     assert outcome is not None and outcome["status"] == "compiled", outcome
     assert outcome["text"] == ahead_module._digest(text)
+
+
+def test_in_a_class_each_learners_compile_ahead_is_their_own(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two learners of one class share the server's compile-ahead state, not their caches or variants: the
+    learner who checked before gets their saved text compiled into their own cache only; the other, who never
+    checked, has no variants stored, so nothing is compiled for them (and nothing reaches the first's cache)."""
+    from tritonlab.classroom.room import Classroom
+    from tritonlab.web import create_app
+
+    monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    monkeypatch.setattr(ahead_module, "DEBOUNCE_S", 0.3)
+    base = Service(workspace_dir=home / "ws", backend="interpreter", lang="en")
+    room = Classroom(f"sqlite:///{home / 'classroom.db'}", adopt=Path("/nonexistent"))
+    room.init("Ahead")
+    create_app(base, "unused-token-0123456789", classroom=room)
+    try:
+        ada = room.learner_service(base, room.add("ada")[0])
+        bob = room.learner_service(base, room.add("bob")[0])
+        assert ada.cache_name != bob.cache_name and ada.ahead is bob.ahead is base.ahead
+        exercise = ada.exercise("vector-copy")
+        assert ada.check(exercise, text=SOLUTION, speed=False).passed
+        bob_before = entries(bob, bob.cache_name)
+        ada_before = entries(ada, ada.cache_name)
+        for learner, tag in ((ada, "ada"), (bob, "bob")):
+            _, version = learner.read_code(exercise)
+            learner.save_code(exercise, edited(tag), version)
+        ada_out = base.ahead.wait(ada.cache_name, "vector-copy", 300)
+        bob_out = base.ahead.wait(bob.cache_name, "vector-copy", 60)
+        assert ada_out is not None and ada_out["status"] == "compiled", ada_out
+        assert ada_out["text"] == ahead_module._digest(edited("ada"))
+        assert bob_out is not None and bob_out["status"] == "no-variants", bob_out
+        assert entries(ada, ada.cache_name) - ada_before
+        assert entries(bob, bob.cache_name) == bob_before
+    finally:
+        base.close()
+        room.close()
