@@ -1,0 +1,113 @@
+"""Where the block-scaled fp8 GEMM's time goes (issue 39): the same persistent TMA kernel with and without the
+per-block "promotion" (each 128-deep fp32 partial product multiplied by its two scales before it is added).
+
+Times, with `triton.testing.do_bench` (median, L2 flushed), for each shape:
+- `block-scaled`: perf/kernels/matmul_fp8.py as `bench` runs it;
+- `one accumulator`: the same kernel with the K loop accumulating in the tensor cores (`tl.dot(a, w.T, acc)`)
+  and one scale applied at the end (a per-tensor fp8 GEMM): what the promotion costs;
+- `torch._scaled_mm` per tensor and with the block scales (the peers `bench` compares with).
+
+    python benchmarks/fp8_promotion.py [--out FILE.json]
+
+Needs a GPU with fp8 tensor cores (sm_89 or later); prints a table and writes the rows as JSON with --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096))
+
+
+def time_shape(m: int, n: int, kk: int, one_acc: object, sms: int) -> list[dict]:
+    """The three candidates of one shape (see the module docstring), timed; a candidate that fails is a row
+    with its error."""
+    import torch
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tritonlab.perf.kernels import matmul_fp8 as k
+
+    a, sa = k.quantize(torch.randn(m, kk, device="cuda", dtype=torch.bfloat16), 1)
+    w, sw = k.quantize(torch.randn(n, kk, device="cuda", dtype=torch.bfloat16), k.SCALE_BLOCK)
+    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    cfg = k.CONFIGS["large"]
+    bm, bn = int(cfg["BM"]), int(cfg["BN"])
+    a_desc = TensorDescriptor.from_tensor(a, [bm, k.SCALE_BLOCK])
+    w_desc = TensorDescriptor.from_tensor(w, [bn, k.SCALE_BLOCK])
+    c_desc = TensorDescriptor.from_tensor(out, [bm, bn])
+    grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
+    one = torch.ones((), device="cuda")
+
+    def plain() -> None:
+        one_acc[grid](a_desc, w_desc, c_desc, 1.0, m, n, kk, BM=bm, BN=bn, BK=k.SCALE_BLOCK,  # type: ignore[index]
+                      GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], num_warps=int(cfg["num_warps"]),
+                      num_stages=int(cfg["num_stages"]))  # fmt: skip
+
+    candidates = {
+        "block-scaled": lambda: k.matmul_fp8(a, sa, w, sw, out),
+        "one accumulator": plain,
+        "scaled_mm per tensor": lambda: torch._scaled_mm(a, w.t(), one, one, out_dtype=torch.bfloat16),
+    }
+    rows = []
+    for name, fn in candidates.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            ms = triton.testing.do_bench(fn)
+            rows.append({"shape": [m, n, kk], "impl": name, "ms": ms, "tflops": 2 * m * n * kk / ms / 1e9})
+        except Exception as exc:  # noqa: BLE001 - a peer missing on this torch: said, not fatal
+            rows.append({"shape": [m, n, kk], "impl": name, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        r = rows[-1]
+        timed = f"{r['ms']:.4f} ms {r['tflops']:.0f} TFLOP/s" if "ms" in r else r["error"]
+        print(f"{m}x{n}x{kk:<6} {name:<22} {timed}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, help="write the rows here as JSON")
+    args = ap.parse_args(argv)
+    import torch
+    import triton
+    import triton.language as tl
+
+    if not torch.cuda.is_available():
+        print("needs a GPU", file=sys.stderr)
+        return 2
+
+    @triton.jit
+    def one_acc(a_desc, w_desc, c_desc, scale, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):  # fmt: skip
+        num_pid_m = tl.cdiv(M, BM)
+        num_pid_n = tl.cdiv(N, BN)
+        for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
+            per_group = GROUP_M * num_pid_n
+            first_m = (tile_id // per_group) * GROUP_M
+            size_m = min(num_pid_m - first_m, GROUP_M)
+            pid_m = first_m + (tile_id % per_group) % size_m
+            pid_n = (tile_id % per_group) // size_m
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for ki in range(tl.cdiv(K, BK)):
+                a = a_desc.load([pid_m * BM, ki * BK])
+                w = w_desc.load([pid_n * BN, ki * BK])
+                acc = tl.dot(a, w.T, acc)
+            c_desc.store([pid_m * BM, pid_n * BN], (acc * scale).to(c_desc.dtype))
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    for m, n, kk in SHAPES:
+        rows += time_shape(m, n, kk, one_acc, sms)
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
