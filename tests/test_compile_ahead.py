@@ -297,3 +297,25 @@ def test_in_a_class_each_learners_compile_ahead_is_their_own(
     finally:
         base.close()
         room.close()
+
+
+def test_a_save_right_after_a_stop_is_compiled(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save that arrives while a stopped compile ahead is still ending (its thread slowed here) starts a
+    compile of its own: it is not folded into the stopped one."""
+    exercise = service.exercise("vector-copy")
+    real = ahead_module.AheadCompiles._ended
+
+    def slow_end(self: ahead_module.AheadCompiles, job: object, outcome: dict) -> None:
+        time.sleep(0.5)
+        real(self, job, outcome)
+
+    monkeypatch.setattr(ahead_module.AheadCompiles, "_ended", slow_end)
+    _, version = service.read_code(exercise)
+    service.save_code(exercise, edited("first"), version)
+    service.ahead.stop(service.cache_name, "vector-copy")  # as the learner's check does
+    _, version = service.read_code(exercise)
+    service.save_code(exercise, edited("second"), version)
+    time.sleep(0.6)  # the stopped one has ended by now
+    outcome = service.ahead.wait(service.cache_name, "vector-copy", 300)
+    assert outcome is not None and outcome["status"] == "compiled", outcome
+    assert outcome["text"] == ahead_module._digest(edited("second"))

@@ -71,7 +71,8 @@ class AheadCompiles:
         with self._lock:
             old = self._jobs.get(key)
             if old is not None and not old.done.is_set():
-                if old.beside is None:  # still waiting for the typing to settle: the newer text, later
+                settling = old.beside is None and not old.stop.is_set()
+                if settling:  # the typing has not settled: this newer text is compiled instead, later
                     old.text, old.due = text, time.monotonic() + DEBOUNCE_S
                     return ""
                 old.stop.set()  # compiling an older text: stopped (by its thread), the newer one follows
@@ -100,7 +101,8 @@ class AheadCompiles:
         return self.outcome(cache, exercise_id)
 
     def outcome(self, cache: str, exercise_id: str) -> dict | None:
-        """The last compile ahead's outcome: {"status": "compiled" | "stopped" | "no-slot" | "failed", "text":
+        """The last compile ahead's outcome: {"status": "compiled" | "stopped" | "no-slot" | "no-variants" |
+        "failed", "text":
         its text's sha256, "seconds", and the two precompiles' reports}."""
         with self._lock:
             found = self._outcomes.get((cache, exercise_id))
