@@ -27,7 +27,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check import pipeline
 from tritonlab.grading.check import precompile as check_precompile
@@ -102,8 +101,7 @@ class AheadCompiles:
 
     def outcome(self, cache: str, exercise_id: str) -> dict | None:
         """The last compile ahead's outcome: {"status": "compiled" | "stopped" | "no-slot" | "no-variants" |
-        "failed", "text":
-        its text's sha256, "seconds", and the two precompiles' reports}."""
+        "failed", "text": its text's sha256, "seconds", and the two precompiles' reports}."""
         with self._lock:
             found = self._outcomes.get((cache, exercise_id))
             return dict(found) if found is not None else None
@@ -112,20 +110,13 @@ class AheadCompiles:
 
     @staticmethod
     def _why_not(service: Service, exercise: Exercise) -> str:
-        target = pipeline.CheckRun.precompile_target
         if service.executor != "local":
             return "the cluster's workers compile their own"
-        if not config.precompile_enabled():
-            return "TRITONLAB_PRECOMPILE is off"
-        if service.backend != "gpu" and target is None:
-            return f"nothing to compile ahead on the {service.backend} backend"
         try:
             contract = contracts.get(exercise.id)
         except KeyError:
             return "no contract for this exercise"
-        if not getattr(contract, "REPLAY", True):
-            return "this exercise is not replayed"
-        return ""
+        return check_precompile.why_not(contract, service.backend, pipeline.CheckRun.precompile_target)
 
     def _run(self, service: Service, exercise: Exercise, job: _Job) -> None:
         outcome: dict = {"status": "stopped"}

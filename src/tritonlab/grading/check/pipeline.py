@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check import cases, job, judge, precompile, read, replay, run
 from tritonlab.grading.check.failures import malformed_failure
@@ -193,11 +192,7 @@ class CheckRun:
             self.precompiling.check_ended(self.verdict.timings)
 
     def precompiles(self) -> bool:
-        return (
-            getattr(self.contract, "REPLAY", True)
-            and config.precompile_enabled()
-            and (self.backend == "gpu" or self.precompile_target is not None)
-        )
+        return not precompile.why_not(self.contract, self.backend, self.precompile_target)
 
     def start_precompile(self) -> None:
         """3, beside the check child: the replay's kernels compiled ahead into the replay's cache, from the

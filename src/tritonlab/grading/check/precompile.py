@@ -34,6 +34,19 @@ WAIT_S = 30.0  # the longest the replay waits for the precompile before it is st
 _EXERCISE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
+def why_not(contract: object, backend: str, target: str | None) -> str:
+    """Why a check of `contract` on `backend` compiles nothing ahead ("" when it does): on a GPU, or for the
+    compile `target` tests set, when the exercise is replayed and TRITONLAB_PRECOMPILE is on. The check's
+    precompile (pipeline.py) and the compile ahead of a save (service/ahead.py) both ask this."""
+    if not config.precompile_enabled():
+        return "TRITONLAB_PRECOMPILE is off"
+    if backend != "gpu" and target is None:
+        return f"nothing to compile ahead on the {backend} backend"
+    if not getattr(contract, "REPLAY", True):
+        return "this exercise is not replayed"
+    return ""
+
+
 class VariantStore:
     """The last replay's variants per learner cache and exercise (see the module docstring)."""
 
