@@ -32,15 +32,6 @@ def learner_frame(tb: Any, learner_file: str) -> tuple[str, int, str] | None:
     return found
 
 
-def _triton_version() -> str:
-    try:
-        import triton
-
-        return str(triton.__version__)
-    except Exception:  # noqa: BLE001 - only words for a hint
-        return "?"
-
-
 def describe_exception(exc: BaseException, learner_file: str) -> dict:
     """Learner-first description: type, message, file:line; internals folded into `traceback`."""
     etype = type(exc).__name__
@@ -71,7 +62,8 @@ def describe_exception(exc: BaseException, learner_file: str) -> dict:
     elif etype in ("CompilationError", "CompileTimeAssertionFailure"):
         hint = i18n.t("grader.harness_triton_could_not_compile")
     elif "PassManager::run failed" in message:  # Triton's own MLIR pipeline failed: a compiler bug
-        hint = i18n.t("grader.harness_compiler_crashed", version=_triton_version())
+        version = getattr(sys.modules.get("triton"), "__version__", "?")  # Triton raised it: imported
+        hint = i18n.t("grader.harness_compiler_crashed", version=version)
     return {
         "type": etype,
         "message": first_line if len(message) > 2000 else message,

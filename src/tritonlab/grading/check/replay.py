@@ -146,7 +146,7 @@ def replay_cases(
                 if isinstance(arrays, str):
                     entry["host_computed"] = arrays
                     continue
-                tolerant = ROUNDING if interpreted and interpreted(cases[i]) else atomics
+                tolerant = atomics or bool(interpreted and interpreted(cases[i]))
                 entry["host_computed"] = compare_replay(
                     entry, arrays, tolerant=tolerant, indices=getattr(contract, "REPLAY_OUTPUTS", None)
                 )
@@ -200,7 +200,7 @@ def replay_arrays(replay_dir: Path, index: int, names: object, entry: dict) -> l
     return arrays
 
 
-ROUNDING = "rounding"  # compare_replay's tolerance for outputs computed by two different executions
+ROUNDING = "rounding"  # compare_replay's `tolerant` (any true value): outputs of two executions, or atomics
 
 
 def compare_replay(
@@ -213,8 +213,8 @@ def compare_replay(
     tile-order cases; the replay compiles them): within 8 units of the output dtype's rounding plus 0.1 % of
     the output's largest magnitude — far below what a host writing the result would have to change. (Atomics
     were once allowed a relative 1e-3 only: less than one bfloat16 unit, so a right attention backward whose
-    dQ is summed with atomics failed as host-computed on the H200 on 3 of 2,097,152 elements.) `indices` (the contract's
-    `REPLAY_OUTPUTS`) picks the returned outputs the launches must produce, where a custom contract returns
+    dQ is summed with atomics failed as host-computed on the H200 on 3 of 2,097,152 elements.) `indices`
+    (the contract's `REPLAY_OUTPUTS`) picks the returned outputs the launches must produce, where a custom contract returns
     more (autotune's per-config snapshots, autograd-wrap's loss, which the grader computes itself)."""
     arrays = entry.get("arrays", [])
     if indices is None:
