@@ -542,19 +542,23 @@ def dev_check(env: dict, limit: float) -> dict:
     }
 
 
+def edited_rows(env: dict, limit: float, out_dir: Path, record: str, *args: str) -> tuple[dict, list[dict]]:
+    """Run benchmarks/edited_kernel_latency.py on EDITED_TARGET with `args`; its exit, time and stderr, and the
+    rows it wrote to `record` in `out_dir` (none when it wrote nothing)."""
+    run = sh(
+        [sys.executable, "benchmarks/edited_kernel_latency.py", "--out", str(out_dir), *args, *EDITED_TARGET],
+        limit, env,
+    )  # fmt: skip
+    path = out_dir / record
+    rows = json.loads(path.read_text()).get("rows", []) if path.is_file() else []
+    return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"]}, rows
+
+
 def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
     """The first check of edited code: benchmarks/edited_kernel_latency.py, one edit per exercise of
     EDITED_TARGET (each a fresh change of the solution, so neither the compile caches nor the daemon's last
     check hold it). Its rows (wall time, verdict, phases) land in edited-kernel.json beside the report."""
-    run = sh(
-        [sys.executable, "benchmarks/edited_kernel_latency.py", "--out", str(out_dir), "--repeats", "1",
-         *EDITED_TARGET],
-        limit, env,
-    )  # fmt: skip
-    rows: list[dict] = []
-    record = out_dir / "edited-kernel.json"
-    if record.is_file():
-        rows = json.loads(record.read_text()).get("rows", [])
+    run, rows = edited_rows(env, limit, out_dir, "edited-kernel.json", "--repeats", "1")
     exercises = []
     for exercise, target in EDITED_TARGET.items():
         edited = [
@@ -566,21 +570,13 @@ def edited_kernel(env: dict, limit: float, out_dir: Path) -> dict:
             "median_s": statistics.median(walls) if walls else None, "all_passed": bool(passed) and all(passed),
             "splits": [split(r.get("phases") or {}) for r in edited],
         })  # fmt: skip
-    return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
+    return {**run, "exercises": exercises}
 
 
 def edited_saved(env: dict, limit: float, out_dir: Path) -> dict:
     """Edits saved first, then checked (benchmarks/edited_kernel_latency.py --save-first): the compile ahead of
     a save (service/ahead.py) against checking at once. Rows land in edited-kernel-saved.json."""
-    run = sh(
-        [sys.executable, "benchmarks/edited_kernel_latency.py", "--out", str(out_dir), "--repeats", "2",
-         "--save-first", *EDITED_TARGET],
-        limit, env,
-    )  # fmt: skip
-    rows: list[dict] = []
-    record = out_dir / "edited-kernel-saved.json"
-    if record.is_file():
-        rows = json.loads(record.read_text()).get("rows", [])
+    run, rows = edited_rows(env, limit, out_dir, "edited-kernel-saved.json", "--repeats", "2", "--save-first")
     exercises = []
     for exercise, target in EDITED_TARGET.items():
         for mode in ("at once", "after the compile ahead"):
@@ -592,7 +588,7 @@ def edited_saved(env: dict, limit: float, out_dir: Path) -> dict:
                 "all_passed": bool(got) and all(r.get("passed") for r in got),
                 "ahead": [(r.get("ahead") or {}).get("status") for r in got],
             })  # fmt: skip
-    return {"code": run["code"], "seconds": run["seconds"], "stderr": run["stderr"], "exercises": exercises}
+    return {**run, "exercises": exercises}
 
 
 SPLIT = (
