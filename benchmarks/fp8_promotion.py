@@ -3,9 +3,11 @@ per-block "promotion" (each 128-deep fp32 partial product multiplied by its two 
 
 Times, with `triton.testing.do_bench` (median, L2 flushed), for each shape:
 - `block-scaled`: perf/kernels/matmul_fp8.py as `bench` runs it;
+- `block-scaled, next product first`: the same promotion, each group's product issued before the previous
+  one is scaled and added (checked equal to the reference kernel's result);
 - `one accumulator`: the same kernel with the K loop accumulating in the tensor cores (`tl.dot(a, w.T, acc)`)
   and one scale applied at the end (a per-tensor fp8 GEMM): what the promotion costs;
-- `torch._scaled_mm` per tensor and with the block scales (the peers `bench` compares with).
+- `torch._scaled_mm` per tensor (the fastest peer `bench` compares with).
 
     python benchmarks/fp8_promotion.py [--out FILE.json]
 
@@ -25,11 +27,12 @@ sys.path.insert(0, str(ROOT / "src"))
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096))
 
 
-def time_shape(m: int, n: int, kk: int, one_acc: object, sms: int, lookahead: object) -> list[dict]:
-    """The three candidates of one shape (see the module docstring), timed; a candidate that fails is a row
-    with its error."""
+def time_shape(m: int, n: int, kk: int, sms: int) -> list[dict]:
+    """The candidates of one shape (see the module docstring), timed; a candidate that fails is a row with its
+    error."""
     import torch
     import triton
+    from fp8_promotion_kernels import lookahead, one_acc
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     from tritonlab.perf.kernels import matmul_fp8 as k
@@ -46,7 +49,7 @@ def time_shape(m: int, n: int, kk: int, one_acc: object, sms: int, lookahead: ob
     one = torch.ones((), device="cuda")
 
     def plain() -> None:
-        one_acc[grid](a_desc, w_desc, c_desc, 1.0, m, n, kk, BM=bm, BN=bn, BK=k.SCALE_BLOCK,  # type: ignore[index]
+        one_acc[grid](a_desc, w_desc, c_desc, 1.0, m, n, kk, BM=bm, BN=bn, BK=k.SCALE_BLOCK,
                       GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], num_warps=int(cfg["num_warps"]),
                       num_stages=int(cfg["num_stages"]))  # fmt: skip
 
@@ -54,7 +57,7 @@ def time_shape(m: int, n: int, kk: int, one_acc: object, sms: int, lookahead: ob
     ahead_desc = TensorDescriptor.from_tensor(ahead_out, [bm, bn])
 
     def ahead() -> None:
-        lookahead[grid](a_desc, w_desc, ahead_desc, sa, sw, m, n, kk, *sa.stride(), *sw.stride(), BM=bm, BN=bn,  # type: ignore[index]
+        lookahead[grid](a_desc, w_desc, ahead_desc, sa, sw, m, n, kk, *sa.stride(), *sw.stride(), BM=bm, BN=bn,
                         BK=k.SCALE_BLOCK, GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0],
                         num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]))  # fmt: skip
 
@@ -92,67 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the rows here as JSON")
     args = ap.parse_args(argv)
     import torch
-    import triton
-    import triton.language as tl
 
     if not torch.cuda.is_available():
         print("needs a GPU", file=sys.stderr)
         return 2
 
-    @triton.jit
-    def one_acc(a_desc, w_desc, c_desc, scale, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):  # fmt: skip
-        num_pid_m = tl.cdiv(M, BM)
-        num_pid_n = tl.cdiv(N, BN)
-        for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
-            per_group = GROUP_M * num_pid_n
-            first_m = (tile_id // per_group) * GROUP_M
-            size_m = min(num_pid_m - first_m, GROUP_M)
-            pid_m = first_m + (tile_id % per_group) % size_m
-            pid_n = (tile_id % per_group) // size_m
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
-            for ki in range(tl.cdiv(K, BK)):
-                a = a_desc.load([pid_m * BM, ki * BK])
-                w = w_desc.load([pid_n * BN, ki * BK])
-                acc = tl.dot(a, w.T, acc)
-            c_desc.store([pid_m * BM, pid_n * BN], (acc * scale).to(c_desc.dtype))
-
-    @triton.jit
-    def lookahead(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, K, stride_sam, stride_sak, stride_swn,
-                  stride_swk, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                  NUM_SMS: tl.constexpr):  # fmt: skip
-        num_pid_m = tl.cdiv(M, BM)
-        num_pid_n = tl.cdiv(N, BN)
-        k_tiles = tl.cdiv(K, BK)
-        for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
-            per_group = GROUP_M * num_pid_n
-            first_m = (tile_id // per_group) * GROUP_M
-            size_m = min(num_pid_m - first_m, GROUP_M)
-            pid_m = first_m + (tile_id % per_group) % size_m
-            pid_n = (tile_id % per_group) // size_m
-            rm = pid_m * BM + tl.arange(0, BM)
-            rn = pid_n * BN + tl.arange(0, BN)
-            sa_rows = sa_ptr + tl.minimum(rm, M - 1).to(tl.int64) * stride_sam
-            sw_rows = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
-            part = tl.dot(a_desc.load([pid_m * BM, 0]), w_desc.load([pid_n * BN, 0]).T)
-            for ki in range(
-                1, k_tiles
-            ):  # the next group's product issued before this one is scaled and added
-                nxt = tl.dot(a_desc.load([pid_m * BM, ki * BK]), w_desc.load([pid_n * BN, ki * BK]).T)
-                sa = tl.load(sa_rows + (ki - 1) * stride_sak)
-                sw = tl.load(sw_rows + (ki - 1) * stride_swk)
-                acc += part * sa[:, None] * sw[None, :]
-                part = nxt
-            sa = tl.load(sa_rows + (k_tiles - 1) * stride_sak)
-            sw = tl.load(sw_rows + (k_tiles - 1) * stride_swk)
-            acc += part * sa[:, None] * sw[None, :]
-            c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_desc.dtype))
-
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for m, n, kk in SHAPES:
-        rows += time_shape(m, n, kk, one_acc, sms, lookahead)
+        rows += time_shape(m, n, kk, sms)
     if args.out:
         args.out.write_text(json.dumps({"rows": rows}, indent=1))
     return 0
