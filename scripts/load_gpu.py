@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         mark = time.monotonic()
         warmed = warm_up(learners[0], warm, deadline)
         timeline["warmup_s"] = round(time.monotonic() - mark, 1)
+        sampler.server_pid = server.proc.pid if server.proc is not None else None
         sampler.start()
         mark = time.monotonic()
         load = Load(learners, args.rate, deadline, stop)

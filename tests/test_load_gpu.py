@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,10 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     util = report["utilisation"]
     assert util["cpu"]["samples"] > 0 and 0 <= util["cpu"]["busy_mean_pct"] <= 100
     assert util["gpu"]["available"] or util["gpu"]["util_mean_pct"] == "n/a"
+    split = util["cpu"]["split_core_s"]  # the runs happen below the server: their CPU is counted there
+    assert split["tree"] > 0 and split["server"] > 0 and split["client"] >= 0, split
+    assert split["machine"] >= split["server"] + split["tree"] + split["client"] - 1.0, split
+    assert all(r["timings"]["check_cpu_s"] > 0 for r in records), records
 
     # it stopped what it started: the server (and its runs) and the class's folder
     with pytest.raises(ProcessLookupError):
@@ -194,3 +199,43 @@ def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path
         "reason": "no nvidia-smi on PATH",
         "util_mean_pct": "n/a",
     }
+
+
+def test_the_cpu_split_counts_a_servers_whole_process_tree(tmp_path: Path) -> None:
+    """A stand-in server (a real process) whose child spins 0.8 s of CPU in a grandchild it reaps, then idles:
+    the sampler puts that time below the server (`tree`), not on the server's own process, and the split is
+    only given once both ends were read."""
+    from gpuload import sampler
+
+    go = tmp_path / "go"
+    code = (
+        "import os, sys, time\n"
+        "while not os.path.exists(sys.argv[1]):\n"
+        "    time.sleep(0.02)\n"
+        "if os.fork() == 0:\n"
+        "    if os.fork() == 0:\n"
+        "        end = time.process_time() + 0.8\n"
+        "        while time.process_time() < end:\n"
+        "            pass\n"
+        "        os._exit(0)\n"
+        "    os.wait()\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "time.sleep(30)\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", code, str(go)])
+    try:
+        s = sampler.Sampler(0.05, server_pid=server.pid)
+        assert s.cpu_split() is None
+        time.sleep(0.3)  # the stand-in's interpreter start is not part of the measured window
+        s.start()
+        go.touch()
+        time.sleep(2.0)
+        s.stop()
+        split = s.cpu_split()
+    finally:
+        server.kill()
+        server.wait()
+    assert split is not None and split["tree"] >= 0.7 and split["server"] < 0.3, split
+    assert split["machine"] >= split["tree"] + split["server"] - 0.1, split
+    assert s.summary()["cpu"]["split_core_s"] == split

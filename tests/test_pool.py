@@ -177,3 +177,29 @@ def test_gpu_pass_has_a_speed_line(home: Path) -> None:
     assert verdict.passed and verdict.speed and "error" not in verdict.speed, verdict.speed
     assert verdict.speed["achieved"] > 0 and verdict.speed["vs_reference"] > 0
     assert speed_line(verdict.speed).startswith("speed on vector_add")
+
+
+def test_a_runs_cpu_seconds_count_its_whole_tree(zygote: sandbox.Zygote, tmp_path: Path) -> None:
+    """The worker says how much CPU a run's process tree used (the zygote's wait4): a run that spins 0.6 s of
+    CPU in a child it waits for reports at least that, and a run that only sleeps reports far less. What a
+    check cost in CPU (docs/scale.md) reads this figure; it must include the processes a run started."""
+    spin = tmp_path / "spin_child.py"
+    spin.write_text(
+        "import os, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    end = time.process_time() + 0.6\n"
+        "    while time.process_time() < end:\n"
+        "        pass\n"
+        "    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+    )
+    idle = tmp_path / "sleep.py"
+    idle.write_text("import time\ntime.sleep(0.6)\n")
+    spun = run_program(zygote, spin, Limits(wall_seconds=30)).wait()
+    slept = run_program(zygote, idle, Limits(wall_seconds=30)).wait()
+    assert spun.exit_code == 0 and slept.exit_code == 0, (spun.output, slept.output)
+    assert spun.cpu_s is not None and spun.cpu_s >= 0.55, spun.cpu_s
+    assert slept.cpu_s is not None and slept.cpu_s < spun.cpu_s - 0.4, (slept.cpu_s, spun.cpu_s)
+    verdict = check(zygote, "good.py")
+    assert verdict.passed and verdict.timings["check_cpu_s"] > 0 and verdict.timings["replay_cpu_s"] > 0

@@ -92,6 +92,14 @@ def _brief(r: dict) -> dict:
     return {k: r[k] for k in keep if k in r}
 
 
+def per_check(split: dict | None, verdicts: int) -> str:
+    """The sampler's CPU split over the load divided by the checks judged, as "a / b / c / d (total)"."""
+    if not split or not verdicts:
+        return "n/a"
+    parts = [split[k] / verdicts for k in ("server", "tree", "client", "rest")]
+    return " / ".join(f"{v:.2f}" for v in parts) + f" ({split['machine'] / verdicts:.2f} in all)"
+
+
 def markdown(report: dict) -> str:
     s, cfg, util = report["summary"], report["config"], report["utilisation"]
     gpu, cpu = util["gpu"], util["cpu"]
@@ -132,6 +140,8 @@ def markdown(report: dict) -> str:
             f"| GPU utilisation (`nvidia-smi` every 0.5 s) | {gpu_cell} |",
             f"| CPU busy, whole machine ({cpu['cores']} cores), mean / p95 | {cpu['busy_mean_pct']} % / "
             f"{cpu['busy_p95_pct']} % |",
+            f"| CPU core-seconds per check with a verdict: the server's process / the processes below it (runs) "
+            f"/ this script / the rest of the machine | {per_check(cpu.get('split_core_s'), s['verdicts'])} |",
             f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
             f"{report['timeline'].get('total_s')} s |",
         ]

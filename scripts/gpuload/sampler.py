@@ -4,6 +4,13 @@ GPU: `nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,n
 when nvidia-smi is on PATH (one line per GPU); otherwise the report says "n/a". CPU: the whole machine's busy
 share between two reads of /proc/stat's first line (everything but idle and iowait), every `period` seconds:
 on a shared machine that includes other people's work, which the report says.
+
+Where the CPU went (`cpu_split`): at start() and stop() every process's CPU times are read from /proc/PID/stat,
+and the difference is split into the server's own process (HTTP, event streams, judging, cases made ahead),
+its process tree below it (the zygotes and every run they reaped: check children, replays, compiles, ptxas;
+a process's reaped children count in its `cutime`), this script's own process (the learners' clients), and
+the rest of the machine (everything else: other work, and a Ray cluster's workers, which are not below the
+server). Core-seconds, so dividing by the checks judged gives what one check cost.
 """
 
 from __future__ import annotations
@@ -30,6 +37,47 @@ def cpu_times() -> tuple[int, int] | None:
     return total - values[3] - values[4], total
 
 
+def process_table() -> dict[int, tuple[int, float, float]]:
+    """{pid: (ppid, own CPU s, reaped children's CPU s)} for every process /proc shows now."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = Path(entry.path, "stat").read_text()
+            rest = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid ... utime stime ...
+            ppid, own = int(rest[1]), (int(rest[11]) + int(rest[12])) / tick
+            table[int(entry.name)] = (ppid, own, (int(rest[13]) + int(rest[14])) / tick)
+        except (OSError, ValueError, IndexError):
+            continue  # it ended while we read
+    return table
+
+
+def tree_cpu(root: int | None) -> dict[str, float]:
+    """CPU seconds so far: `server` (root's own), `tree` (every live process below it, own and reaped, plus
+    what root reaped), `client` (this process), `machine` (every core's busy time since boot)."""
+    table = process_table()
+    below = 0.0
+    if root is not None and root in table:
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _own, _reaped) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = list(children.get(root, []))
+        while todo:
+            pid = todo.pop()
+            below += table[pid][1] + table[pid][2]
+            todo += children.get(pid, [])
+    own = os.times()
+    busy = cpu_times()
+    return {
+        "server": table[root][1] if root in table else 0.0,
+        "tree": below + (table[root][2] if root in table else 0.0),
+        "client": own.user + own.system,
+        "machine": busy[0] / os.sysconf("SC_CLK_TCK") if busy else 0.0,
+    }
+
+
 def gpu_sample(nvidia_smi: str) -> list[tuple[float, float]] | None:
     """[(utilisation %, memory used MiB)] per GPU, or None when nvidia-smi failed or said nothing usable."""
     try:
@@ -49,8 +97,10 @@ def gpu_sample(nvidia_smi: str) -> list[tuple[float, float]] | None:
 class Sampler:
     """A daemon thread sampling both every `period` s from start() to stop(); summary() reads the samples."""
 
-    def __init__(self, period: float = 0.5) -> None:
+    def __init__(self, period: float = 0.5, server_pid: int | None = None) -> None:
         self.period = period
+        self.server_pid = server_pid  # whose process tree cpu_split measures (None: only client and machine)
+        self._tree: list[dict[str, float]] = []  # tree_cpu() at start() and at stop()
         self.nvidia_smi = shutil.which("nvidia-smi")
         self.cpu: list[float] = []  # busy % of the whole machine, per interval
         self.gpu: list[list[tuple[float, float]]] = []  # per sample: per GPU (util %, MiB)
@@ -59,12 +109,26 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
 
     def start(self) -> None:
+        self._tree = [tree_cpu(self.server_pid)]
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+            self._tree.append(tree_cpu(self.server_pid))
+
+    def cpu_split(self) -> dict | None:
+        """Core-seconds from start() to stop(): the server's process, the processes below it, this script, the
+        rest of the machine; None unless both ends were read."""
+        if len(self._tree) != 2:
+            return None
+        first, last = self._tree
+        split = {k: round(max(0.0, last[k] - first[k]), 1) for k in first}
+        split["rest"] = round(
+            max(0.0, split["machine"] - split["server"] - split["tree"] - split["client"]), 1
+        )
+        return split
 
     def _run(self) -> None:
         last = cpu_times()
@@ -87,6 +151,7 @@ class Sampler:
             "busy_mean_pct": _mean(self.cpu),
             "busy_p95_pct": percentile(self.cpu, 95),
             "note": "the whole machine (/proc/stat), other work on it included",
+            "split_core_s": self.cpu_split(),
         }
         if not self.nvidia_smi or not self.gpu:
             why = "no nvidia-smi on PATH" if not self.nvidia_smi else "nvidia-smi gave no readable sample"

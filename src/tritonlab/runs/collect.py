@@ -62,10 +62,20 @@ class RunResult:
     # under it, or a trusted child (one that imports no learner file: the replay, the trusted compile) was
     # killed from outside. The check that ran it is retried once (grading/retry.py).
     harness_death: str = ""
+    # CPU seconds of the run's process tree as its worker reaped it (the zygote's wait4; a warm child's start
+    # ahead of the job included); None where its worker did not say (it died, or a remote worker's older code)
+    cpu_s: float | None = None
 
     @property
     def crashed(self) -> bool:
         return self.signal is not None and not self.timed_out and not self.stopped
+
+
+def cpu_seconds(value: object) -> float | None:
+    """A worker's CPU figure for a run, when it is a plain finite number of seconds ≥ 0."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e7:
+        return float(value)
+    return None
 
 
 class Run:
@@ -187,6 +197,7 @@ class Run:
                 c for *_, made in (self.group.folders if self.group else []) for c in made
             ),
             harness_death=self.harness_death(status, timed_out, truncated, hit, full),
+            cpu_s=cpu_seconds(status.get("cpu_s")),
         )
 
     def harness_death(self, status: dict, timed_out: bool, truncated: bool, hit: list[str], full: str) -> str:

@@ -6,10 +6,12 @@ CUDA itself: each child does, after the fork (with `--pool N`, warm children do 
 
 Protocol (JSON lines): the parent writes {"op": "run", "id", "run_dir", "limits"}, {"op": "go", "id"} or
 {"op": "kill", "id"}, and, hardened, {"op": "warm", "run_dir"} / {"op": "drop", "run_dir"} (a warm child
-isolated ahead into the directory of a coming run, pool.BoundPool); the zygote answers {"id", "pid"} when a child starts and {"id", "exit"} or
-{"id", "signal"} when it ends. With `limits["hold"]` the child waits, before anything else, for one byte on
-a pipe that the zygote writes only on "go": the parent first places the child in the run's cgroup
-(cgroups/; the zygote, an unprivileged user inside bubblewrap, cannot). A released-by-EOF child exits.
+isolated ahead into the directory of a coming run, pool.BoundPool); the zygote answers {"id", "pid"} when a
+child starts and {"id", "exit"} or {"id", "signal"} when it ends, both with "cpu_s" (the CPU seconds the
+child and every process it reaped used, its warm start ahead of the job included). With `limits["hold"]` the
+child waits, before anything else, for one byte on a pipe that the zygote writes only on "go": the parent
+first places the child in the run's cgroup (cgroups/; the zygote, an unprivileged user inside bubblewrap,
+cannot). A released-by-EOF child exits.
 EOF on stdin (the parent died) kills every child and ends the zygote.
 """
 
@@ -363,7 +365,7 @@ def main() -> None:
                             kill_tree(pid)
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
@@ -384,6 +386,8 @@ def main() -> None:
                 reply = {"id": job_id, "signal": os.WTERMSIG(status)}
             else:
                 reply = {"id": job_id, "exit": os.WEXITSTATUS(status)}
+            # CPU seconds the run's process and every descendant it waited for used, its warm start included
+            reply["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 4)
             out.write(json.dumps(reply) + "\n")
             out.flush()
 

@@ -193,6 +193,8 @@ def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "preco
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
         timings[name.removesuffix("e") + "ed"] = compiled
+    if pre.run is not None and pre.run.cpu_s is not None:
+        timings[f"{name}_cpu_s"] = pre.run.cpu_s
 
 
 class Beside:

@@ -105,6 +105,8 @@ def replay_cases(
         run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
         if timings is not None:
             timings["replay_run_s"] = run.seconds
+            if run.cpu_s is not None:
+                timings["replay_cpu_s"] = run.cpu_s
             if run.timings:
                 timings["replay_run"] = run.timings
         try:

@@ -30,6 +30,8 @@ def run(
         on_start(handle)
     result = handle.wait(on_output)
     timings["check_run_s"] = time.monotonic() - mark
+    if result.cpu_s is not None:
+        timings["check_cpu_s"] = result.cpu_s
     if result.timings:
         timings["check_run"] = result.timings
     return result

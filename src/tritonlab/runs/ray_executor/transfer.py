@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tritonlab import config
 from tritonlab.runs import caches, rundir
-from tritonlab.runs.collect import RunResult
+from tritonlab.runs.collect import RunResult, cpu_seconds
 from tritonlab.runs.executor import ExecutorError
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.sandbox import SandboxError
@@ -140,6 +140,7 @@ def reply(result: RunResult, output: str, files: dict[str, bytes], timings: dict
         "stopped": bool(result.stopped),
         "output_truncated": bool(result.output_truncated),
         "seconds": float(result.seconds),
+        "cpu_s": None if result.cpu_s is None else float(result.cpu_s),
         "output": output,
         "files": files,
         "timings": {k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
@@ -192,6 +193,7 @@ def run_result(run_dir: Path, reply: dict, before: str, started: float, timings:
         output_truncated=reply.get("output_truncated") is True,
         output=before + str(reply.get("output", "")),
         seconds=float(reply.get("seconds") or (time.monotonic() - started)),
+        cpu_s=cpu_seconds(reply.get("cpu_s")),
         timings={k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
     )
 
