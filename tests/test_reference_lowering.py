@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SMEM_LIMIT = 232448  # bytes of shared memory one sm_90 program may use (227 KiB)
 
 LOWER_ALL = r"""
-import json, sys, torch
-from tritonlab.perf.kernels.lowering import lower
+import json, re, sys, torch
+from tritonlab.perf.kernels.lowering import compile_launch, lower, record_launches
 from tritonlab.perf.kernels import attention, attention_backward as ab, matmul_tma as mt, matmul_fp8 as mf
 
 def named(call):
@@ -49,6 +49,14 @@ a = torch.randn(512, 256, dtype=torch.bfloat16)
 b = torch.randn(256, 512, dtype=torch.bfloat16)
 out["tma-large"] = named(lambda: mt.matmul_tma(a, b, config=mt.CONFIGS["large"]))
 out["tma-decode"] = named(lambda: mt.matmul_tma(a[:16], b, config=mt.CONFIGS["decode"]))
+one_pass = {**mt.CONFIGS["decode"], "BN": 64, "SPLIT_K": 1}  # the single-pass kernel with a 16-row tile
+out["tma-decode-1pass"] = named(lambda: mt.matmul_tma(a[:16], b, config=one_pass))
+(launch,) = record_launches(lambda: mt.matmul_tma(a[:16], b, config=mt.CONFIGS["decode"]))
+ptx = compile_launch(launch).asm["ptx"]
+out["tma-decode-sync"] = {
+    "acq_rel_atomic": len(re.findall(r"atom\.global\.gpu\.acq_rel\.add", ptx)),
+    "cg_loads": len(re.findall(r"ld\.global\.cg", ptx)),
+}
 a8, sa = mf.quantize(torch.randn(256, 512), 1)
 w8, sw = mf.quantize(torch.randn(256, 512), 128)
 out["fp8-large"] = named(lambda: mf.matmul_fp8(a8, sa, w8, sw, config=mf.CONFIGS["large"]))
@@ -93,9 +101,20 @@ def test_persistent_tma_gemm_lowers_with_device_descriptors(lowered: dict) -> No
     large = lowered["tma-large"]["_persistent_tma_kernel"]
     assert large["wgmma"] > 0 and large["tma_load"] > 0 and large["tma_store"] > 0, large
     _sound(large)
-    decode = lowered["tma-decode"]["_persistent_tma_kernel"]
-    assert decode["mma_sync"] > 0 and decode["tma_load"] > 0, decode
+    one_pass = lowered["tma-decode-1pass"]["_persistent_tma_kernel"]
+    assert one_pass["mma_sync"] > 0 and one_pass["tma_load"] > 0, one_pass
+    _sound(one_pass)
+
+
+def test_split_k_decode_gemm_lowers_with_tma_loads_and_an_acq_rel_counter(lowered: dict) -> None:
+    """The shipped decode configuration (split-K): 16-row mma.sync products on TMA copies of B, the per-tile
+    counter an acq_rel atomic at GPU scope, the partials read back through L2 (ld.global.cg)."""
+    assert set(lowered["tma-decode"]) == {"_splitk_tma_kernel"}
+    decode = lowered["tma-decode"]["_splitk_tma_kernel"]
+    assert decode["mma_sync"] > 0 and decode["wgmma"] == 0 and decode["tma_load"] > 0, decode
     _sound(decode)
+    sync = lowered["tma-decode-sync"]
+    assert sync["acq_rel_atomic"] == 1 and sync["cg_loads"] > 0, sync
 
 
 def test_fp8_gemm_lowers_to_fp8_wgmma(lowered: dict) -> None:

@@ -18,9 +18,36 @@ Design (the Hopper recipe lesson 14 teaches, written as one kernel):
   shared-memory staging the TMA store needs;
 * ``WARP_SPEC``: ``tl.range(..., warp_specialize=True)`` on the tile loop (producer warps issue the TMA copies).
 
-The decode shape (M = 16) takes the same kernel with BM = 16 (``mma.sync`` instead of ``wgmma``: 64-row
-warpgroup products would waste three quarters of their work) and narrow BN so that 128 programs stream B.
-:data:`CONFIGS`: the best candidates of H200 run 2026-12-04 (58448a1) (``scripts/tune_reference_kernels.py``).
+The decode shape (M = 16) takes BM = 16 (``mma.sync`` instead of ``wgmma``: 64-row warpgroup products would
+waste three quarters of their work). It is memory-bound (reading B is all the work), so what counts is that
+every SM streams B in wide TMA boxes; with one program per output tile, N / BN programs do that, and a narrow BN
+(more programs) makes short TMA rows. Hence the **split-K decode path** (``SPLIT_K`` > 1 in the config,
+``_splitk_tma_kernel``):
+
+* work items are (output tile, K split) pairs, ``tiles × SPLIT_K`` of them, at most one per SM in the shipped
+  configuration; the grid is ``min(SMs, items)`` and each program walks ``pid, pid + NUM_SMS, ...`` as above.
+  Split ``s`` covers K tiles ``[s·⌈k_tiles/SPLIT_K⌉, (s+1)·⌈k_tiles/SPLIT_K⌉)`` clipped to K: the last splits may
+  be short or empty (an empty split contributes a zero partial);
+* each item computes its BM×BN fp32 partial with TMA descriptor loads (BN ≥ 128: TMA rows of ≥ 256 bytes) and
+  stores it into a workspace ``[SPLIT_K, M_pad, N]`` (``M_pad`` = M rounded up to BM), plain ``st.global``;
+* **deterministic reduction in the same launch**: a CTA barrier (``tl.debug_barrier``: every thread's partial
+  stores happen before it), then one ``atomic_add(counter[tile], 1, sem="acq_rel")`` at GPU scope (one thread
+  issues it; Triton broadcasts the old value through shared memory behind another barrier): its release half
+  publishes the CTA's partial, its acquire half makes every earlier arriver's partial visible to the program
+  that reads the old value ``SPLIT_K - 1``, which is the last arriver (the same barrier-then-release,
+  acquire-then-barrier pattern as CUTLASS's split-K semaphore). Only that one sums the SPLIT_K partials, always in
+  split order 0, 1, ..., SPLIT_K - 1 (so the result does not depend on which program came last: bitwise
+  reproducible), writes C and stores 0 into the counter, so the next launch needs no memset (no other program
+  of this launch touches that counter any more). The partials are read with ``.cg`` loads (L2, not a possibly
+  stale L1 line). Nobody waits on anybody: no spin loop, no deadlock, whatever the number of resident programs;
+* workspace and counters are cached per (device, stream) and only grow (counters are zeroed once, when
+  allocated); launches on one stream are ordered, so they may share them; two streams get their own.
+
+:data:`CONFIGS`: "large" is the best candidate of H200 run 2026-12-04 (58448a1)
+(``scripts/tune_reference_kernels.py``). "decode" (16×128×256, 4 warps, 4 stages, SPLIT_K = 4: 32 tiles ×
+4 splits = 128 programs at N = 4096) is a **first guess, not measured yet**: the split-K path is to be timed on
+the H200 with the decode candidates of ``scripts/tunekit/plan_gemm.py``, among them the single-pass decode
+configuration it replaces (16×64×256, 0.803× the fastest peer in the run above).
 """
 
 from __future__ import annotations
@@ -35,15 +62,16 @@ from ._common import interpreting, num_sms
 
 Config = dict[str, int | bool]
 
-#: Per shape class ("decode": M ≤ 64, else "large"): the best candidates of H200 run 2026-12-04 (58448a1)
-#: (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md). "large": 128×256×64, 8 warps, 3 stages, split epilogue,
+#: Per shape class ("decode": M ≤ 64, else "large"). "large": the best candidate of H200 run 2026-12-04
+#: (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md): 128×256×64, 8 warps, 3 stages, split epilogue,
 #: warp-specialised tile loop (0.960× the fastest peer, the first guess without warp specialisation 0.957×:
-#: within the spread); "decode": 16×64×256 (0.803×; 16×32 0.796×).
+#: within the spread). "decode": the split-K path, 16×128×256 with SPLIT_K = 4: a first guess, not measured
+#: yet (the single-pass 16×64×256 of that run was 0.803×; 16×32 0.796×). ``SPLIT_K`` absent or 1: one pass.
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "EPI_SPLIT": 2,
               "flatten": True, "warp_spec": True},
-    "decode": {"BM": 16, "BN": 64, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
-               "flatten": False, "warp_spec": False},
+    "decode": {"BM": 16, "BN": 128, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
+               "flatten": False, "warp_spec": False, "SPLIT_K": 4},
 }  # fmt: skip
 INTERPRETER_CONFIG: Config = {
     "BM": 32, "BN": 32, "BK": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1, "EPI_SPLIT": 2, "flatten": False,
@@ -105,6 +133,57 @@ def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, s
                       EPI_SPLIT, UPCAST)  # fmt: skip
 
 
+@triton.jit
+def _splitk_tma_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_am, stride_bk, stride_cm, M_PAD,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr,
+                       NUM_SMS: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
+    """Split-K for small M: item = (m tile, split, n tile), m fastest (the m tiles of one B box run side by
+    side and share it through L2); each item stores its fp32 partial, the last of a tile's SPLIT_K items sums
+    them in split order and writes C (see the module docstring for the memory ordering)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+    items = num_pid_m * num_pid_n * SPLIT_K
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    for item in tl.range(tl.program_id(0), items, NUM_SMS):
+        pid_m = item % num_pid_m
+        split = (item // num_pid_m) % SPLIT_K
+        pid_n = item // (num_pid_m * SPLIT_K)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        k_lo = split * k_per_split
+        k_hi = min(k_lo + k_per_split, k_tiles)  # k_lo may be ≥ k_hi: an empty split, a zero partial
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_lo, k_hi):
+            a = a_desc.load([off_m, ki * BK])
+            b = b_desc.load([ki * BK, off_n])
+            if UPCAST:  # the interpreter's low-precision dot is wrong; the GPU path never takes this branch
+                a, b = a.to(tl.float32), b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+        # workspace [SPLIT_K, M_PAD, N]: the tile's rows are < M_PAD by construction, only the columns are masked
+        r = off_m + rows
+        c = off_n + cols
+        col_ok = (c < N)[None, :]
+        tile_off = r[:, None] * N + c[None, :]
+        tl.store(ws_ptr + split * M_PAD * N + tile_off, acc, mask=col_ok)
+        # every thread's partial stores before the (single-thread) release below: CTA barrier, then acq_rel
+        tl.debug_barrier()
+        tile = pid_n * num_pid_m + pid_m
+        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:  # the last of the tile's items: every partial is published
+            total = tl.zeros((BM, BN), dtype=tl.float32)
+            for s in tl.static_range(SPLIT_K):  # fixed order: bitwise the same result whoever came last
+                part_ptr = ws_ptr + s * M_PAD * N + tile_off
+                total += tl.load(part_ptr, mask=col_ok, other=0.0, cache_modifier=".cg")  # L2, never stale L1
+            tl.store(c_ptr + r[:, None] * stride_cm + c[None, :], total.to(c_ptr.dtype.element_ty),
+                     mask=(r < M)[:, None] & col_ok)  # fmt: skip
+            tl.store(cnt_ptr + tile, 0)  # ready for the next launch; nobody else touches it in this one
+
+
 @functools.cache
 def use_torch_allocator() -> None:
     """Give Triton a torch-backed allocator for the descriptors' global scratch (once per process)."""
@@ -113,6 +192,27 @@ def use_torch_allocator() -> None:
         return torch.empty(size, device="cuda", dtype=torch.int8)
 
     triton.set_allocator(alloc)
+
+
+#: (device, stream) -> (fp32 workspace, int32 per-tile counters, all zero between launches) of the split-K path
+_WORKSPACES: dict[tuple[str, int], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _workspace(device: torch.device, numel: int, tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The split-K partials buffer (≥ ``numel`` fp32) and tile counters (≥ ``tiles`` int32, zero at rest) of
+    this device and stream, allocated once and grown when a call needs more. Launches on one stream run in order
+    and leave every counter at 0, so they share them; another stream (which could run at the same time) gets its
+    own. A buffer replaced by a larger one is freed to torch's stream-ordered caching allocator, so a launch
+    still using it on this stream is not disturbed."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), stream)
+    ws, counters = _WORKSPACES.get(key, (None, None))
+    if ws is None or ws.numel() < numel:
+        ws = torch.empty(max(numel, 1 << 16), device=device, dtype=torch.float32)
+    if counters is None or counters.numel() < tiles:
+        counters = torch.zeros(max(tiles, 1024), device=device, dtype=torch.int32)
+    _WORKSPACES[key] = (ws, counters)
+    return ws, counters
 
 
 def shape_class(m: int, n: int, k: int) -> str:
@@ -153,6 +253,21 @@ def matmul_tma(
         use_torch_allocator()
     BM, BN, BK = int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    split_k = int(cfg.get("SPLIT_K", 1))
+    if split_k > 1:
+        m_pad = triton.cdiv(M, BM) * BM
+        if split_k * m_pad * N >= 2**31:  # the kernel's workspace offsets are 32-bit
+            raise ValueError(
+                f"SPLIT_K={split_k} workspace of {split_k}×{m_pad}×{N} is too large; use SPLIT_K=1"
+            )
+        ws, counters = _workspace(a.device, split_k * m_pad * N, tiles)
+        grid = (min(num_sms(a.device.index or 0), tiles * split_k),)
+        _splitk_tma_kernel[grid](
+            a, b, out, ws, counters, M, N, K, a.stride(0), b.stride(0), out.stride(0), m_pad, BM=BM, BN=BN,
+            BK=BK, SPLIT_K=split_k, NUM_SMS=grid[0], UPCAST=interpreting(), num_warps=int(cfg["num_warps"]),
+            num_stages=int(cfg["num_stages"]),
+        )  # fmt: skip
+        return out
     grid = (min(num_sms(a.device.index or 0), tiles),)
     _persistent_tma_kernel[grid](
         a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), BM=BM, BN=BN, BK=BK,
