@@ -36,6 +36,8 @@ CASES = [  # (M, N, K, dtype, config): k_tiles = ceil(K / BK) split into SPLIT_K
     (33, 40, 40, "fp16", SMALL),  # 3 M tiles (33 rows), 2 K tiles: 1, 1, 0, 0
     (64, 96, 160, "fp16", {**SMALL, "BM": 32, "SPLIT_K": 2}),
     (5, 200, 1100, "bf16", mt.CONFIGS["decode"]),  # the shipped decode configuration: 5 K tiles: 2, 2, 1, 0
+    (33, 40, 200, "bf16", {**SMALL, "host_desc": True}),  # descriptors built on the host: the same values
+    (40, 72, 72, "fp16", {**mt.INTERPRETER_CONFIG, "host_desc": True}),  # the one-pass kernel, host descriptors
     (16, 128, 128, "fp16", {**SMALL, "cancel": True}),  # 1 K tile per split, partials 2 and 3 cancel
 ]
 DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -65,11 +67,11 @@ for m, n, k, dt, cfg in CASES:
     ws, counters = mt._WORKSPACES[("cpu", 0)]
     after_first = int(counters.abs().sum())
     again = run(a, b, cfg, 4, out_stride=-(-n // 8) * 8 + 8)  # the same launch again: the counters must have been reset
-    items = -(-m // cfg["BM"]) * -(-n // cfg["BN"]) * cfg["SPLIT_K"]
+    items = -(-m // cfg["BM"]) * -(-n // cfg["BN"]) * cfg.get("SPLIT_K", 1)
     wide = run(a, b, cfg, items)  # one item per program: other programs arrive last
     odd = run(a, b, cfg, 3)
     results.append({
-        "case": [m, n, k, dt, cfg["BM"], cfg["BN"], cfg["BK"], cfg["SPLIT_K"]],
+        "case": [m, n, k, dt, cfg["BM"], cfg["BN"], cfg["BK"], cfg.get("SPLIT_K", 1), bool(cfg.get("host_desc"))],
         "rel_err": float((first.double() - ref).norm() / ref.norm()),
         "finite": bool(torch.isfinite(first).all()),
         "counters_after_first": after_first,
@@ -93,7 +95,7 @@ def results() -> list[dict]:
 
 
 def test_split_k_values_match_float64(results: list[dict]) -> None:
-    assert len(results) == 6
+    assert len(results) == 8 and 2 <= sum(r["case"][8] for r in results) < 8  # host and device descriptors
     for r in results:
         tol = 1e-2 if r["case"][3] == "bf16" else 2e-3
         assert r["finite"] and r["rel_err"] < tol, r

@@ -49,7 +49,11 @@ a = torch.randn(512, 256, dtype=torch.bfloat16)
 b = torch.randn(256, 512, dtype=torch.bfloat16)
 out["tma-large"] = named(lambda: mt.matmul_tma(a, b, config=mt.CONFIGS["large"]))
 out["tma-decode"] = named(lambda: mt.matmul_tma(a[:16], b, config=mt.CONFIGS["decode"]))
-one_pass = {**mt.CONFIGS["decode"], "BN": 64, "SPLIT_K": 1}  # the single-pass kernel with a 16-row tile
+# the same two kernels with their descriptors built in the kernel (tl.make_tensor_descriptor, lesson 14's form)
+out["tma-large-dev"] = named(lambda: mt.matmul_tma(a, b, config={**mt.CONFIGS["large"], "host_desc": False}))
+dev_decode = {**mt.CONFIGS["decode"], "host_desc": False}
+out["tma-decode-dev"] = named(lambda: mt.matmul_tma(a[:16], b, config=dev_decode))
+one_pass = {**mt.CONFIGS["decode"], "BN": 64, "SPLIT_K": 1, "host_desc": False}  # the single-pass kernel with a 16-row tile
 out["tma-decode-1pass"] = named(lambda: mt.matmul_tma(a[:16], b, config=one_pass))
 (launch,) = record_launches(lambda: mt.matmul_tma(a[:16], b, config=mt.CONFIGS["decode"]))
 ptx = compile_launch(launch).asm["ptx"]
@@ -97,10 +101,16 @@ def test_attention_backward_defaults_lower_without_spills(d: int, lowered: dict)
         _sound(facts[name])
 
 
-def test_persistent_tma_gemm_lowers_with_device_descriptors(lowered: dict) -> None:
-    large = lowered["tma-large"]["_persistent_tma_kernel"]
-    assert large["wgmma"] > 0 and large["tma_load"] > 0 and large["tma_store"] > 0, large
-    _sound(large)
+def test_persistent_tma_gemm_lowers_with_host_and_device_descriptors(lowered: dict) -> None:
+    """The shipped configuration passes host-built descriptors; built in the kernel, the same loop lowers alike."""
+    assert set(lowered["tma-large"]) == {"_persistent_tma_host_kernel"}
+    assert set(lowered["tma-large-dev"]) == {"_persistent_tma_kernel"}
+    for large in (
+        lowered["tma-large"]["_persistent_tma_host_kernel"],
+        lowered["tma-large-dev"]["_persistent_tma_kernel"],
+    ):
+        assert large["wgmma"] > 0 and large["tma_load"] > 0 and large["tma_store"] > 0, large
+        _sound(large)
     one_pass = lowered["tma-decode-1pass"]["_persistent_tma_kernel"]
     assert one_pass["mma_sync"] > 0 and one_pass["tma_load"] > 0, one_pass
     _sound(one_pass)
@@ -109,10 +119,14 @@ def test_persistent_tma_gemm_lowers_with_device_descriptors(lowered: dict) -> No
 def test_split_k_decode_gemm_lowers_with_tma_loads_and_an_acq_rel_counter(lowered: dict) -> None:
     """The shipped decode configuration (split-K): 16-row mma.sync products on TMA copies of B, the per-tile
     counter an acq_rel atomic at GPU scope, the partials read back through L2 (ld.global.cg)."""
-    assert set(lowered["tma-decode"]) == {"_splitk_tma_kernel"}
-    decode = lowered["tma-decode"]["_splitk_tma_kernel"]
-    assert decode["mma_sync"] > 0 and decode["wgmma"] == 0 and decode["tma_load"] > 0, decode
-    _sound(decode)
+    assert set(lowered["tma-decode"]) == {"_splitk_tma_host_kernel"}
+    assert set(lowered["tma-decode-dev"]) == {"_splitk_tma_kernel"}
+    for decode in (
+        lowered["tma-decode"]["_splitk_tma_host_kernel"],
+        lowered["tma-decode-dev"]["_splitk_tma_kernel"],
+    ):
+        assert decode["mma_sync"] > 0 and decode["wgmma"] == 0 and decode["tma_load"] > 0, decode
+        _sound(decode)
     sync = lowered["tma-decode-sync"]
     assert sync["acq_rel_atomic"] == 1 and sync["cg_loads"] > 0, sync
 

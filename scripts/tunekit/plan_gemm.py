@@ -30,28 +30,27 @@ def _gemm_variants(smoke: bool) -> list[tuple[str, dict[str, Any], set[str] | No
 
     large, decode = {"large"}, {"decode"}
     return [
-        ("128x256x64 w8 s3 epi2 ws", c(128, 256, 64, 8, 3, 2, flatten=True, warp_spec=True), large),
-        ("128x256x64 w8 s3 epi2", c(128, 256, 64, 8, 3, 2), large),
-        ("128x256x64 w8 s4 epi2 flat", c(128, 256, 64, 8, 4, 2, flatten=True), large),
-        ("256x128x64 w8 s3 epi2 flat", c(256, 128, 64, 8, 3, 2, flatten=True), large),
-        ("128x128x64 w8 s4 epi2 flat", c(128, 128, 64, 8, 4, 2, flatten=True), large),
-        ("128x128x64 w4 s4", c(128, 128, 64, 4, 4), large),
-        # decode: the split-K path (tiles_n × SPLIT_K programs, 128 ≤ 132 SMs at N = 4096) beside the default
-        # (16x128x256 w4 s4 sk4); sk2 keeps 64 programs (wide boxes without more streams). Compiled for cuda:90
-        # with Triton 3.6 and 3.9 when added: 110-221 KB of shared memory, no spills (4-warp 16x128x128 spills
-        # from 5 stages on with 3.6, hence w8 for s6)
-        ("16x128x256 w4 s3 sk4", c(16, 128, 256, 4, 3, SPLIT_K=4), decode),
-        ("16x128x128 w4 s4 sk4", c(16, 128, 128, 4, 4, SPLIT_K=4), decode),
-        ("16x128x128 w8 s6 sk4", c(16, 128, 128, 8, 6, SPLIT_K=4), decode),
-        ("16x256x128 w4 s3 sk8", c(16, 256, 128, 4, 3, SPLIT_K=8), decode),
-        ("16x256x128 w4 s4 sk8", c(16, 256, 128, 4, 4, SPLIT_K=8), decode),
-        ("16x256x128 w8 s4 sk8", c(16, 256, 128, 8, 4, SPLIT_K=8), decode),
-        ("16x128x256 w4 s4 sk2", c(16, 128, 256, 4, 4, SPLIT_K=2), decode),
-        # the single-pass decode configurations (16x64x256 w4 s4: the default before split-K)
-        ("16x64x256 w4 s4", c(16, 64, 256, 4, 4), decode),
-        ("16x64x128 w4 s6", c(16, 64, 128, 4, 6), decode),
-        ("16x32x128 w4 s8", c(16, 32, 128, 4, 8), decode),
-        ("64x32x256 w4 s4", c(64, 32, 256, 4, 4), decode),
+        # "host": descriptors built on the host (TensorDescriptor), "dev": in the kernel (tl.make_tensor_descriptor)
+        ("128x256x64 w8 s3 epi2 ws dev", c(128, 256, 64, 8, 3, 2, flatten=True, warp_spec=True), large),
+        ("128x256x64 w8 s3 epi2 host", c(128, 256, 64, 8, 3, 2, host_desc=True), large),
+        ("128x256x64 w8 s4 epi2 flat host", c(128, 256, 64, 8, 4, 2, flatten=True, host_desc=True), large),
+        (
+            "128x256x64 w8 s3 epi1 ws host",
+            c(128, 256, 64, 8, 3, 1, flatten=True, warp_spec=True, host_desc=True),
+            large,
+        ),
+        ("128x256x64 w8 s3 epi2 dev", c(128, 256, 64, 8, 3, 2), large),
+        # decode: the split-K path (tiles_n × SPLIT_K programs, 128 ≤ 132 SMs at N = 4096) and one pass, with
+        # host and device descriptors (every device-descriptor candidate ran 22-24 TFLOP/s in H200 run
+        # 2026-12-04 (f45fcbb), the host-descriptor `matmul` 29.7: a fixed cost of making descriptors per launch)
+        ("16x128x128 w4 s4 sk4 dev", c(16, 128, 128, 4, 4, SPLIT_K=4), decode),
+        ("16x128x256 w4 s3 sk4 host", c(16, 128, 256, 4, 3, SPLIT_K=4, host_desc=True), decode),
+        ("16x128x256 w4 s4 sk2 host", c(16, 128, 256, 4, 4, SPLIT_K=2, host_desc=True), decode),
+        ("16x256x128 w4 s3 sk8 host", c(16, 256, 128, 4, 3, SPLIT_K=8, host_desc=True), decode),
+        ("16x128x128 w8 s6 sk4 host", c(16, 128, 128, 8, 6, SPLIT_K=4, host_desc=True), decode),
+        ("16x64x256 w4 s4 host", c(16, 64, 256, 4, 4, host_desc=True), decode),
+        ("16x32x128 w4 s8 host", c(16, 32, 128, 4, 8, host_desc=True), decode),
+        ("16x64x256 w4 s4 dev", c(16, 64, 256, 4, 4), decode),
     ]
 
 

@@ -60,6 +60,11 @@ import triton.language as tl
 
 from ._common import interpreting, num_sms
 
+try:  # host-side TMA descriptors (Triton ≥ 3.4)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - old Triton
+    TensorDescriptor = None  # type: ignore[assignment,misc]
+
 Config = dict[str, int | bool]
 
 #: Per shape class ("decode": M ≤ 64, else "large"). "large": the best candidate of H200 run 2026-12-04
@@ -69,9 +74,9 @@ Config = dict[str, int | bool]
 #: yet (the single-pass 16×64×256 of that run was 0.803×; 16×32 0.796×). ``SPLIT_K`` absent or 1: one pass.
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "EPI_SPLIT": 2,
-              "flatten": True, "warp_spec": True},
-    "decode": {"BM": 16, "BN": 128, "BK": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
-               "flatten": False, "warp_spec": False, "SPLIT_K": 4},
+              "flatten": True, "warp_spec": True, "host_desc": True},
+    "decode": {"BM": 16, "BN": 128, "BK": 128, "GROUP_M": 1, "num_warps": 4, "num_stages": 4, "EPI_SPLIT": 1,
+               "flatten": False, "warp_spec": False, "SPLIT_K": 4, "host_desc": True},
 }  # fmt: skip
 INTERPRETER_CONFIG: Config = {
     "BM": 32, "BN": 32, "BK": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1, "EPI_SPLIT": 2, "flatten": False,
@@ -110,15 +115,10 @@ def _one_tile(a_desc, b_desc, c_desc, tile_id, num_pid_m, num_pid_n, k_tiles, BM
 
 
 @triton.jit
-def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
-                           BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                           EPI_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPEC: tl.constexpr,
-                           UPCAST: tl.constexpr):  # fmt: skip
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
-    c_desc = tl.make_tensor_descriptor(
-        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BM, BN // EPI_SPLIT]
-    )
+def _tile_loop(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, FLATTEN: tl.constexpr,
+               WARP_SPEC: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
+    """The persistent tile loop, whichever side built the descriptors."""
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
@@ -134,14 +134,57 @@ def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, s
 
 
 @triton.jit
+def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
+                           BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                           EPI_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPEC: tl.constexpr,
+                           UPCAST: tl.constexpr):  # fmt: skip
+    """Descriptors built on the device (what lesson 14 teaches): the launch takes tensors and integers."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(
+        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BM, BN // EPI_SPLIT]
+    )
+    _tile_loop(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_M, NUM_SMS, EPI_SPLIT, FLATTEN, WARP_SPEC,
+               UPCAST)  # fmt: skip
+
+
+@triton.jit
+def _persistent_tma_host_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                                EPI_SPLIT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPEC: tl.constexpr,
+                                UPCAST: tl.constexpr):  # fmt: skip
+    """Descriptors built on the host (``TensorDescriptor``) and passed in: no descriptor made per launch."""
+    _tile_loop(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_M, NUM_SMS, EPI_SPLIT, FLATTEN, WARP_SPEC,
+               UPCAST)  # fmt: skip
+
+
+@triton.jit
 def _splitk_tma_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_am, stride_bk, stride_cm, M_PAD,
                        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr,
                        NUM_SMS: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
+    """Split-K with descriptors built on the device (see ``_splitk_items``)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
+    _splitk_items(a_desc, b_desc, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_cm, M_PAD, BM, BN, BK, SPLIT_K,
+                  NUM_SMS, UPCAST)  # fmt: skip
+
+
+@triton.jit
+def _splitk_tma_host_kernel(a_desc, b_desc, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_cm, M_PAD, BM: tl.constexpr,
+                            BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr, NUM_SMS: tl.constexpr,
+                            UPCAST: tl.constexpr):  # fmt: skip
+    """Split-K with descriptors built on the host and passed in."""
+    _splitk_items(a_desc, b_desc, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_cm, M_PAD, BM, BN, BK, SPLIT_K,
+                  NUM_SMS, UPCAST)  # fmt: skip
+
+
+@triton.jit
+def _splitk_items(a_desc, b_desc, c_ptr, ws_ptr, cnt_ptr, M, N, K, stride_cm, M_PAD, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr, NUM_SMS: tl.constexpr,
+                  UPCAST: tl.constexpr):  # fmt: skip
     """Split-K for small M: item = (m tile, split, n tile), m fastest (the m tiles of one B box run side by
     side and share it through L2); each item stores its fp32 partial, the last of a tile's SPLIT_K items sums
     them in split order and writes C (see the module docstring for the memory ordering)."""
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN])
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     k_tiles = tl.cdiv(K, BK)
@@ -249,7 +292,10 @@ def matmul_tma(
         return out.zero_()
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS[shape_class(M, N, K)] if gpu else INTERPRETER_CONFIG))
-    if gpu:
+    host = bool(cfg.get("host_desc", False))
+    if host and TensorDescriptor is None:
+        raise ValueError("host_desc needs triton.tools.tensor_descriptor (Triton ≥ 3.4)")
+    if gpu and not host:
         use_torch_allocator()
     BM, BN, BK = int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
@@ -262,6 +308,13 @@ def matmul_tma(
             )
         ws, counters = _workspace(a.device, split_k * m_pad * N, tiles)
         grid = (min(num_sms(a.device.index or 0), tiles * split_k),)
+        if host:
+            _splitk_tma_host_kernel[grid](
+                TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]), out, ws,
+                counters, M, N, K, out.stride(0), m_pad, BM=BM, BN=BN, BK=BK, SPLIT_K=split_k, NUM_SMS=grid[0],
+                UPCAST=interpreting(), num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
+            )  # fmt: skip
+            return out
         _splitk_tma_kernel[grid](
             a, b, out, ws, counters, M, N, K, a.stride(0), b.stride(0), out.stride(0), m_pad, BM=BM, BN=BN,
             BK=BK, SPLIT_K=split_k, NUM_SMS=grid[0], UPCAST=interpreting(), num_warps=int(cfg["num_warps"]),
@@ -269,6 +322,16 @@ def matmul_tma(
         )  # fmt: skip
         return out
     grid = (min(num_sms(a.device.index or 0), tiles),)
+    if host:
+        epi = int(cfg.get("EPI_SPLIT", 1))
+        _persistent_tma_host_kernel[grid](
+            TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+            TensorDescriptor.from_tensor(out, [BM, BN // epi]), M, N, K, BM=BM, BN=BN, BK=BK,
+            GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=epi, FLATTEN=bool(cfg.get("flatten", False)),
+            WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=interpreting(), num_warps=int(cfg["num_warps"]),
+            num_stages=int(cfg["num_stages"]),
+        )  # fmt: skip
+        return out
     _persistent_tma_kernel[grid](
         a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), BM=BM, BN=BN, BK=BK,
         GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=int(cfg.get("EPI_SPLIT", 1)),
