@@ -203,3 +203,28 @@ def test_a_runs_cpu_seconds_count_its_whole_tree(zygote: sandbox.Zygote, tmp_pat
     assert slept.cpu_s is not None and slept.cpu_s < spun.cpu_s - 0.4, (slept.cpu_s, spun.cpu_s)
     verdict = check(zygote, "good.py")
     assert verdict.passed and verdict.timings["check_cpu_s"] > 0 and verdict.timings["replay_cpu_s"] > 0
+
+
+@pytest.mark.gpu
+def test_blocking_sync_reaches_the_runs_cuda_context() -> None:
+    """TRITONLAB_CUDA_SYNC=blocking: a warm child's context (made by pool.init_device) waits asleep. Read back
+    from the driver in a fresh process, as a run would have it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes\n"
+        "from tritonlab.runs import pool\n"
+        "pool.init_device('gpu')\n"
+        "flags = ctypes.c_uint()\n"
+        "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"
+        "print(flags.value & pool.CU_CTX_SCHED_MASK)\n"
+    )
+    for mode, want in (("blocking", pool.CU_CTX_SCHED_BLOCKING_SYNC), ("", None)):
+        env = dict(os.environ, TRITONLAB_CUDA_SYNC=mode)
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        got = int(done.stdout.split()[-1])
+        assert got == want if want is not None else got != pool.CU_CTX_SCHED_BLOCKING_SYNC, (mode, got)

@@ -39,6 +39,7 @@ ENV_ALLOW = {
     "NCCL_NVLS_ENABLE",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     "NVSHMEM_DISABLE_NVLS",
+    "TRITONLAB_CUDA_SYNC",  # how a run's CUDA context waits (runs/pool.py); no secret in it
 }
 ENV_ALLOW_PREFIXES = ("TRITON_",)
 ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")

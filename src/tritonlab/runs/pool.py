@@ -72,11 +72,41 @@ def size_from_argv(argv: list[str]) -> int:
     return 0
 
 
+SYNC_ENV = "TRITONLAB_CUDA_SYNC"  # "blocking": a run's CUDA waits sleep instead of spinning (config.py)
+CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC = 0x07, 0x04
+
+
+def blocking_sync() -> bool:
+    """Ask the CUDA driver, before any context exists in this process, to make every device's primary context
+    wait for the GPU by sleeping on the host (CU_CTX_SCHED_BLOCKING_SYNC). By default a process with one
+    context on a many-core machine spins a core at each synchronize; a check child waits on the GPU often, and
+    many run at once. True when the flag was set on every device."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int()
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return False
+    setter = getattr(lib, "cuDevicePrimaryCtxSetFlags_v2", None) or lib.cuDevicePrimaryCtxSetFlags
+    done = 0
+    for ordinal in range(count.value):
+        device = ctypes.c_int()
+        if (
+            lib.cuDeviceGet(ctypes.byref(device), ordinal) == 0
+            and setter(device, CU_CTX_SCHED_BLOCKING_SYNC) == 0
+        ):
+            done += 1
+    return count.value > 0 and done == count.value
+
+
 def init_device(backend: str) -> None:
     """Create the CUDA context (and Triton's driver state) now, so the run does not wait for it."""
     if backend != "gpu":
         return
     try:
+        if os.environ.get(SYNC_ENV) == "blocking":
+            blocking_sync()
         import torch
 
         torch.zeros(1, device="cuda")
