@@ -207,8 +207,8 @@ def test_a_runs_cpu_seconds_count_its_whole_tree(zygote: sandbox.Zygote, tmp_pat
 
 @pytest.mark.gpu
 def test_blocking_sync_reaches_the_runs_cuda_context() -> None:
-    """TRITONLAB_CUDA_SYNC=blocking: a warm child's context (made by pool.init_device) waits asleep. Read back
-    from the driver in a fresh process, as a run would have it."""
+    """By default (and with TRITONLAB_CUDA_SYNC=blocking) a warm child's context, made by pool.init_device,
+    waits asleep; `spin` leaves the driver's choice. Read back from the driver in a fresh process."""
     import subprocess
     import sys
 
@@ -220,7 +220,8 @@ def test_blocking_sync_reaches_the_runs_cuda_context() -> None:
         "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"
         "print(flags.value & pool.CU_CTX_SCHED_MASK)\n"
     )
-    for mode, want in (("blocking", pool.CU_CTX_SCHED_BLOCKING_SYNC), ("", None)):
+    asleep = pool.CU_CTX_SCHED_BLOCKING_SYNC
+    for mode, want in (("blocking", asleep), ("", asleep), ("spin", None)):
         env = dict(os.environ, TRITONLAB_CUDA_SYNC=mode)
         done = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120

@@ -10,8 +10,8 @@ TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (defau
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 TRITONLAB_PRECOMPILE  0 turns off compiling a GPU check's kernels ahead (beside the check child, and all at once
                   in the replay child; default on; grading/check/precompile.py)
-TRITONLAB_CUDA_SYNC  blocking: each GPU run's CUDA context waits for the GPU asleep instead of spinning a core
-                  (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py); default: the driver's own choice (it spins)
+TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the driver chooses (a process with one
+                  context spins a core); default: they wait asleep (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py)
 TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
                   above OWASP's minimum, cheap enough for a class's log-in burst; docs/classroom.md,
                   "Password hashing cost")

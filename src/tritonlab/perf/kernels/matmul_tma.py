@@ -1,4 +1,4 @@
-"""Persistent GEMM with device-side TMA descriptors: ``C = A @ B`` for bf16/fp16, fp32 accumulation (issue 39).
+"""Persistent GEMM with TMA tensor descriptors: ``C = A @ B`` for bf16/fp16, fp32 accumulation (issue 39).
 
 Cost model as ``matmul``: 2·M·N·K FLOPs, (M·K + K·N + M·N)·s bytes at least.
 
@@ -10,8 +10,9 @@ Design (the Hopper recipe lesson 14 teaches, written as one kernel):
   tiles × K steps);
 * **grouped tile order**: consecutive tile ids walk GROUP_M rows of tiles column by column, so the A rows and B
   columns the SMs are reading at one moment stay in L2;
-* **tensor descriptors made in the kernel** (``tl.make_tensor_descriptor``): base, shape and strides are kernel
-  arguments, the descriptor lives in a small global scratch buffer (``triton.set_allocator``), each
+* **tensor descriptors**, made in the kernel (``tl.make_tensor_descriptor``: base, shape and strides are kernel
+  arguments, the descriptor lives in a small global scratch buffer, ``triton.set_allocator``) or on the host
+  and passed in (``host_desc``, what the shipped configurations do: see below); each
   ``desc.load`` is one TMA copy of a BM×BK or BK×BN box into the swizzled shared-memory layout ``wgmma``
   reads, with zero fill past the matrix's edge — no masks, any M, N, K (rows 16-byte aligned);
 * **split epilogue** (``EPI_SPLIT`` = 2): the accumulator is stored as two BM×BN/2 halves, which halves the
@@ -43,11 +44,16 @@ every SM streams B in wide TMA boxes; with one program per output tile, N / BN p
 * workspace and counters are cached per (device, stream) and only grow (counters are zeroed once, when
   allocated); launches on one stream are ordered, so they may share them; two streams get their own.
 
-:data:`CONFIGS`: "large" is the best candidate of H200 run 2026-12-04 (58448a1)
-(``scripts/tune_reference_kernels.py``). "decode" (16×128×256, 4 warps, 4 stages, SPLIT_K = 4: 32 tiles ×
-4 splits = 128 programs at N = 4096) is a **first guess, not measured yet**: the split-K path is to be timed on
-the H200 with the decode candidates of ``scripts/tunekit/plan_gemm.py``, among them the single-pass decode
-configuration it replaces (16×64×256, 0.803× the fastest peer in the run above).
+:data:`CONFIGS` pass descriptors built on the host (``host_desc``: ``TensorDescriptor.from_tensor``, the same
+boxes as kernel arguments) to the same loops: in H200 run 2026-12-04 (f45fcbb) every decode candidate with
+descriptors made in the kernel ran 21.8-24.5 TFLOP/s, split-K or not, where the host-descriptor ``matmul`` ran
+29.7 — making descriptors costs a few microseconds a launch. With host descriptors (H200 run 2026-12-04
+(b9d9d3e)): large 128×256×64, 8 warps, 3 stages, split epilogue, warp-specialised (the best candidate of H200
+run 2026-12-04 (58448a1)); decode 16×128×128, 4 warps, 4 stages, SPLIT_K = 4 (the best in-kernel-descriptor
+decode candidate of the f45fcbb sweep; host-built, the decode candidates ran 25.3-27.0 TFLOP/s, within 3 % of
+each other). ``bench matmul_tma --reference``: 1.01× and 0.999× the fastest peer in two runs (the targets'
+causes). The device-built kernels stay (``host_desc`` False): they are what lesson 14 teaches, and the
+interpreter path uses them.
 """
 
 from __future__ import annotations
@@ -67,11 +73,8 @@ except ImportError:  # pragma: no cover - old Triton
 
 Config = dict[str, int | bool]
 
-#: Per shape class ("decode": M ≤ 64, else "large"). "large": the best candidate of H200 run 2026-12-04
-#: (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/tune.md): 128×256×64, 8 warps, 3 stages, split epilogue,
-#: warp-specialised tile loop (0.960× the fastest peer, the first guess without warp specialisation 0.957×:
-#: within the spread). "decode": the split-K path, 16×128×256 with SPLIT_K = 4: a first guess, not measured
-#: yet (the single-pass 16×64×256 of that run was 0.803×; 16×32 0.796×). ``SPLIT_K`` absent or 1: one pass.
+#: Per shape class ("decode": M ≤ 64, else "large"), descriptors built on the host; see the module docstring for
+#: the runs that chose them. ``SPLIT_K`` absent or 1: one pass; ``host_desc`` absent: built in the kernel.
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "EPI_SPLIT": 2,
               "flatten": True, "warp_spec": True, "host_desc": True},
