@@ -72,9 +72,8 @@ def size_from_argv(argv: list[str]) -> int:
     return 0
 
 
-SYNC_ENV = (
-    "TRITONLAB_CUDA_SYNC"  # "spin": the driver's own choice; else a run's CUDA waits asleep (config.py)
-)
+# "spin": the driver's own choice; anything else: a run's CUDA context waits asleep (config.py)
+SYNC_ENV = "TRITONLAB_CUDA_SYNC"
 CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC = 0x07, 0x04
 
 

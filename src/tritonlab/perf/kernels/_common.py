@@ -7,6 +7,11 @@ import os
 
 import torch
 
+try:  # host-side TMA descriptors (Triton ≥ 3.4)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - old Triton
+    TensorDescriptor = None  # type: ignore[assignment,misc]
+
 
 def interpreting() -> bool:
     """True when Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1``)."""

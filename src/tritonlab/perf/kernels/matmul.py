@@ -27,13 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import interpreting, num_sms
+from ._common import TensorDescriptor, interpreting, num_sms
 from ._matmul_ptr import _epilogue, _grouped_pid, _launch_ptr
-
-try:  # host-side TMA descriptors (Triton ≥ 3.4)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - old Triton
-    TensorDescriptor = None  # type: ignore[assignment,misc]
 
 Config = dict[str, int | str | bool]
 

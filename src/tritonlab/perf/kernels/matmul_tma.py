@@ -64,12 +64,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import interpreting, num_sms
-
-try:  # host-side TMA descriptors (Triton ≥ 3.4)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - old Triton
-    TensorDescriptor = None  # type: ignore[assignment,misc]
+from ._common import TensorDescriptor, interpreting, num_sms
 
 Config = dict[str, int | bool]
 
@@ -303,6 +298,9 @@ def matmul_tma(
     BM, BN, BK = int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
     split_k = int(cfg.get("SPLIT_K", 1))
+    grid = (min(num_sms(a.device.index or 0), tiles * split_k),)
+    launch = {"BM": BM, "BN": BN, "BK": BK, "NUM_SMS": grid[0], "UPCAST": interpreting(),
+              "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}  # fmt: skip
     if split_k > 1:
         m_pad = triton.cdiv(M, BM) * BM
         if split_k * m_pad * N >= 2**31:  # the kernel's workspace offsets are 32-bit
@@ -310,37 +308,29 @@ def matmul_tma(
                 f"SPLIT_K={split_k} workspace of {split_k}×{m_pad}×{N} is too large; use SPLIT_K=1"
             )
         ws, counters = _workspace(a.device, split_k * m_pad * N, tiles)
-        grid = (min(num_sms(a.device.index or 0), tiles * split_k),)
         if host:
             _splitk_tma_host_kernel[grid](
                 TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]), out, ws,
-                counters, M, N, K, out.stride(0), m_pad, BM=BM, BN=BN, BK=BK, SPLIT_K=split_k, NUM_SMS=grid[0],
-                UPCAST=interpreting(), num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
+                counters, M, N, K, out.stride(0), m_pad, SPLIT_K=split_k, **launch,
             )  # fmt: skip
-            return out
-        _splitk_tma_kernel[grid](
-            a, b, out, ws, counters, M, N, K, a.stride(0), b.stride(0), out.stride(0), m_pad, BM=BM, BN=BN,
-            BK=BK, SPLIT_K=split_k, NUM_SMS=grid[0], UPCAST=interpreting(), num_warps=int(cfg["num_warps"]),
-            num_stages=int(cfg["num_stages"]),
-        )  # fmt: skip
+        else:
+            _splitk_tma_kernel[grid](
+                a, b, out, ws, counters, M, N, K, a.stride(0), b.stride(0), out.stride(0), m_pad, SPLIT_K=split_k,
+                **launch,
+            )  # fmt: skip
         return out
-    grid = (min(num_sms(a.device.index or 0), tiles),)
+    epi = int(cfg.get("EPI_SPLIT", 1))
+    loop = {"GROUP_M": int(cfg["GROUP_M"]), "EPI_SPLIT": epi, "FLATTEN": bool(cfg.get("flatten", False)),
+            "WARP_SPEC": bool(cfg.get("warp_spec", False))}  # fmt: skip
     if host:
-        epi = int(cfg.get("EPI_SPLIT", 1))
         _persistent_tma_host_kernel[grid](
             TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
-            TensorDescriptor.from_tensor(out, [BM, BN // epi]), M, N, K, BM=BM, BN=BN, BK=BK,
-            GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=epi, FLATTEN=bool(cfg.get("flatten", False)),
-            WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=interpreting(), num_warps=int(cfg["num_warps"]),
-            num_stages=int(cfg["num_stages"]),
+            TensorDescriptor.from_tensor(out, [BM, BN // epi]), M, N, K, **loop, **launch,
         )  # fmt: skip
-        return out
-    _persistent_tma_kernel[grid](
-        a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), BM=BM, BN=BN, BK=BK,
-        GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], EPI_SPLIT=int(cfg.get("EPI_SPLIT", 1)),
-        FLATTEN=bool(cfg.get("flatten", False)), WARP_SPEC=bool(cfg.get("warp_spec", False)), UPCAST=interpreting(),
-        num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
-    )  # fmt: skip
+    else:
+        _persistent_tma_kernel[grid](
+            a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0), **loop, **launch
+        )  # fmt: skip
     return out
 
 
