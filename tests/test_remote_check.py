@@ -210,3 +210,17 @@ def test_a_gpu_check_graded_where_its_cases_are_made_answers_under_1_mb(exercise
     taken = transfer.check_reply(reply)
     verdict = remote_check.verdict_from_worker(taken["verdict"], check)
     assert verdict.passed, [f.to_json() for f in verdict.failures[:3]]
+
+
+def test_a_workers_cpu_figure_is_taken_only_as_a_plain_number(tmp_path: Path) -> None:
+    """A run's `cpu_s` in a worker's reply (transfer.run_result) is kept only as a finite number of seconds
+    ≥ 0: text, a flag, a nested object, a negative or absurd value or NaN becomes None, never an error."""
+    import time
+
+    def taken(value: object) -> object:
+        reply = {"exit_code": 0, "seconds": 1.0, "output": "", "cpu_s": value}
+        return transfer.run_result(tmp_path, reply, "", time.monotonic(), {}).cpu_s
+
+    assert taken(1.25) == 1.25 and taken(3) == 3.0
+    for forged in ("9", True, {"a": 1}, [1.0], -1.0, 1e12, float("nan"), float("inf"), None):
+        assert taken(forged) is None, forged
