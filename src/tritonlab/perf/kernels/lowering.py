@@ -106,7 +106,7 @@ def _ptxas_resources(ptx: str, arch: int) -> dict[str, int]:
 
 def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
     """What the PTX and the compile's metadata say: the kernel's name, wgmma and TMA instruction counts,
-    mma.sync count (the pre-Hopper tensor-core path), shared memory; with ``resources`` also registers and
+    mma.sync count (the pre-Hopper tensor-core path), fp32 multiplies and FMAs, global loads, shared memory; with ``resources`` also registers and
     spills from ``ptxas -v``."""
     ptx = compiled.asm["ptx"]
     meta = compiled.metadata
@@ -118,6 +118,11 @@ def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
         # Triton 3.6 writes shared::cluster, 3.9 shared::cta
         "tma_load": len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::\w+\.global", ptx)),
         "tma_store": len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)),
+        # fp32 multiplies and fused multiply-adds, loads from global memory other than TMA copies (each counted
+        # once in the text: an instruction inside a loop is one, however often the loop runs)
+        "f32_mul": len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx)),
+        "f32_fma": len(re.findall(r"\bfma\.rn\.f32\b", ptx)),
+        "ld_global": len(re.findall(r"\bld\.global\b", ptx)),
         "shared": getattr(meta, "shared", None),
     }
     if resources:

@@ -8,10 +8,14 @@ Layout and scales (the "1×128 by 128×128" recipe of DeepSeek-V3, which ``torch
 
 The real value of an element is its fp8 value times its block's scale, so a product over one 128-wide K block
 is ``sa[m] · sw[n] · Σ_k a[m,k]·w[n,k]``. The kernel runs the fp8 tensor-core product of each K block into a
-fresh fp32 tile and folds it into the fp32 accumulator with the two scales (``acc += part · sa[:, None] ·
-sw[None, :]``): the scales change from block to block, so the tensor cores cannot accumulate across blocks
-by themselves (the "promotion" step; it also keeps the fp8 products' partial sums short). Both operands are
-K-major, which is what Hopper's fp8 ``wgmma`` requires.
+fresh fp32 tile and folds it into the fp32 accumulator with the two scales: the scales change from block to
+block, so the tensor cores cannot accumulate across blocks by themselves (the "promotion" step; it also keeps
+the fp8 products' partial sums short). A tile no wider than 128 columns lies inside one weight block, so its
+weight scale is one number per K block: it is folded into the row scales first and the promotion is one fused
+multiply-add per element, ``acc = fma(part, (sa · sw)[:, None], acc)`` (compiled for sm_90: 64 FMAs a thread
+and 3 scale loads per K block, where a scale per column took 64 multiplies, 64 FMAs and 34 loads;
+tests/test_reference_lowering.py holds it). A wider tile takes a scale per column. Both operands are K-major,
+which is what Hopper's fp8 ``wgmma`` requires.
 
 Persistent like ``matmul_tma``: grid = number of SMs, grouped tile order, host-built TMA descriptors (zero fill
 past the edges). :func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the
@@ -35,8 +39,10 @@ Config = dict[str, int | bool]
 
 #: Per shape class: the best candidates of H200 run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/
 #: tune.md): "large" kept (128×128, 8 warps, 3 stages; no candidate beat it), "decode" 16×32, 4 warps, 6 stages
-#: (1.18× the first guess 16×64, 4 stages). Compiled for sm_90 on the CPU (Triton 3.9): 128×128 with 8 warps
-#: spills at 4 stages (28 bytes), not at 3 (246 registers, 131 KB); the 16-row decode tile uses mma.sync.
+#: (1.18× the first guess 16×64, 4 stages); both timed with the promotion's earlier, per-column form. Compiled
+#: for sm_90 on the CPU (Triton 3.9 and 3.6), with the fused promotion: 128×128 with 8 warps holds 165 registers
+#: at 3 stages (131 KB shared) and 168 at 4 (164 KB), no spills (the per-column form: 246, and spills at 4);
+#: the 16-row decode tile uses mma.sync.
 CONFIGS: dict[str, Config] = {
     "large": {"BM": 128, "BN": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
     "decode": {"BM": 16, "BN": 32, "GROUP_M": 1, "num_warps": 4, "num_stages": 6},
@@ -61,7 +67,12 @@ def _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_s
     sa_rows = (
         sa_ptr + tl.minimum(rm, M - 1).to(tl.int64) * stride_sam
     )  # clamped: rows past M are never stored
-    sw_rows = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn  # BK is the scale block
+    # BK is the scale block. A tile no wider than it lies inside one weight block (BN divides it and off_n is a
+    # multiple of BN): one weight scale per K block, folded into the row scales, so that the promotion is one
+    # fused multiply-add per element instead of two multiplies and an add, with one scale load instead of one
+    # per column the thread holds.
+    sw_block = sw_ptr + (off_n // BK).to(tl.int64) * stride_swn
+    sw_rows = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for ki in range(k_tiles):
         a = a_desc.load([off_m, ki * BK])
@@ -71,8 +82,12 @@ def _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_s
         else:
             part = tl.dot(a, w.T)
         sa = tl.load(sa_rows + ki * stride_sak)
-        sw = tl.load(sw_rows + ki * stride_swk)
-        acc += part * sa[:, None] * sw[None, :]
+        if BN <= BK:
+            scale = sa * tl.load(sw_block + ki * stride_swk)
+            acc = tl.fma(part, scale[:, None], acc)
+        else:
+            sw = tl.load(sw_rows + ki * stride_swk)
+            acc += part * sa[:, None] * sw[None, :]
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
