@@ -132,8 +132,9 @@ def _fp8_variants(smoke: bool) -> list[tuple[str, dict[str, Any], set[str] | Non
     if smoke:
         return [("fp8 32x64", {"BM": 32, "BN": 64, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}, None)]
 
-    def c(bm: int, bn: int, w: int, s: int) -> dict[str, Any]:
-        return {"BM": bm, "BN": bn, "GROUP_M": 1 if bm <= 16 else 8, "num_warps": w, "num_stages": s}
+    def c(bm: int, bn: int, w: int, s: int, per_sm: int = 1) -> dict[str, Any]:
+        cfg = {"BM": bm, "BN": bn, "GROUP_M": 1 if bm <= 16 else 8, "num_warps": w, "num_stages": s}
+        return cfg | ({"PER_SM": per_sm} if per_sm > 1 else {})
 
     large, decode = {"large"}, {"decode"}
     return [
@@ -142,6 +143,11 @@ def _fp8_variants(smoke: bool) -> list[tuple[str, dict[str, Any], set[str] | Non
         ("fp8 64x128 w4 s4", c(64, 128, 4, 4), large),
         ("fp8 128x64 w4 s4", c(128, 64, 4, 4), large),
         ("fp8 64x128 w4 s6", c(64, 128, 4, 6), large),
+        # two one-warpgroup programs per SM (about 168 registers and 72-100 KB of shared memory each, so two fit):
+        # one's promotion can run while the other's product is in the tensor cores
+        ("fp8 64x128 w4 s3 2/SM", c(64, 128, 4, 3, 2), large),
+        ("fp8 64x128 w4 s4 2/SM", c(64, 128, 4, 4, 2), large),
+        ("fp8 128x64 w4 s4 2/SM", c(128, 64, 4, 4, 2), large),
         ("fp8 16x128 w4 s4", c(16, 128, 4, 4), decode),
         ("fp8 16x32 w4 s6", c(16, 32, 4, 6), decode),
         ("fp8 64x64 w4 s4", c(64, 64, 4, 4), decode),

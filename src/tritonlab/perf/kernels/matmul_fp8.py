@@ -17,8 +17,8 @@ and 3 scale loads per K block, where a scale per column took 64 multiplies, 64 F
 tests/test_reference_lowering.py holds it). A wider tile takes a scale per column. Both operands are K-major,
 which is what Hopper's fp8 ``wgmma`` requires.
 
-Persistent like ``matmul_tma``: grid = number of SMs, grouped tile order, host-built TMA descriptors (zero fill
-past the edges). :func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the
+Persistent like ``matmul_tma``: grid = number of SMs (``PER_SM`` times that when a configuration asks for
+several programs on each SM), grouped tile order, host-built TMA descriptors (zero fill past the edges). :func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the
 interpreter the fp8 tiles are converted to fp32 before the product (``UPCAST``): the check there covers the
 indexing, the scales and the promotion, not the fp8 tensor-core path; the GPU test covers that.
 
@@ -35,7 +35,7 @@ from ._common import interpreting, num_sms
 
 SCALE_BLOCK = 128
 E4M3_MAX = 448.0
-Config = dict[str, int | bool]
+Config = dict[str, int | bool]  # BM, BN, GROUP_M, num_warps, num_stages; PER_SM (default 1)
 
 #: Per shape class: the best candidates of H200 run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/
 #: tune.md): "large" kept (128×128, 8 warps, 3 stages; no candidate beat it), "decode" 16×32, 4 warps, 6 stages
@@ -163,13 +163,18 @@ def matmul_fp8(
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
     BM, BN = int(cfg["BM"]), int(cfg["BN"])
+    per_sm = int(cfg.get("PER_SM", 1))
+    if per_sm < 1:
+        raise ValueError(f"PER_SM must be at least 1, got {per_sm}")
     if BN % SCALE_BLOCK and SCALE_BLOCK % BN:
         raise ValueError(f"BN ({BN}) must divide or be a multiple of {SCALE_BLOCK} (the weight scale block)")
     a_desc = TensorDescriptor.from_tensor(a, [BM, SCALE_BLOCK])
     w_desc = TensorDescriptor.from_tensor(w, [BN, SCALE_BLOCK])
     c_desc = TensorDescriptor.from_tensor(out, [BM, BN])
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
-    grid = (min(num_sms(a.device.index or 0), tiles),)
+    # PER_SM programs on each SM: one by default (a persistent kernel); two one-warpgroup programs let one SM
+    # run one program's promotion while the other's product is in the tensor cores
+    grid = (min(per_sm * num_sms(a.device.index or 0), tiles),)
     _fp8_kernel[grid](
         a_desc, w_desc, c_desc, a_scale, w_scale, M, N, K, *a_scale.stride(), *w_scale.stride(), BM=BM, BN=BN,
         BK=SCALE_BLOCK, GROUP_M=int(cfg["GROUP_M"]), NUM_SMS=grid[0], UPCAST=interpreting(),

@@ -138,9 +138,10 @@ SMALL_CASES: list[tuple[str, tuple[int, ...], torch.dtype, dict | None]] = [
     ("matmul_fp8", (100, 96, 208), torch.float8_e4m3fn, None),
     ("matmul_fp8", (16, 256, 384), torch.float8_e4m3fn,
      {"BM": 16, "BN": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}),
-    # a tile as wide as a weight scale block, three blocks along N (the last one partial): one scale per tile
+    # a tile as wide as a weight scale block, three blocks along N (the last one partial): one scale per tile;
+    # two programs per SM (the grid's stride is the grid)
     ("matmul_fp8", (33, 296, 272), torch.float8_e4m3fn,
-     {"BM": 16, "BN": 128, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}),
+     {"BM": 16, "BN": 128, "GROUP_M": 2, "num_warps": 4, "num_stages": 1, "PER_SM": 2}),
     # a tile two weight blocks wide: a scale per column (the promotion's other form)
     ("matmul_fp8", (20, 296, 272), torch.float8_e4m3fn,
      {"BM": 16, "BN": 256, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}),
