@@ -18,9 +18,10 @@ tests/test_reference_lowering.py holds it). A wider tile takes a scale per colum
 which is what Hopper's fp8 ``wgmma`` requires.
 
 Persistent like ``matmul_tma``: grid = number of SMs (``PER_SM`` times that when a configuration asks for
-several programs on each SM), grouped tile order, host-built TMA descriptors (zero fill past the edges). :func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the
-interpreter the fp8 tiles are converted to fp32 before the product (``UPCAST``): the check there covers the
-indexing, the scales and the promotion, not the fp8 tensor-core path; the GPU test covers that.
+several programs on each SM), grouped tile order, host-built TMA descriptors (zero fill past the edges).
+:func:`quantize` makes the operands from bf16 data (per-block amax / 448). On the interpreter the fp8 tiles
+are converted to fp32 before the product (``UPCAST``): the check there covers the indexing, the scales and the
+promotion, not the fp8 tensor-core path; the GPU test covers that.
 
 Cost model: 2·M·N·K FLOPs; bytes (M·K + N·K)·1 + M·N·2 + the scales (4·(M + ⌈N/128⌉)·⌈K/128⌉).
 """
@@ -70,9 +71,11 @@ def _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_s
     # BK is the scale block. A tile no wider than it lies inside one weight block (BN divides it and off_n is a
     # multiple of BN): one weight scale per K block, folded into the row scales, so that the promotion is one
     # fused multiply-add per element instead of two multiplies and an add, with one scale load instead of one
-    # per column the thread holds.
-    sw_block = sw_ptr + (off_n // BK).to(tl.int64) * stride_swn
-    sw_rows = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn
+    # per column the thread holds. A wider tile reads a scale per column.
+    if BN <= BK:
+        sw_at = sw_ptr + (off_n // BK).to(tl.int64) * stride_swn
+    else:
+        sw_at = sw_ptr + (tl.minimum(rn, N - 1) // BK).to(tl.int64) * stride_swn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for ki in range(k_tiles):
         a = a_desc.load([off_m, ki * BK])
@@ -82,11 +85,10 @@ def _fp8_tile(a_desc, w_desc, c_desc, sa_ptr, sw_ptr, M, N, stride_sam, stride_s
         else:
             part = tl.dot(a, w.T)
         sa = tl.load(sa_rows + ki * stride_sak)
+        sw = tl.load(sw_at + ki * stride_swk)
         if BN <= BK:
-            scale = sa * tl.load(sw_block + ki * stride_swk)
-            acc = tl.fma(part, scale[:, None], acc)
+            acc = tl.fma(part, (sa * sw)[:, None], acc)
         else:
-            sw = tl.load(sw_rows + ki * stride_swk)
             acc += part * sa[:, None] * sw[None, :]
     c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
