@@ -124,6 +124,15 @@ def test_attention_rows_carry_every_sdpa_backend_timed_or_unavailable() -> None:
         ("attention_backward", (1, 8, 1024, 64), torch.bfloat16, {"fused": True, "BLOCK_M1": 64, "BLOCK_N1": 128,
                                                                  "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8,
                                                                  "num_stages": 2}),
+        # dq added tile by tile by the TMA unit: S not a multiple of the tile (rows past S lie outside the box),
+        # several heads (each its own box plane), causal and full, both head dims
+        ("attention_backward", (2, 4, 1000, 128), torch.bfloat16, {"causal": True, "atomic_dq": True,
+                                                                  "tma_dq": True, "BLOCK_M1": 32, "BLOCK_N1": 128,
+                                                                  "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8,
+                                                                  "num_stages": 2}),
+        ("attention_backward", (1, 8, 777, 64), torch.bfloat16, {"atomic_dq": True, "tma_dq": True, "BLOCK_M1": 64,
+                                                                "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64,
+                                                                "num_warps": 8, "num_stages": 2}),
         ("matmul_tma", (4096, 4096, 4096), torch.bfloat16, None),
         ("matmul_tma", (1000, 1000, 1000), torch.float16, None),
         ("matmul_tma", (16, 4096, 4096), torch.bfloat16, None),
@@ -132,6 +141,8 @@ def test_attention_rows_carry_every_sdpa_backend_timed_or_unavailable() -> None:
         ("matmul_tma", (1, 4096, 296), torch.float16, None),
         ("matmul_fp8", (1000, 1024, 1024), torch.float8_e4m3fn, None),
         ("matmul_fp8", (16, 4096, 4096), torch.float8_e4m3fn, None),
+        ("matmul_fp8", (1000, 1032, 1056), torch.float8_e4m3fn, {"BM": 64, "BN": 128, "GROUP_M": 8, "num_warps": 4,
+                                                                 "num_stages": 4, "PER_SM": 2}),
     ],
 )  # fmt: skip
 def test_issue_38_39_kernels_correct_on_gpu(

@@ -45,6 +45,11 @@ for d in (64, 128):
     lse = torch.randn(1, 2, 256)
     out[f"backward-{d}"] = named(lambda: ab.attention_backward(q, k, v, o, lse, do, True, config=ab.CONFIGS[d]))
     out[f"backward-{d}-fused"] = bool(ab.CONFIGS[d].get("fused"))
+tma_dq = {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num_warps": 8, "num_stages": 2,
+          "atomic_dq": True, "tma_dq": True}
+q, k, v, o, do = (torch.randn(1, 2, 256, 128, dtype=torch.bfloat16) for _ in range(5))
+lse = torch.randn(1, 2, 256)
+out["backward-tma-dq"] = named(lambda: ab.attention_backward(q, k, v, o, lse, do, True, config=tma_dq))
 a = torch.randn(512, 256, dtype=torch.bfloat16)
 b = torch.randn(256, 512, dtype=torch.bfloat16)
 out["tma-large"] = named(lambda: mt.matmul_tma(a, b, config=mt.CONFIGS["large"]))
@@ -99,6 +104,14 @@ def test_attention_backward_defaults_lower_without_spills(d: int, lowered: dict)
     for name in products:
         assert facts[name]["wgmma"] > 0 and facts[name]["mma_sync"] == 0, (d, facts[name])
         _sound(facts[name])
+
+
+def test_atomic_dq_by_tma_lowers_to_bulk_reductions(lowered: dict) -> None:
+    """With `tma_dq` the dk/dv programs add their dq tiles through the TMA unit (one bulk reduction per tile:
+    one call site for the masked diagonal, one for the rest), never element by element."""
+    facts = lowered["backward-tma-dq"]["_dkdv_kernel"]
+    assert facts["tma_reduce"] == 2 and facts["atomics"] == 0 and facts["wgmma"] > 0, facts
+    _sound(facts)
 
 
 def test_persistent_tma_gemm_lowers_with_host_and_device_descriptors(lowered: dict) -> None:

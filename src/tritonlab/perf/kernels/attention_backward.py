@@ -16,7 +16,9 @@ Kernels:
   pair in all instead of 5), which buys a deterministic dq without atomics.
 * ``ATOMIC_DQ`` (``config["atomic_dq"]``): the dk/dv programs also add their dq share, ``dSᵀᵀ·k``, into a zeroed
   fp32 buffer with ``tl.atomic_add`` — 5 products, one pass, but the order of the additions (and so the last
-  bits of dq) changes from run to run on a GPU. A measured option, not the default.
+  bits of dq) changes from run to run on a GPU. A measured option, not the default. With ``config["tma_dq"]``
+  the share is added as one tile by the TMA unit (``descriptor.atomic_add`` on a ``(B·H, S, D)`` descriptor:
+  a bulk reduction in L2, FlashAttention-3's way) instead of element by element from registers.
 * ``FUSED`` (``config["fused"]``): the dk/dv and dq programs in one launch (a third grid axis picks the role),
   so that both passes share the machine instead of running one after the other.
 
@@ -79,7 +81,7 @@ def _load_vec(ptr, rows, S, EVEN: tl.constexpr):
 
 
 @triton.jit
-def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, S, qk_scale, scale,
+def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
                MASK: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, EVEN: tl.constexpr,
                ATOMIC_DQ: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     """One query block against this program's keys, in the transposed frame (rows = keys)."""
@@ -99,10 +101,14 @@ def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, 
     dv = tl.dot(p_t.to(do.dtype), do, dv)
     ds_t = p_t * (tl.dot(v, tl.trans(do)) - delta[None, :])
     dk = tl.dot(ds_t.to(q.dtype), q, dk)
-    if ATOMIC_DQ:
+    if ATOMIC_DQ == 1:  # element by element, from registers
         dq = tl.dot(tl.trans(ds_t.to(k.dtype)), k) * scale
         dq_offs = offs_m[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
         tl.atomic_add(dq_ptr + dq_offs, dq, mask=(offs_m < S)[:, None], sem="relaxed")
+    elif ATOMIC_DQ == 2:
+        # the whole tile in one bulk reduction by the TMA unit; rows past S are outside the box, never written
+        dq = tl.dot(tl.trans(ds_t.to(k.dtype)), k) * scale
+        dq_ptr.atomic_add([bh, start_m, 0], dq[None, :, :])
     return dk, dv
 
 
@@ -113,7 +119,8 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
                UPCAST: tl.constexpr):  # fmt: skip
     base = bh.to(tl.int64) * S * HEAD_D
     q_ptr, k_ptr, v_ptr, do_ptr = q_ptr + base, k_ptr + base, v_ptr + base, do_ptr + base
-    dq_ptr = dq_ptr + base
+    if ATOMIC_DQ == 1:  # with 2, dq_ptr is a (B·H, S, D) tensor descriptor
+        dq_ptr = dq_ptr + base
     lse_ptr, delta_ptr = lse_ptr + bh.to(tl.int64) * S, delta_ptr + bh.to(tl.int64) * S
     offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
     k = _load_rows(k_ptr, offs_n, S, HEAD_D, EVEN)
@@ -127,7 +134,7 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
         diag_hi = tl.minimum(diag_lo + BLOCK_N, S)
         for start_m in tl.range(diag_lo, diag_hi, BLOCK_M, num_stages=NUM_STAGES):
             dk, dv = _dkdv_step(
-                dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, S, qk_scale, scale,
+                dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
                 2, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST,
             )  # fmt: skip
         lo = diag_lo + BLOCK_N
@@ -135,7 +142,7 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
         lo = 0
     for start_m in tl.range(lo, S, BLOCK_M, num_stages=NUM_STAGES):
         dk, dv = _dkdv_step(
-            dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, S, qk_scale, scale,
+            dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
             0 if EVEN else 1, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST,
         )  # fmt: skip
     offs = offs_n[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
@@ -228,7 +235,7 @@ def _fused_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_pt
         if pid < N_KV_BLOCKS:
             _dkdv_role(
                 q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
-                pid, tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M1, BLOCK_N1, EVEN, False, NUM_STAGES, UPCAST,
+                pid, tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M1, BLOCK_N1, EVEN, 0, NUM_STAGES, UPCAST,
             )  # fmt: skip
     else:
         if pid < N_Q_BLOCKS:
@@ -274,8 +281,11 @@ def attention_backward(
             "BLOCK_N1 must be a multiple of BLOCK_M1, BLOCK_M2 of BLOCK_N2 (the causal diagonal)"
         )
     atomic, fused = bool(cfg.get("atomic_dq", False)), bool(cfg.get("fused", False))
+    tma_dq = bool(cfg.get("tma_dq", False))
     if atomic and fused:
         raise ValueError("atomic_dq and fused exclude each other (with atomics there is no dq pass to fuse)")
+    if tma_dq and not atomic:
+        raise ValueError("tma_dq is a form of atomic_dq: set both")
     if fused and any(cfg.get(f"{key}2", cfg[key]) != cfg[key] for key in ("num_warps", "num_stages")):
         raise ValueError("a fused launch has one num_warps and num_stages for both passes")
     delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
@@ -292,9 +302,17 @@ def attention_backward(
         )  # fmt: skip
         return dq, dk, dv
     dq_acc = torch.zeros((B, H, S, D), device=q.device, dtype=torch.float32) if atomic else dq
+    dq_arg = dq_acc
+    # the interpreter has no TMA reduction: there the same launch adds element by element (the GPU test and the
+    # cuda:90 lowering hold the descriptor form)
+    bulk = tma_dq and not interpreting()
+    if bulk:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        dq_arg = TensorDescriptor(dq_acc, [B * H, S, D], [S * D, D, 1], [1, bm1, D])
     _dkdv_kernel[(triton.cdiv(S, bn1), B * H)](
-        q, k, v, do, lse, delta, dk, dv, dq_acc, S, qk_scale, scale, BLOCK_M1=bm1, BLOCK_N1=bn1,
-        ATOMIC_DQ=atomic, **common,
+        q, k, v, do, lse, delta, dk, dv, dq_arg, S, qk_scale, scale, BLOCK_M1=bm1, BLOCK_N1=bn1,
+        ATOMIC_DQ=(2 if bulk else 1) if atomic else 0, **common,
     )  # fmt: skip
     if atomic:
         dq.copy_(dq_acc)

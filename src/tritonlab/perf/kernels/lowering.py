@@ -118,6 +118,9 @@ def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
         # Triton 3.6 writes shared::cluster, 3.9 shared::cta
         "tma_load": len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::\w+\.global", ptx)),
         "tma_store": len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)),
+        # tiles added into global memory by the TMA unit, and element-wise atomics
+        "tma_reduce": len(re.findall(r"cp\.reduce\.async\.bulk\.tensor", ptx)),
+        "atomics": len(re.findall(r"\b(?:red|atom)\.global", ptx)),
         # fp32 multiplies and fused multiply-adds, loads from global memory other than TMA copies (each counted
         # once in the text: an instruction inside a loop is one, however often the loop runs)
         "f32_mul": len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx)),
