@@ -182,4 +182,5 @@ def test_fp8_gemm_promotes_with_one_fma_per_element(lowered: dict) -> None:
     the kernel first did: 64 multiplies, 34 loads; it spent about a third of its time there)."""
     facts = lowered["fp8-large"]["_fp8_kernel"]
     assert facts["f32_fma"] == 64, facts
-    assert facts["f32_mul"] <= 4 and facts["ld_global"] <= 4, facts
+    assert facts["f32_mul"] <= 4 and facts["ld_global"] == 3, facts
+    assert facts["registers"] <= 170, facts  # lesson 14 says 165 (the per-column form: 246)
