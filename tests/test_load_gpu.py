@@ -155,6 +155,13 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     assert split["tree"] > 0 and split["server"] > 0 and split["client"] >= 0, split
     assert split["machine"] >= split["server"] + split["tree"] + split["client"] - 1.0, split
     assert all(r["timings"]["check_cpu_s"] > 0 for r in records), records
+    # each child's reaped usage, and their medians in the summary
+    for child in ("check", "replay"):
+        for figure in ("cpu_s", "faults"):
+            values = [r["timings"][f"{child}_{figure}"] for r in records]
+            assert all(v > 0 for v in values), (child, figure, values)
+            assert s["children"][f"{child}_{figure}"] == percentile(values, 50), s["children"]
+        assert s["children"][f"{child}_switches"] >= 0, s["children"]
 
     # it stopped what it started: the server (and its runs) and the class's folder
     with pytest.raises(ProcessLookupError):
@@ -168,6 +175,7 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
         "<!-- gpu-load-l2-8-local-interpreter:end -->"
     )[0]
     assert f"**{s['checks_per_minute']}**" in section and "| 6 / 6 / 0 / 0 |" in section
+    assert f"{s['children']['check_cpu_s']:.2f} s, {s['children']['check_faults']:.0f} faults" in section
 
 
 def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path) -> None:

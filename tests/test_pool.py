@@ -203,6 +203,35 @@ def test_a_runs_cpu_seconds_count_its_whole_tree(zygote: sandbox.Zygote, tmp_pat
     assert slept.cpu_s is not None and slept.cpu_s < spun.cpu_s - 0.4, (slept.cpu_s, spun.cpu_s)
     verdict = check(zygote, "good.py")
     assert verdict.passed and verdict.timings["check_cpu_s"] > 0 and verdict.timings["replay_cpu_s"] > 0
+    for child in ("check", "replay"):
+        assert verdict.timings[f"{child}_faults"] > 0 and verdict.timings[f"{child}_switches"] >= 0, (
+            verdict.timings
+        )
+
+
+def test_a_runs_page_faults_count_its_whole_tree(zygote: sandbox.Zygote, tmp_path: Path) -> None:
+    """The worker says how many page faults a run's process tree took (the zygote's wait4): a run whose child
+    first touches 64 MiB of fresh memory (16384 pages of 4 KiB) reports at least that many more than a run that
+    touches none. A check's cost on a busy machine (docs/scale.md) reads this figure beside its CPU seconds."""
+    touch = tmp_path / "touch_child.py"
+    touch.write_text(
+        "import mmap, os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    m = mmap.mmap(-1, 64 << 20)\n"
+        "    for i in range(0, 64 << 20, 4096):\n"
+        "        m[i] = 1\n"
+        "    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+    )
+    idle = tmp_path / "idle.py"
+    idle.write_text("pass\n")
+    touched = run_program(zygote, touch, Limits(wall_seconds=30)).wait()
+    quiet = run_program(zygote, idle, Limits(wall_seconds=30)).wait()
+    assert touched.exit_code == 0 and quiet.exit_code == 0, (touched.output, quiet.output)
+    assert touched.faults is not None and quiet.faults is not None, (touched.faults, quiet.faults)
+    assert touched.faults - quiet.faults >= 16000, (touched.faults, quiet.faults)
+    assert touched.switches is not None and touched.switches >= 0, touched.switches
 
 
 @pytest.mark.gpu

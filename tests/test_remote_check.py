@@ -224,3 +224,18 @@ def test_a_workers_cpu_figure_is_taken_only_as_a_plain_number(tmp_path: Path) ->
     assert taken(1.25) == 1.25 and taken(3) == 3.0
     for forged in ("9", True, {"a": 1}, [1.0], -1.0, 1e12, float("nan"), float("inf"), None):
         assert taken(forged) is None, forged
+
+
+def test_a_workers_fault_and_switch_counts_are_taken_only_as_plain_counts(tmp_path: Path) -> None:
+    """A run's `faults` and `switches` in a worker's reply are kept only as whole numbers ≥ 0 (below 2⁵³): text,
+    a flag, a float, a nested object, a negative or absurd value becomes None, never an error."""
+    import time
+
+    def taken(key: str, value: object) -> object:
+        reply = {"exit_code": 0, "seconds": 1.0, "output": "", key: value}
+        return getattr(transfer.run_result(tmp_path, reply, "", time.monotonic(), {}), key)
+
+    for key in ("faults", "switches"):
+        assert taken(key, 0) == 0 and taken(key, 123456) == 123456
+        for forged in ("9", True, False, 1.5, {"a": 1}, [1], -1, 1 << 60, float("nan"), None):
+            assert taken(key, forged) is None, (key, forged)

@@ -80,11 +80,54 @@ def summarize(records: list[dict], planned: int) -> dict:
         "by_kind": by_kind,
         "verdict_kinds": dict(sorted(verdict_kinds.items())),
         "checks_per_node": nodes,
+        "children": children(judged),
         "mismatch_examples": [_brief(r) for r in mismatches[:10]],
         "error_examples": [_brief(r) for r in errors[:10]],
     }
     summary["ok"] = summary["accounted"] and not errors and not mismatches and bool(judged)
     return summary
+
+
+CHILD_FIGURES = ("cpu_s", "faults", "switches")
+
+
+def children(judged: list[dict]) -> dict:
+    """Medians over the judged checks of what each of a check's two children used, as its worker reaped it
+    (the verdict's `timings`: CPU seconds, page faults, involuntary context switches), and of the kernels the
+    replay compiled itself; None where no verdict said."""
+    out: dict = {}
+    for child in ("check", "replay"):
+        for figure in CHILD_FIGURES:
+            values = [
+                float(v)
+                for r in judged
+                if isinstance(v := (r.get("timings") or {}).get(f"{child}_{figure}"), int | float)
+                and not isinstance(v, bool)
+            ]
+            out[f"{child}_{figure}"] = percentile(values, 50)
+    compiled = [
+        float(v)
+        for r in judged
+        if isinstance(v := (r.get("timings") or {}).get("replay_compiled"), int) and not isinstance(v, bool)
+    ]
+    out["replay_compiled"] = percentile(compiled, 50)
+    return out
+
+
+def child_cell(c: dict) -> str:
+    def one(child: str) -> str:
+        figures = [c.get(f"{child}_{f}") for f in CHILD_FIGURES]
+        if all(v is None for v in figures):
+            return "n/a"
+        cpu, faults, switches = (
+            "n/a" if v is None else f"{v:.2f}" if i == 0 else f"{v:.0f}" for i, v in enumerate(figures)
+        )
+        return f"{cpu} s, {faults} faults, {switches} switches"
+
+    compiled = c.get("replay_compiled")
+    return f"{one('check')} / {one('replay')}" + (
+        "" if compiled is None else f"; the replay compiled {compiled:.0f} kernels"
+    )
 
 
 def _brief(r: dict) -> dict:
@@ -142,6 +185,8 @@ def markdown(report: dict) -> str:
             f"{cpu['busy_p95_pct']} % |",
             f"| CPU core-seconds per check with a verdict: the server's process / the processes below it (runs) "
             f"/ this script / the rest of the machine | {per_check(cpu.get('split_core_s'), s['verdicts'])} |",
+            f"| per check, median: the check child / the replay child (CPU seconds, page faults, involuntary "
+            f"context switches, as reaped) | {child_cell(s.get('children') or {})} |",
             f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
             f"{report['timeline'].get('total_s')} s |",
         ]

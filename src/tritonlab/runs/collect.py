@@ -65,6 +65,9 @@ class RunResult:
     # CPU seconds of the run's process tree as its worker reaped it (the zygote's wait4; a warm child's start
     # ahead of the job included); None where its worker did not say (it died, or a remote worker's older code)
     cpu_s: float | None = None
+    # the same tree's page faults and involuntary context switches (the kernel took the CPU from it), as reaped
+    faults: int | None = None
+    switches: int | None = None
 
     @property
     def crashed(self) -> bool:
@@ -75,6 +78,13 @@ def cpu_seconds(value: object) -> float | None:
     """A worker's CPU figure for a run, when it is a plain finite number of seconds ≥ 0."""
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e7:
         return float(value)
+    return None
+
+
+def event_count(value: object) -> int | None:
+    """A worker's count of events for a run (page faults, context switches), when it is a plain whole number ≥ 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 53:
+        return value
     return None
 
 
@@ -198,6 +208,8 @@ class Run:
             ),
             harness_death=self.harness_death(status, timed_out, truncated, hit, full),
             cpu_s=cpu_seconds(status.get("cpu_s")),
+            faults=event_count(status.get("faults")),
+            switches=event_count(status.get("switches")),
         )
 
     def harness_death(self, status: dict, timed_out: bool, truncated: bool, hit: list[str], full: str) -> str:

@@ -388,6 +388,10 @@ def main() -> None:
                 reply = {"id": job_id, "exit": os.WEXITSTATUS(status)}
             # CPU seconds the run's process and every descendant it waited for used, its warm start included
             reply["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 4)
+            # the same tree's page faults (first touches of fresh memory among them) and the times the kernel took
+            # the CPU from it while it could have run: what a run costs beyond its own work on a busy machine
+            reply["faults"] = usage.ru_minflt + usage.ru_majflt
+            reply["switches"] = usage.ru_nivcsw
             out.write(json.dumps(reply) + "\n")
             out.flush()
 

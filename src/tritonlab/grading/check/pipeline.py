@@ -284,8 +284,7 @@ class CheckRun:
         if self.result and not self.result.get("import_error"):
             self.compiling.finish(self.verdict, self.result.get("cases", []))
             self.verdict.timings["compile_s"] = self.compiling.seconds
-            if self.compiling.run is not None and self.compiling.run.cpu_s is not None:
-                self.verdict.timings["compile_cpu_s"] = self.compiling.run.cpu_s
+            run.usage(self.verdict.timings, "compile", self.compiling.run)
         else:
             self.compiling.stop()
 

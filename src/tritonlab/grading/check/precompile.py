@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from tritonlab import config
+from tritonlab.grading.check.run import usage
 from tritonlab.grading.replay import variants as _variants
 from tritonlab.runs import caches, rundir, runfolder, sandbox
 from tritonlab.runs.collect import Run, RunResult
@@ -193,8 +194,7 @@ def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "preco
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
         timings[name.removesuffix("e") + "ed"] = compiled
-    if pre.run is not None and pre.run.cpu_s is not None:
-        timings[f"{name}_cpu_s"] = pre.run.cpu_s
+    usage(timings, name, pre.run)
 
 
 class Beside:

@@ -15,7 +15,7 @@ from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check.job import encode_case
 from tritonlab.grading.check.read import read_record
-from tritonlab.grading.check.run import child_seconds, run_limits
+from tritonlab.grading.check.run import child_seconds, run_limits, usage
 from tritonlab.grading.contracts import Case
 from tritonlab.i18n import t
 from tritonlab.runs import caches, rundir, runfolder, sandbox
@@ -105,8 +105,7 @@ def replay_cases(
         run = zygote.start(replay_dir, run_limits(backend, timeout, [cases[i] for i, _e, _r in todo])).wait()
         if timings is not None:
             timings["replay_run_s"] = run.seconds
-            if run.cpu_s is not None:
-                timings["replay_cpu_s"] = run.cpu_s
+            usage(timings, "replay", run)
             if run.timings:
                 timings["replay_run"] = run.timings
         try:

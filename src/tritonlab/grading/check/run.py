@@ -30,11 +30,20 @@ def run(
         on_start(handle)
     result = handle.wait(on_output)
     timings["check_run_s"] = time.monotonic() - mark
-    if result.cpu_s is not None:
-        timings["check_cpu_s"] = result.cpu_s
+    usage(timings, "check", result)
     if result.timings:
         timings["check_run"] = result.timings
     return result
+
+
+def usage(timings: dict, name: str, result: RunResult | None) -> None:
+    """What a run's process tree used, as its worker reaped it: `{name}_cpu_s`, `{name}_faults` (page faults)
+    and `{name}_switches` (involuntary context switches), each where the worker said."""
+    if result is None:
+        return
+    for key, value in (("cpu_s", result.cpu_s), ("faults", result.faults), ("switches", result.switches)):
+        if value is not None:
+            timings[f"{name}_{key}"] = value
 
 
 def run_limits(backend: str, timeout: float, cases: list[Case]) -> Limits:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tritonlab import config
 from tritonlab.runs import caches, rundir
-from tritonlab.runs.collect import RunResult, cpu_seconds
+from tritonlab.runs.collect import RunResult, cpu_seconds, event_count
 from tritonlab.runs.executor import ExecutorError
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.sandbox import SandboxError
@@ -141,6 +141,8 @@ def reply(result: RunResult, output: str, files: dict[str, bytes], timings: dict
         "output_truncated": bool(result.output_truncated),
         "seconds": float(result.seconds),
         "cpu_s": None if result.cpu_s is None else float(result.cpu_s),
+        "faults": None if result.faults is None else int(result.faults),
+        "switches": None if result.switches is None else int(result.switches),
         "output": output,
         "files": files,
         "timings": {k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
@@ -194,6 +196,8 @@ def run_result(run_dir: Path, reply: dict, before: str, started: float, timings:
         output=before + str(reply.get("output", "")),
         seconds=float(reply.get("seconds") or (time.monotonic() - started)),
         cpu_s=cpu_seconds(reply.get("cpu_s")),
+        faults=event_count(reply.get("faults")),
+        switches=event_count(reply.get("switches")),
         timings={k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
     )
 
