@@ -361,3 +361,27 @@ def test_case_names_are_unique(exercise: str, backend: str) -> None:
         pytest.skip(f"{exercise} has no contract (not a kernel exercise)")
     names = [c.name for c in make_cases(contract, 11, backend)]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+class _Draws:
+    """A generator stand-in whose normal draws are given (exact zeros of both signs among them)."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = np.array(values, dtype=np.float64)
+
+    def standard_normal(self, size: tuple[int, ...]) -> np.ndarray:
+        return self.values.reshape(size).copy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("scale", [1.0, 3.0, -2.0])
+def test_random_values_replace_zeros_and_round_to_the_dtype(dtype: str, scale: float) -> None:
+    """Every draw is scaled, an exact zero (+0.0 or -0.0) becomes 0.5·scale (an unwritten output must never look
+    right by accident), and each value is the nearest one `dtype` holds: the values cases are made of."""
+    from tritonlab.grading.contracts import quantize, random_values
+
+    draws = [0.0, -0.0, 1.1, -3.3e-5, 7000.123, 1e-3]
+    got = random_values(_Draws(draws), (2, 3), dtype, scale)
+    want = quantize(np.array([0.5 * scale if d == 0 else d * scale for d in draws]).reshape(2, 3), dtype)
+    assert got.dtype == np.float64 and np.array_equal(got, want), (got, want)
+    assert (got != 0).all() and got.flat[0] == got.flat[1] == quantize(np.array([0.5 * scale]), dtype)[0], got
