@@ -385,3 +385,29 @@ def test_random_values_replace_zeros_and_round_to_the_dtype(dtype: str, scale: f
     want = quantize(np.array([0.5 * scale if d == 0 else d * scale for d in draws]).reshape(2, 3), dtype)
     assert got.dtype == np.float64 and np.array_equal(got, want), (got, want)
     assert (got != 0).all() and got.flat[0] == got.flat[1] == quantize(np.array([0.5 * scale]), dtype)[0], got
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 1 << 18])
+def test_values_are_judged_alike_in_any_chunk_size(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tolerance check walks the output in chunks (_values.CHUNK): the elements it reports, their count and
+    the worst one are those of the whole array, wherever the chunks' edges fall."""
+    from tritonlab.grading.contracts import _values
+
+    expected = np.linspace(1.0, 20.0, 20)
+    actual = expected.copy()
+    wrong = [2, 3, 9, 17]
+    actual[wrong] += [0.5, 0.25, 4.0, 1.0]  # index 9 is the worst, relative to its bound
+    result = {"outputs": [{"shape": [20], "dtype": "float64"}], "arrays": [actual], "launches": []}
+    monkeypatch.setattr(_values, "CHUNK", chunk)
+    (failure,) = _values.compare_values(Case("c", ()), result, expected, "float64", 1e-6, 0.0)
+    assert failure.kind == "wrong-result" and "4" in failure.message and "[9]" in failure.message, (
+        failure.message
+    )
+    for i in wrong:
+        assert f"[{i}]" in failure.message, failure.message
+    assert (
+        _values.compare_values(
+            Case("c", ()), {**result, "arrays": [expected.copy()]}, expected, "float64", 1e-6, 0.0
+        )
+        == []
+    )
