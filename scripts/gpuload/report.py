@@ -91,43 +91,41 @@ def summarize(records: list[dict], planned: int) -> dict:
 CHILD_FIGURES = ("cpu_s", "faults", "switches")
 
 
+def _timing(judged: list[dict], key: str, kinds: type | tuple = (int, float)) -> list[float]:
+    """A verdict timing's values over the judged checks, where it is a plain number of `kinds`."""
+    values = [(r.get("timings") or {}).get(key) for r in judged]
+    return [float(v) for v in values if isinstance(v, kinds) and not isinstance(v, bool)]
+
+
 def children(judged: list[dict]) -> dict:
     """Medians over the judged checks of what each of a check's two children used, as its worker reaped it
     (the verdict's `timings`: CPU seconds, page faults, involuntary context switches), and of the kernels the
     replay compiled itself; None where no verdict said."""
-    out: dict = {}
-    for child in ("check", "replay"):
-        for figure in CHILD_FIGURES:
-            values = [
-                float(v)
-                for r in judged
-                if isinstance(v := (r.get("timings") or {}).get(f"{child}_{figure}"), int | float)
-                and not isinstance(v, bool)
-            ]
-            out[f"{child}_{figure}"] = percentile(values, 50)
-    compiled = [
-        float(v)
-        for r in judged
-        if isinstance(v := (r.get("timings") or {}).get("replay_compiled"), int) and not isinstance(v, bool)
-    ]
-    out["replay_compiled"] = percentile(compiled, 50)
+    out = {
+        f"{child}_{figure}": percentile(_timing(judged, f"{child}_{figure}"), 50)
+        for child in ("check", "replay")
+        for figure in CHILD_FIGURES
+    }
+    out["replay_compiled"] = percentile(_timing(judged, "replay_compiled", int), 50)
     return out
 
 
 def child_cell(c: dict) -> str:
+    """The report's cell for `children`: per child "CPU s, faults, switches", then the replay's compiles."""
+
     def one(child: str) -> str:
-        figures = [c.get(f"{child}_{f}") for f in CHILD_FIGURES]
-        if all(v is None for v in figures):
+        cpu, faults, switches = (c.get(f"{child}_{f}") for f in CHILD_FIGURES)
+        if cpu is None and faults is None and switches is None:
             return "n/a"
-        cpu, faults, switches = (
-            "n/a" if v is None else f"{v:.2f}" if i == 0 else f"{v:.0f}" for i, v in enumerate(figures)
-        )
-        return f"{cpu} s, {faults} faults, {switches} switches"
+        shown = [
+            "n/a" if v is None else f"{v:{spec}}"
+            for v, spec in ((cpu, ".2f"), (faults, ".0f"), (switches, ".0f"))
+        ]
+        return f"{shown[0]} s, {shown[1]} faults, {shown[2]} switches"
 
     compiled = c.get("replay_compiled")
-    return f"{one('check')} / {one('replay')}" + (
-        "" if compiled is None else f"; the replay compiled {compiled:.0f} kernels"
-    )
+    tail = "" if compiled is None else f"; the replay compiled {compiled:.0f} kernels"
+    return f"{one('check')} / {one('replay')}{tail}"
 
 
 def _brief(r: dict) -> dict:
