@@ -35,7 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import interpreting
+from ._common import TensorDescriptor, interpreting
 
 LOG2E = 1.4426950408889634
 
@@ -101,14 +101,13 @@ def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, 
     dv = tl.dot(p_t.to(do.dtype), do, dv)
     ds_t = p_t * (tl.dot(v, tl.trans(do)) - delta[None, :])
     dk = tl.dot(ds_t.to(q.dtype), q, dk)
-    if ATOMIC_DQ == 1:  # element by element, from registers
+    if ATOMIC_DQ:
         dq = tl.dot(tl.trans(ds_t.to(k.dtype)), k) * scale
-        dq_offs = offs_m[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
-        tl.atomic_add(dq_ptr + dq_offs, dq, mask=(offs_m < S)[:, None], sem="relaxed")
-    elif ATOMIC_DQ == 2:
-        # the whole tile in one bulk reduction by the TMA unit; rows past S are outside the box, never written
-        dq = tl.dot(tl.trans(ds_t.to(k.dtype)), k) * scale
-        dq_ptr.atomic_add([bh, start_m, 0], dq[None, :, :])
+        if ATOMIC_DQ == 1:  # element by element, from registers
+            dq_offs = offs_m[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
+            tl.atomic_add(dq_ptr + dq_offs, dq, mask=(offs_m < S)[:, None], sem="relaxed")
+        else:  # the whole tile in one bulk reduction by the TMA unit; rows past S are outside the box
+            dq_ptr.atomic_add([bh, start_m, 0], dq[None, :, :])
     return dk, dv
 
 
@@ -307,8 +306,6 @@ def attention_backward(
     # cuda:90 lowering hold the descriptor form)
     bulk = tma_dq and not interpreting()
     if bulk:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
         dq_arg = TensorDescriptor(dq_acc, [B * H, S, D], [S * D, D, 1], [1, bm1, D])
     _dkdv_kernel[(triton.cdiv(S, bn1), B * H)](
         q, k, v, do, lse, delta, dk, dv, dq_arg, S, qk_scale, scale, BLOCK_M1=bm1, BLOCK_N1=bn1,
