@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import interpreting
+from ._common import TensorDescriptor, interpreting
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -194,9 +194,7 @@ def attention(
 def tma_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> bool:
     """Whether the TMA kernel can take these operands: one contiguous (B, H, S, D) layout each, 16-byte aligned,
     a positive scale (its softmax scales the row maximum after taking it), and a Triton with descriptors."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
-    except ImportError:  # pragma: no cover - Triton < 3.4
+    if TensorDescriptor is None:  # pragma: no cover - Triton < 3.4
         return False
     return scale > 0 and all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (q, k, v))
 

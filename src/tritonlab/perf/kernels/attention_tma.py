@@ -30,6 +30,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._common import TensorDescriptor
+
 
 @triton.jit
 def _softmax_step(acc, l_i, m_i, qk, v, offs_m, cols, S, qk_scale, MASK: tl.constexpr):
@@ -153,8 +155,6 @@ def _attn_fwd_tma_kernel(
 
 def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict) -> None:  # noqa: ANN001
     """Run the TMA forward on contiguous (B, H, S, D) q, k, v into o, lse (the caller checked the layout)."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
     B, H, S, D = q.shape
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     rows = B * H * S

@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import interpreting, num_sms
+from ._common import TensorDescriptor, interpreting, num_sms
 
 SCALE_BLOCK = 128
 E4M3_MAX = 448.0
@@ -160,8 +160,6 @@ def matmul_fp8(
         out = torch.empty((M, N), device=a.device, dtype=torch.bfloat16)
     if M == 0 or N == 0:
         return out
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
     BM, BN = int(cfg["BM"]), int(cfg["BN"])
