@@ -179,26 +179,27 @@ def test_gpu_pass_has_a_speed_line(home: Path) -> None:
     assert speed_line(verdict.speed).startswith("speed on vector_add")
 
 
+def busy_and_idle(zygote: sandbox.Zygote, tmp_path: Path, work: str, idle: str) -> tuple:
+    """Run a program that forks a child doing `work` (Python, indented for the child) and waits for it, then
+    the program `idle`; both must exit 0. Their results, in that order."""
+    busy = tmp_path / "busy_child.py"
+    busy.write_text(
+        "import os\npid = os.fork()\nif pid == 0:\n" + work + "    os._exit(0)\nos.waitpid(pid, 0)\n"
+    )
+    quiet = tmp_path / "idle.py"
+    quiet.write_text(idle)
+    worked = run_program(zygote, busy, Limits(wall_seconds=30)).wait()
+    rested = run_program(zygote, quiet, Limits(wall_seconds=30)).wait()
+    assert worked.exit_code == 0 and rested.exit_code == 0, (worked.output, rested.output)
+    return worked, rested
+
+
 def test_a_runs_cpu_seconds_count_its_whole_tree(zygote: sandbox.Zygote, tmp_path: Path) -> None:
     """The worker says how much CPU a run's process tree used (the zygote's wait4): a run that spins 0.6 s of
     CPU in a child it waits for reports at least that, and a run that only sleeps reports far less. What a
     check cost in CPU (docs/scale.md) reads this figure; it must include the processes a run started."""
-    spin = tmp_path / "spin_child.py"
-    spin.write_text(
-        "import os, time\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    end = time.process_time() + 0.6\n"
-        "    while time.process_time() < end:\n"
-        "        pass\n"
-        "    os._exit(0)\n"
-        "os.waitpid(pid, 0)\n"
-    )
-    idle = tmp_path / "sleep.py"
-    idle.write_text("import time\ntime.sleep(0.6)\n")
-    spun = run_program(zygote, spin, Limits(wall_seconds=30)).wait()
-    slept = run_program(zygote, idle, Limits(wall_seconds=30)).wait()
-    assert spun.exit_code == 0 and slept.exit_code == 0, (spun.output, slept.output)
+    spin = "    import time\n    end = time.process_time() + 0.6\n    while time.process_time() < end:\n        pass\n"
+    spun, slept = busy_and_idle(zygote, tmp_path, spin, "import time\ntime.sleep(0.6)\n")
     assert spun.cpu_s is not None and spun.cpu_s >= 0.55, spun.cpu_s
     assert slept.cpu_s is not None and slept.cpu_s < spun.cpu_s - 0.4, (slept.cpu_s, spun.cpu_s)
     verdict = check(zygote, "good.py")
@@ -213,22 +214,8 @@ def test_a_runs_page_faults_count_its_whole_tree(zygote: sandbox.Zygote, tmp_pat
     """The worker says how many page faults a run's process tree took (the zygote's wait4): a run whose child
     first touches 64 MiB of fresh memory (16384 pages of 4 KiB) reports at least that many more than a run that
     touches none. A check's cost on a busy machine (docs/scale.md) reads this figure beside its CPU seconds."""
-    touch = tmp_path / "touch_child.py"
-    touch.write_text(
-        "import mmap, os\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    m = mmap.mmap(-1, 64 << 20)\n"
-        "    for i in range(0, 64 << 20, 4096):\n"
-        "        m[i] = 1\n"
-        "    os._exit(0)\n"
-        "os.waitpid(pid, 0)\n"
-    )
-    idle = tmp_path / "idle.py"
-    idle.write_text("pass\n")
-    touched = run_program(zygote, touch, Limits(wall_seconds=30)).wait()
-    quiet = run_program(zygote, idle, Limits(wall_seconds=30)).wait()
-    assert touched.exit_code == 0 and quiet.exit_code == 0, (touched.output, quiet.output)
+    touch = "    import mmap\n    m = mmap.mmap(-1, 64 << 20)\n    for i in range(0, 64 << 20, 4096):\n        m[i] = 1\n"
+    touched, quiet = busy_and_idle(zygote, tmp_path, touch, "pass\n")
     assert touched.faults is not None and quiet.faults is not None, (touched.faults, quiet.faults)
     assert touched.faults - quiet.faults >= 16000, (touched.faults, quiet.faults)
     assert touched.switches is not None and touched.switches >= 0, touched.switches
