@@ -195,7 +195,9 @@ def compare_values(
         )
         if len(failures) > before:
             return failures
-    bad, bad_err, bad_bound = _outside_tolerance(actual, flat_expected, expected, rtol, atol, finite)
+    bad, bad_err, bad_bound = _outside_tolerance(
+        actual, flat_expected, np.shape(expected), rtol, atol, finite
+    )
     if bad.size:
         shown = "; ".join(
             f"{index_str(int(i), shape)}{owner(int(i), block if len(shape) == 1 else None)}: "
@@ -227,17 +229,18 @@ CHUNK = 1 << 18  # elements judged at a time: the temporaries stay in the CPU's 
 def _outside_tolerance(
     actual: np.ndarray,
     flat_expected: np.ndarray,
-    expected: np.ndarray,
+    shape: tuple[int, ...],
     rtol: Tol,
     atol: Tol,
     finite: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The flat indices where |actual - expected| > atol + rtol·|expected| (or is NaN), among the reference's
-    finite elements (`finite`; None: all), with the error and the bound at each. In chunks of CHUNK elements."""
+    finite elements (`finite`; None: all), with the error and the bound at each. `rtol`/`atol` are scalars or
+    arrays of `shape`, the reference array's own. In chunks of CHUNK elements."""
     scalar = np.ndim(rtol) == 0 and np.ndim(atol) == 0
     if not scalar:
-        rt = np.broadcast_to(np.asarray(rtol, dtype=np.float64), np.shape(expected)).reshape(-1)
-        at = np.broadcast_to(np.asarray(atol, dtype=np.float64), np.shape(expected)).reshape(-1)
+        rt = np.broadcast_to(np.asarray(rtol, dtype=np.float64), shape).reshape(-1)
+        at = np.broadcast_to(np.asarray(atol, dtype=np.float64), shape).reshape(-1)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for lo in range(0, flat_expected.size, CHUNK):
         hi = lo + CHUNK
