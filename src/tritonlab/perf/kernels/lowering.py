@@ -106,7 +106,8 @@ def _ptxas_resources(ptx: str, arch: int) -> dict[str, int]:
 
 def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
     """What the PTX and the compile's metadata say: the kernel's name, wgmma and TMA instruction counts,
-    mma.sync count (the pre-Hopper tensor-core path), fp32 multiplies and FMAs, global loads, shared memory; with ``resources`` also registers and
+    mma.sync count (the pre-Hopper tensor-core path), fp32 multiplies and FMAs, global loads, TMA reductions
+    and element atomics, the wgmma waits' depths and `setmaxnreg` count, shared memory; with ``resources`` also registers and
     spills from ``ptxas -v``."""
     ptx = compiled.asm["ptx"]
     meta = compiled.metadata
@@ -121,6 +122,10 @@ def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
         # tiles added into global memory by the TMA unit, and element-wise atomics
         "tma_reduce": len(re.findall(r"cp\.reduce\.async\.bulk\.tensor", ptx)),
         "atomics": len(re.findall(r"\b(?:red|atom)\.global", ptx)),
+        # the wgmma waits' depths (wait_group N keeps N products in flight while the warpgroup does other work),
+        # and register reallocation between warpgroups (a warp-specialized producer/consumer split)
+        "wgmma_waits": sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
+        "setmaxnreg": len(re.findall(r"\bsetmaxnreg", ptx)),
         # fp32 multiplies and fused multiply-adds, loads from global memory other than TMA copies (each counted
         # once in the text: an instruction inside a loop is one, however often the loop runs)
         "f32_mul": len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx)),
