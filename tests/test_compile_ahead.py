@@ -131,6 +131,12 @@ def entries(service: Service, name: str) -> set[str]:
     return set(os.listdir(caches.folder(name, hardened=service.zygote().hardened)))
 
 
+def files(service: Service, name: str) -> set[tuple[str, int]]:
+    """Every file of every entry with its inode: a compile writes its files anew, also in an existing entry."""
+    root = caches.folder(name, hardened=service.zygote().hardened)
+    return {(f.path, f.stat().st_ino) for e in os.scandir(root) for f in os.scandir(e.path)}
+
+
 def test_a_save_compiles_the_saved_texts_kernels_into_both_caches(service: Service) -> None:
     """After the save, the precompile a check of that text starts beside its check child finds every kernel
     in the learner's cache: it adds no entry (what the check child's own compile looks up: test_precompile)."""
@@ -142,19 +148,25 @@ def test_a_save_compiles_the_saved_texts_kernels_into_both_caches(service: Servi
     service.save_code(exercise, text, version)
     outcome = service.ahead.wait(service.cache_name, "vector-copy", 300)
     assert outcome is not None and outcome["status"] == "compiled", outcome
-    for name in ("replay", "check"):
-        assert outcome[name]["compiled"] == len(wanted) and outcome[name]["errors"] == [], outcome
+    assert outcome["replay"]["compiled"] == len(wanted) and outcome["replay"]["errors"] == [], outcome
+    assert outcome["copied"] == len(outcome["replay"]["entries"]) >= 3, outcome  # one compile, copied
     assert entries(service, service.cache_name) - learner and entries(service, caches.REPLAY) - replay
-    after = entries(service, service.cache_name)
+    after = files(service, service.cache_name)
     again = Precompile(
         service.zygote(), text, service.learner_file(exercise), wanted, "interpreter", 300, "cuda:90",
-        service.cache_name, as_imported=True,
+        service.cache_name,
     )  # fmt: skip
     again.wait(300)
     assert again.report.get("compiled") == len(wanted), again.report
-    assert entries(service, service.cache_name) == after  # nothing left for the check to compile
+    assert files(service, service.cache_name) == after  # nothing left for the check to compile
     verdict = service.check(exercise, text=text, speed=False)
     assert verdict.passed, verdict.failures
+    # so the check of that text starts no precompile of its own (one child fewer) ...
+    assert verdict.timings.get("precompile_skipped") == "compiled ahead", verdict.timings
+    assert "precompile_s" not in verdict.timings
+    # ... and a check of any other text does
+    other = service.check(exercise, text=edited("other"), speed=False)
+    assert other.passed and "precompile_skipped" not in other.timings and other.timings["precompiled"] > 0
 
 
 def test_saves_in_one_burst_compile_the_last_text_once(service: Service) -> None:

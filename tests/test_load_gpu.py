@@ -162,6 +162,11 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
             assert all(v > 0 for v in values), (child, figure, values)
             assert s["children"][f"{child}_{figure}"] == percentile(values, 50), s["children"]
         assert s["children"][f"{child}_switches"] >= 0, s["children"]
+    # each kind of run's CPU per check, as the verdicts report it: no more than the runs below the server used
+    runs = s["runs_cpu_per_check"]
+    assert runs["check"] == round(sum(r["timings"]["check_cpu_s"] for r in records) / 6, 3), runs
+    assert runs["replay"] > 0 and runs["speed_time"] == 0, runs  # the interpreter times nothing
+    assert runs["all"] <= split["tree"] / 6 + 0.01, (runs, split)
 
     # it stopped what it started: the server (and its runs) and the class's folder
     with pytest.raises(ProcessLookupError):
@@ -176,6 +181,7 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     )[0]
     assert f"**{s['checks_per_minute']}**" in section and "| 6 / 6 / 0 / 0 |" in section
     assert f"{s['children']['check_cpu_s']:.2f} s, {s['children']['check_faults']:.0f} faults" in section
+    assert f"check {runs['check']:.2f}, precompile" in section and f"({runs['all']:.2f} in all)" in section
 
 
 def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path) -> None:

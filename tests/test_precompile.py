@@ -102,13 +102,14 @@ def test_the_store_keeps_validated_variants_per_learner_and_exercise_and_drops_a
 
 KEY_MATCH = r"""
 import glob, json, os, sys
+from pathlib import Path
 import torch
 from tritonlab.grading.replay import precompile, variants
 from tritonlab.grading.replay.source import build_kernels
 
 cache = os.environ["TRITON_CACHE_DIR"]
 source = open(sys.argv[1]).read().replace("pid = tl.program_id(0)", "pid = tl.program_id(0)  # " + sys.argv[2])
-imported = sys.argv[3] == "check"  # the check child's kernels (the file imported) rather than the replay's
+imported = sys.argv[3] != "replay"  # the check child's kernels (the file imported) rather than the replay's
 precompile.use_target("cuda:90")
 
 def launches():
@@ -123,9 +124,21 @@ def launches():
             yield args, kwargs, {"num_warps": 4}
 
 wanted = variants.validate([variants.describe("matmul_kernel", a, k, o) for a, k, o in launches()])
-kernels, _ = build_kernels(source, "/learner/solution.py", imported)  # the precompile child's way
-done, errors, processes = precompile.compile_variants(kernels, wanted, 4)
-entries = set(os.listdir(cache))
+kernels, _ = build_kernels(source, "/learner/solution.py")  # the precompile child's way
+done, errors, processes, made = precompile.compile_variants(kernels, wanted, 4)
+copied = None
+if sys.argv[3] == "copied":  # into a learner's cache by the parent, the replay's then gone: only the copies
+    import shutil
+    from tritonlab.runs import caches
+    learner = cache + "-learner"
+    os.makedirs(learner)
+    copied = caches.copy_entries(Path(cache), Path(learner), made)
+    shutil.rmtree(cache)
+    os.environ["TRITON_CACHE_DIR"] = cache = learner
+def files():  # every file of every entry, by inode: a compile writes its files anew, also in an existing entry
+    return {(e.path, os.stat(e.path).st_ino) for d in os.scandir(cache) for e in os.scandir(d.path)}
+
+entries, before = set(os.listdir(cache)), files()
 if imported:  # the check child's: the file imported (elsewhere: the snapshot of each check has its own path)
     from tritonlab.grading import harness
     path = os.path.join(os.environ["TRITON_CACHE_DIR"] + "-src", "solution.py")
@@ -136,22 +149,24 @@ else:  # the replay child's own kernels, built again
     launched = build_kernels(source, "/learner/solution.py")[0]["matmul_kernel"]
 for args, kwargs, options in launches():  # Triton's launch path, up to the launch (no GPU here)
     launched.warmup(*args, grid=(1,), **kwargs, **options)
-after = set(os.listdir(cache))
+after, written = set(os.listdir(cache)), files() - before
 flipped = [dict(v, args=[["ptr", v["args"][0][1], not v["args"][0][2]]] + v["args"][1:]) for v in wanted[:1]]
 precompile.compile_variants(kernels, flipped, 1)
 print(json.dumps({"compiled": done, "errors": errors, "variants": len(wanted), "entries": len(entries),
-                  "processes": processes,
-                  "new": len(after - entries), "flipped_new": len(set(os.listdir(cache)) - after)}))
+                  "processes": processes, "made": len(made), "copied": copied,
+                  "new": len(after - entries), "rewritten": len(written), "flipped_new": len(set(os.listdir(cache)) - after)}))
 """
 
 
-@pytest.mark.parametrize("child", ["replay", "check"])
+@pytest.mark.parametrize("child", ["replay", "check", "copied"])
 def test_the_precompile_makes_exactly_the_entries_the_childs_launch_looks_up(
     tmp_path: Path, child: str
 ) -> None:
-    """For cuda:90, through Triton's own launch path both ways: the variants compiled from their data form,
-    then the child's real arguments warmed up in the same cache (the replay's kernels built from the text; the
-    check child's from the file imported): no new entry, a cache hit each. A variant whose alignment is
+    """For cuda:90, through Triton's own launch path: the variants compiled from their data form, then the
+    child's real arguments warmed up in the same cache (the replay's kernels built from the text; the check
+    child's from the file imported): no new entry, a cache hit each. `copied`: the entries the precompile
+    reported copied into a learner's cache (runs/caches.py) and the replay's cache removed, then the check
+    child's launches in the learner's: a hit each, so one compile serves both. A variant whose alignment is
     flipped makes a new entry: the comparison sees a specialization that differs."""
     env = os.environ | {
         "TRITON_INTERPRET": "0",
@@ -167,7 +182,10 @@ def test_the_precompile_makes_exactly_the_entries_the_childs_launch_looks_up(
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["errors"] == [] and got["compiled"] == got["variants"] == 9 and got["processes"] == 4, got
-    assert got["entries"] >= 6 and got["new"] == 0, got  # every replay launch found its entry
+    assert got["entries"] >= 6 and got["new"] == got["rewritten"] == 0, got  # every launch found its entry
+    assert got["made"] == got["entries"], got  # the precompile names every entry it compiled
+    if child == "copied":
+        assert got["copied"] == got["made"], got
     assert got["flipped_new"] == 1, got
 
 
@@ -301,10 +319,12 @@ def test_the_precompile_childs_entries_are_those_a_gpu_childs_launches_look_up(
 
 
 def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
-    zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch
+    any_zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On the interpreter the replay compiles nothing for a GPU, so the time is not measured here: that the
-    pipeline keeps the variants after one check and hands them to the precompile beside the next is."""
+    pipeline keeps the variants after one check and hands them to the precompile beside the next is, and what
+    that compiled is copied into the learner's cache (hardened: the sandbox user's capped folder)."""
+    zygote = any_zygote
     monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
     solution = ROOT / "course/02-environment/exercises/vector-copy/solution.py"
     exercise = Exercise(
@@ -319,13 +339,17 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache)
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
-    assert "check_precompile_s" in second.timings  # the learner's own cache's, stopped with the check child
+    # what it compiled (distinct keys: fewer than the variants) copied into the learner's own cache
+    copied = second.timings["precompile_copied"]
+    learner = caches.folder(cache, hardened=zygote.hardened)
+    grouped = [
+        e for e in os.listdir(learner) if any(f.startswith("__grp__") for f in os.listdir(learner / e))
+    ]
+    assert 3 <= copied <= len(kept) and len(grouped) == copied, (copied, grouped)
     monkeypatch.setenv("TRITONLAB_PRECOMPILE", "0")  # turned off: nothing compiled ahead
     third = pipeline.check(exercise, solution, "interpreter", zygote, seed=6, cache=cache)
     assert (
-        third.passed
-        and "precompile_wait_s" not in third.timings
-        and "check_precompile_s" not in third.timings
+        third.passed and "precompile_wait_s" not in third.timings and "precompile_copied" not in third.timings
     )
 
 

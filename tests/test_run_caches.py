@@ -174,3 +174,82 @@ def test_a_full_cache_is_emptied_though_a_warm_child_is_bound_to_it(zygote: sand
     assert not filler.exists()
     got = run_program(zygote, caches.LEARNER, "after")
     assert "filler.bin" not in got["seen"], got["seen"]
+
+
+# ---- one compile for both: the replay's entries copied into a learner's cache ----------------------------
+
+
+ENTRY = "A" * 52
+
+
+def compiled_entry(cache: Path, name: str = ENTRY) -> Path:
+    """An entry as Triton writes it: each stage's file and a group file naming them by absolute path."""
+    folder = cache / name
+    folder.mkdir(parents=True)
+    files = {"k.ttir": b"ir", "k.cubin": os.urandom(64), "k.json": b'{"name": "k"}'}
+    for file, data in files.items():
+        (folder / file).write_bytes(data)
+    group = {"child_paths": {file: str(folder / file) for file in files}}
+    (folder / "__grp__k.json").write_text(json.dumps(group))
+    return folder
+
+
+def test_copied_entries_name_their_copies_and_never_replace_a_learners_file(tmp_path: Path) -> None:
+    replay, learner = tmp_path / "replay", tmp_path / "learner"
+    source = compiled_entry(replay)
+    other = compiled_entry(replay, "B" * 52)
+    learner.mkdir()
+    (learner / other.name).mkdir()
+    (learner / other.name / "k.cubin").write_bytes(b"the learner's own")  # theirs to write: left as it is
+    assert caches.copy_entries(replay, learner, [ENTRY, other.name, ENTRY]) == 2
+    for entry in (source, other):
+        group = json.loads((learner / entry.name / "__grp__k.json").read_text())["child_paths"]
+        assert group == {f: str(learner / entry.name / f) for f in ("k.ttir", "k.cubin", "k.json")}
+    assert (learner / ENTRY / "k.cubin").read_bytes() == (source / "k.cubin").read_bytes()
+    assert (learner / other.name / "k.cubin").read_bytes() == b"the learner's own"
+    kept = json.loads((source / "__grp__k.json").read_text())["child_paths"]
+    assert kept["k.ttir"] == str(source / "k.ttir")  # the replay's own entry unchanged
+    assert caches.copy_entries(replay, learner, [ENTRY]) == 0  # compiled there already
+    assert not [p for p in learner.rglob(".copy-*")]
+
+
+def test_the_copy_never_follows_a_link_in_the_learners_cache(tmp_path: Path) -> None:
+    """What a learner's run planted in their cache (a link where an entry or a file goes) is never written
+    through; names that are not an entry's, and group files naming other files, are refused."""
+    replay, learner, outside = tmp_path / "replay", tmp_path / "learner", tmp_path / "outside"
+    compiled_entry(replay)
+    compiled_entry(replay, "C" * 52)
+    bad = compiled_entry(replay, "D" * 52)
+    (bad / "__grp__k.json").write_text(json.dumps({"child_paths": {"../../etc/passwd": "/etc/passwd"}}))
+    learner.mkdir()
+    outside.mkdir()
+    (outside / "keep").write_bytes(b"x")
+    (learner / ENTRY).symlink_to(outside)  # the entry's folder is a link
+    (learner / ("C" * 52)).mkdir()
+    (learner / ("C" * 52) / "k.cubin").symlink_to(outside / "keep")  # one file is a link
+    names = [ENTRY, "C" * 52, "D" * 52, "../outside", "x/y", "short"]
+    assert caches.copy_entries(replay, learner, names) == 1  # only C's entry, its linked file left alone
+    assert sorted(os.listdir(outside)) == ["keep"] and (outside / "keep").read_bytes() == b"x"
+    assert (learner / ("C" * 52) / "k.cubin").is_symlink()
+    assert not (learner / ("D" * 52) / "__grp__k.json").exists()
+
+
+def test_the_copy_stops_at_its_budget(tmp_path: Path) -> None:
+    replay, learner = tmp_path / "replay", tmp_path / "learner"
+    names = [compiled_entry(replay, c * 52).name for c in "EFGH"]
+    # an entry's bytes (± the length of its group's paths)
+    one = sum(f.stat().st_size for f in (replay / names[0]).iterdir())
+    learner.mkdir()
+    assert caches.copy_entries(replay, learner, names, budget=one * 3 // 2) == 1
+    assert len([n for n in os.listdir(learner) if (learner / n / "__grp__k.json").exists()]) == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives the copies another user: needs root")
+def test_copies_belong_to_the_learners_cache_owner(tmp_path: Path) -> None:
+    replay, learner = tmp_path / "replay", tmp_path / "learner"
+    compiled_entry(replay)
+    learner.mkdir()
+    os.chown(learner, 54321, 54321)
+    assert caches.copy_entries(replay, learner, [ENTRY]) == 1
+    for path in [learner / ENTRY, *(learner / ENTRY).iterdir()]:
+        assert (path.stat().st_uid, path.stat().st_gid) == (54321, 54321), path

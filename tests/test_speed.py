@@ -98,14 +98,14 @@ def test_interpreter_check_says_why_there_is_no_speed(home: Path) -> None:
     assert data["speed_reason"] == bench_learner.NO_SPEED_INTERPRETER
 
 
-def speed_of(home: Path, exercise_id: str, file: Path) -> dict:
+def speed_of(home: Path, exercise_id: str, file: Path, timings: dict | None = None) -> dict:
     """The two runs a passing GPU check makes (perf/speed.py), here on the interpreter's tiny sizes."""
     service = Service(workspace_dir=home / "ws", backend="interpreter")
     try:
         exercise = service.exercise(exercise_id)
         job = bench_learner.speed_job(exercise, file, {})
         job["gpu"] = False
-        return service.speed_runs(job, exercise, file.read_text())
+        return service.speed_runs(job, exercise, file.read_text(), timings=timings)
     finally:
         service.close()
 
@@ -115,8 +115,11 @@ def test_the_speed_is_timed_by_replaying_the_recorded_launches(home: Path, exerc
     """The learner's process records one call; a child that never imports the file replays and times it,
     next to the course reference on the same inputs: one row."""
     exercise = load_course().exercise(exercise_id)
-    data = speed_of(home, exercise_id, exercise.solution)
+    timings: dict = {}
+    data = speed_of(home, exercise_id, exercise.solution, timings)
     assert len(data["rows"]) == 1 and not data["problems"], data
+    # what each of the two runs used, as its worker reaped it (scripts/load_gpu.py adds them up per check)
+    assert timings["speed_record_cpu_s"] > 0 and timings["speed_time_cpu_s"] > 0, timings
     assert "never imported your file" in data["timed_by"]
     assert set(data["rows"][0]["impls"]) == {bench_learner.LEARNER, bench_learner.REFERENCE}
     speed = bench_learner.speed_summary(data, exercise.speed_goal)

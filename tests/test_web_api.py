@@ -692,6 +692,7 @@ def test_a_gpu_check_shows_its_verdict_before_its_speed_line(
         order.append("judged")
         time.sleep(0.2)  # the timing run
         verdict.speed = speed
+        verdict.timings |= {"speed_record_cpu_s": 1.25, "speed_time_cpu_s": 0.5, "replay_cpu_s": 2.0}
         return verdict
 
     monkeypatch.setattr(Service, "backend", property(lambda self: "gpu"))
@@ -704,3 +705,5 @@ def test_a_gpu_check_shows_its_verdict_before_its_speed_line(
     shown, timed = names[0][1], names[1][1]
     assert shown["passed"] is True and shown["speed_pending"] is True and shown["speed_line"] == ""
     assert timed["speed_line"] == speed_line(speed) and "4368 GB/s" in timed["speed_line"]
+    # what the two timing runs used (scripts/load_gpu.py reads it), and nothing else of the timings
+    assert timed["timings"] == {"speed_record_cpu_s": 1.25, "speed_time_cpu_s": 0.5}

@@ -135,6 +135,16 @@ class WebLearner:
                     if not record["passed"]:
                         first = (data.get("failures") or [{}])[0]
                         record["first_failure"] = str(first.get("message", ""))[:200]
+                elif name == "speed":  # after the verdict: what the speed line's two runs used
+                    timings = json.loads(line[6:]).get("timings")
+                    if isinstance(timings, dict):
+                        record.setdefault("timings", {}).update(
+                            {
+                                str(k)[:64]: v
+                                for k, v in list(timings.items())[:16]
+                                if isinstance(v, int | float)
+                            }
+                        )
                 elif name == "error":
                     record["error"] = f"error event: {line[6:306]}"
                 elif name in ("cancelled", "stopped", "worker-lost") or (

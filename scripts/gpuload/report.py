@@ -81,6 +81,7 @@ def summarize(records: list[dict], planned: int) -> dict:
         "verdict_kinds": dict(sorted(verdict_kinds.items())),
         "checks_per_node": nodes,
         "children": children(judged),
+        "runs_cpu_per_check": runs_cpu(judged),
         "mismatch_examples": [_brief(r) for r in mismatches[:10]],
         "error_examples": [_brief(r) for r in errors[:10]],
     }
@@ -108,6 +109,28 @@ def children(judged: list[dict]) -> dict:
     }
     out["replay_compiled"] = percentile(_timing(judged, "replay_compiled", int), 50)
     return out
+
+
+# every run a check makes whose CPU its verdict carries (`{run}_cpu_s`), in the order a check makes them
+RUNS = ("check", "precompile", "compile", "replay", "speed_record", "speed_time")
+
+
+def runs_cpu(judged: list[dict]) -> dict:
+    """Core-seconds per judged check of each kind of run (the sum of `{run}_cpu_s` over the checks, divided
+    by their number: a run a check did not make counts 0), and `all`: what the verdicts account for, to set
+    beside the sampler's CPU of the processes below the server (what no verdict names: warm children never
+    used, runs stopped before their reply)."""
+    if not judged:
+        return {}
+    out = {run: round(sum(_timing(judged, f"{run}_cpu_s")) / len(judged), 3) for run in RUNS}
+    out["all"] = round(sum(out.values()), 3)
+    return out
+
+
+def runs_cell(r: dict) -> str:
+    if not r:
+        return "n/a"
+    return ", ".join(f"{run.replace('_', ' ')} {r[run]:.2f}" for run in RUNS) + f" ({r['all']:.2f} in all)"
 
 
 def child_cell(c: dict) -> str:
@@ -185,6 +208,8 @@ def markdown(report: dict) -> str:
             f"/ this script / the rest of the machine | {per_check(cpu.get('split_core_s'), s['verdicts'])} |",
             f"| per check, median: the check child / the replay child (CPU seconds, page faults, involuntary "
             f"context switches, as reaped) | {child_cell(s.get('children') or {})} |",
+            f"| core-seconds per check with a verdict, by run, as their verdicts report them | "
+            f"{runs_cell(s.get('runs_cpu_per_check') or {})} |",
             f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
             f"{report['timeline'].get('total_s')} s |",
         ]

@@ -24,14 +24,24 @@ A cache that is nearly full is emptied before its next run starts (never under a
 only a cache, and a learner who fills theirs slows only their own next compile.
 
 Hardened with a pool, each warm child is bound ahead to one cache; `warm_plan` says how many each cache gets.
+
+One compile for both (`copy_entries`): entries go the other way only, from the replay's cache into one
+learner's. The trusted precompile compiles the learner's own kernel text (as the check child's import builds
+it: the same keys), and the parent copies exactly those entries into that learner's cache, so the check child
+finds them instead of compiling them again. That gives a learner nothing they could not compile themselves,
+and nothing a learner writes ever reaches the replay's cache. The learner's cache is theirs to write: the copy
+never follows a link there, never replaces a file, and writes each entry's group file (the file listing that
+entry's other files by path, which Triton reads first) last, pointing at the copies.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 
 from tritonlab import config
@@ -44,6 +54,10 @@ CACHE_BYTES = {LEARNER: 128 << 20, REPLAY: 512 << 20}
 CACHE_FILES = 20_000
 NEARLY_FULL = 0.8  # emptied when this share of its bytes or files is used
 _NAME = re.compile(r"^(learner|replay)(-[A-Za-z0-9_]{1,64})?$")
+ENTRY = re.compile(r"^[A-Za-z0-9_-]{16,128}$")  # a compiled kernel's folder (Triton: its key's hash)
+ENTRY_FILE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+ENTRY_FILES = 64  # files one entry may have (Triton writes about ten: each stage's IR, the binary, metadata)
+GROUP = "__grp__"
 
 
 def kind(name: str) -> str:
@@ -150,3 +164,138 @@ def warm_plan(recent: list[str], size: int) -> collections.Counter:
     for i in range(size - plan[REPLAY]):
         plan[learners[i % len(learners)]] += 1
     return plan
+
+
+def copy_entries(source: Path, dest: Path, names: list[str], budget: int = CACHE_BYTES[LEARNER] // 4) -> int:
+    """Copy the compiled kernels `names` from the cache `source` (the replay's: trusted) into `dest` (a
+    learner's: theirs to write, so hostile) and return how many entries now have a group file there that the
+    copy wrote. An entry already in `dest` with its group file is left as it is; a name that is not an entry's,
+    a link or anything but a folder where an entry goes in `dest`, or a full cache stop that entry (see the
+    module docstring). At most `budget` bytes in all; files take `dest`'s owner (the sandbox user)."""
+    copied = 0
+    try:
+        dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    try:
+        owner = os.fstat(dest_fd)
+        for name in dict.fromkeys(names):
+            if not isinstance(name, str) or not ENTRY.match(name):
+                continue
+            try:
+                size = _copy_entry(source / name, dest, dest_fd, name, owner, budget)
+            except OSError:
+                continue  # e.g. the learner's cache is full, or a link where the entry goes
+            if size:
+                copied += 1
+                budget -= size
+            if budget <= 0:
+                break
+    finally:
+        os.close(dest_fd)
+    return copied
+
+
+def _copy_entry(src: Path, dest: Path, dest_fd: int, name: str, owner: os.stat_result, budget: int) -> int:
+    """One entry (see copy_entries); the bytes written, 0 when nothing was."""
+    files = sorted(
+        e.name for e in os.scandir(src) if e.is_file(follow_symlinks=False) and ENTRY_FILE.match(e.name)
+    )[:ENTRY_FILES]
+    groups = [f for f in files if f.startswith(GROUP)]
+    if not groups:
+        return 0  # an entry Triton has not finished writing
+    try:
+        os.mkdir(name, 0o755, dir_fd=dest_fd)
+        made = True
+    except FileExistsError:
+        made = False
+    entry_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)  # a link: refused
+    try:
+        if made:
+            _own(entry_fd, owner)
+        if all(_exists(g, entry_fd) for g in groups):
+            return 0  # compiled there already
+        written = 0
+        # the group files last: Triton reads them first
+        for f in [f for f in files if f not in groups] + groups:
+            if _exists(f, entry_fd):
+                continue
+            if f in groups:
+                data = _group_for(src / f, dest / name, files)
+            else:
+                data = _read_plain(src / f, budget - written)
+            written += len(data)
+            if written > budget:
+                raise OSError("over the copy's budget")
+            _write_new(entry_fd, f, data, owner)
+        return written
+    finally:
+        os.close(entry_fd)
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def _read_plain(path: Path, limit: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"not a file: {path.name}")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max(0, limit) + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError("over the copy's budget")
+    return data
+
+
+def _group_for(path: Path, entry: Path, files: list[str]) -> bytes:
+    """A group file (`{"child_paths": {file: absolute path}}`) with each path moved to the copy's folder; only
+    files of this entry are named."""
+    data = json.loads(_read_plain(path, 1 << 16))
+    children = data.get("child_paths") if isinstance(data, dict) else None
+    if not isinstance(children, dict):
+        raise OSError("not a group file")
+    moved = {}
+    for child in children:
+        if not isinstance(child, str) or child not in files or child.startswith(GROUP):
+            raise OSError("a group file names a file the entry does not have")
+        moved[child] = str(entry / child)
+    return json.dumps({"child_paths": moved}).encode()
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, owner: os.stat_result) -> None:
+    """Write `name` in the folder `dir_fd` through a new temporary file, then rename it into place."""
+    tmp = f".copy-{os.getpid()}-{os.urandom(4).hex()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    try:
+        try:
+            _write_all(fd, data)
+            _own(fd, owner)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _own(fd: int, owner: os.stat_result) -> None:
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) != (owner.st_uid, owner.st_gid):
+        os.fchown(fd, owner.st_uid, owner.st_gid)

@@ -5,9 +5,10 @@ On a GPU the cost of a check of edited code is its compiles (grading/check/preco
 the critical path). The web editor saves the text a moment after each pause in typing; a learner presses Check
 seconds later. So when a save arrives, `AheadCompiles.saved` waits DEBOUNCE_S for the typing to settle, then
 compiles the saved text's kernels in the variants the learner's previous check of this exercise launched (the
-stored ones, check/precompile.py's VariantStore), through the same trusted precompile children a check starts
-beside its check child: one into the replay's cache, one into the learner's own as the check child's import
-makes them. The check that follows finds them compiled (and its own precompiles then compile nothing).
+stored ones, check/precompile.py's VariantStore), through the same trusted precompile a check starts beside
+its check child: one child compiles into the replay's cache, and what it compiled is copied into the learner's
+own cache (runs/caches.py `copy_entries`: one compile for both). The check that follows finds them compiled
+(and its own precompile then compiles nothing).
 
 It never costs anyone a check: it runs in a background slot of the run queue (service/gate.py: taken only when
 one is free and nobody waits, one per learner, stopped as soon as any run has to wait), a newer save of the
@@ -91,6 +92,17 @@ class AheadCompiles:
         if job is not None:
             job.stop.set()  # its thread stops the children within a fifth of a second
 
+    def compiled(self, cache: str, exercise_id: str, text: str) -> bool:
+        """Whether the last compile ahead of (cache, exercise) compiled exactly `text` and ended: its kernels
+        are then in both caches, and a check of that text need not start a precompile to find them again (a
+        kernel that is not, e.g. a cache emptied since, is compiled by the child that launches it)."""
+        with self._lock:
+            job = self._jobs.get((cache, exercise_id))
+            if job is not None and not job.done.is_set():
+                return False
+            found = self._outcomes.get((cache, exercise_id))
+        return bool(found) and found.get("status") == "compiled" and found.get("text") == _digest(text)
+
     def wait(self, cache: str, exercise_id: str, timeout: float) -> dict | None:
         """Wait for the compile ahead of (cache, exercise) to end; its outcome (None: none was scheduled)."""
         with self._lock:
@@ -101,7 +113,7 @@ class AheadCompiles:
 
     def outcome(self, cache: str, exercise_id: str) -> dict | None:
         """The last compile ahead's outcome: {"status": "compiled" | "stopped" | "no-slot" | "no-variants" |
-        "failed", "text": its text's sha256, "seconds", and the two precompiles' reports}."""
+        "failed", "text": its text's sha256, "seconds", the precompile's report and the entries copied}."""
         with self._lock:
             found = self._outcomes.get((cache, exercise_id))
             return dict(found) if found is not None else None
@@ -166,27 +178,20 @@ class AheadCompiles:
             self._ended(job, outcome)
 
     def _finish(self, job: _Job, text: str) -> dict:
-        """Wait for both precompiles, stopping them when the job is stopped (a newer save, the learner's check,
-        a queued run: `preempt`) or past LIMIT_S; their reports."""
+        """Wait for the precompile and its copy, stopping it when the job is stopped (a newer save, the
+        learner's check, a queued run: `preempt`) or past LIMIT_S; its report."""
         beside = job.beside
         assert beside is not None
-        beside.thread.join()
-        if beside.problem:
-            return {"status": "failed", "problem": beside.problem}
-        reports = {}
         deadline = time.monotonic() + LIMIT_S
-        for name in ("replay", "check"):
-            pre = getattr(beside, name)
-            if pre is None:
-                continue
-            while not job.stop.is_set() and time.monotonic() < deadline and not pre.finished(0.2):
-                pass
+        while beside.thread.is_alive():
             if job.stop.is_set() or time.monotonic() >= deadline:
                 beside.stop()
-                return {"status": "stopped", "text": _digest(text), **reports}
-            pre.wait(0)
-            reports[name] = dict(pre.report)
-        return {"status": "compiled", "text": _digest(text), **reports}
+                return {"status": "stopped", "text": _digest(text)}
+            beside.thread.join(0.2)
+        if beside.problem or beside.replay is None:
+            return {"status": "failed", "problem": beside.problem}
+        return {"status": "compiled", "text": _digest(text), "replay": dict(beside.replay.report),
+                "copied": beside.copied}  # fmt: skip
 
     def _ended(self, job: _Job, outcome: dict) -> None:
         with self._lock:

@@ -176,7 +176,7 @@ class Service(Workers, Jobs, Speed, Progress):
                 seed = self._next_seed.pop(exercise.id, None)
             if seed is None:
                 seed = random.SystemRandom().randrange(1, 2**31)
-        return ServiceCheckRun(
+        run = ServiceCheckRun(
             self,
             exercise,
             target,
@@ -192,7 +192,10 @@ class Service(Workers, Jobs, Speed, Progress):
             on_start=on_start,
             on_wait=on_wait,
             on_verdict=on_verdict,
-        )()
+        )
+        # the saved text's kernels were compiled ahead into both caches: no second precompile to find them
+        run.compiled_ahead = self.ahead.compiled(self.cache_name, exercise.id, source)
+        return run()
 
     def _make_cases_soon(self, exercise: Exercise, seed: int) -> threading.Thread:
         """Make (and cache) the cases of (exercise, seed) in a background thread."""

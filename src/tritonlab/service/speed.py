@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab.grading.check.run import usage
 from tritonlab.models import Exercise, Verdict
 from tritonlab.perf import bench_learner
 from tritonlab.runs import caches, capacity
@@ -47,18 +48,29 @@ class Speed:
         if job is None:
             verdict.speed_reason = bench_learner.NO_SPEED_CASE
             return
-        data = self.speed_runs(job, exercise, source, on_wait)
+        data = self.speed_runs(job, exercise, source, on_wait, verdict.timings)
         verdict.speed = bench_learner.speed_summary(data, exercise.speed_goal)
 
-    def speed_runs(self, job: dict, exercise: Exercise, source: str, on_wait: Callable | None = None) -> dict:
+    def speed_runs(
+        self,
+        job: dict,
+        exercise: Exercise,
+        source: str,
+        on_wait: Callable | None = None,
+        timings: dict | None = None,
+    ) -> dict:
         """The two runs of perf/speed.py for a speed job (bench_learner.speed_job): the learner's module records
-        one call, a trusted child replays and times it. Their report: {"rows": [...], "problems": [...]}."""
+        one call, a trusted child replays and times it. Their report: {"rows": [...], "problems": [...]}.
+        `timings` gets what each run's process tree used (`speed_record_cpu_s`, `speed_time_cpu_s`, their
+        faults and switches: grading/check/run.py `usage`)."""
+        timings = {} if timings is None else timings
         from tritonlab.perf import speed
 
         if self.exclusive_runs() and self.gate().waiting:  # graded checks are waiting: they go first
             return {"problems": [BUSY]}
         # 1. the learner's module, one recorded call on the representative size (nothing timed there)
         result, data = self.run_job(job, speed.RECORD_RESULT, on_wait=on_wait, timeout=120.0, source=source)
+        usage(timings, "speed_record", result)
         if data is None:
             data = no_result("the recording run", result)
         elif isinstance(data.get("record"), dict) and not data.get("problems"):
@@ -84,6 +96,7 @@ class Speed:
                 )
             except GpuBusy:
                 return {"problems": [BUSY]}
+            usage(timings, "speed_time", result)
             if data is None:
                 data = no_result("the timing run", result)
         else:

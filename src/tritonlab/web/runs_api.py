@@ -108,8 +108,16 @@ def check(exercise_id: str, request: Request, body: RunBody | None = None) -> di
             job.emit("verdict", verdict_event(verdict, job))
         elif timed[0]:
             line = speed_line(verdict.speed)  # the results panel adds this one line
+            # what the two timing runs used (their CPU seconds, faults, switches), for scripts/load_gpu.py
+            used = {k: v for k, v in verdict.timings.items() if k.startswith("speed_")}
             job.emit(
-                "speed", {"speed_line": line, "speed": verdict.speed, "speed_reason": verdict.speed_reason}
+                "speed",
+                {
+                    "speed_line": line,
+                    "speed": verdict.speed,
+                    "speed_reason": verdict.speed_reason,
+                    "timings": used,
+                },
             )
 
     return start_job(request, "check", exercise.id, work)

@@ -6,7 +6,8 @@
 2. job      (job.py)     a run directory: a snapshot of the graded text, the inputs as .npy, job.json
 3. run      (run.py)     the check child from the zygote, under the run's limits; the trusted compile
                          (trusted_compile.py) starts beside it for the contracts that have one, and on a
-                         GPU the precompile of the replay's kernels (precompile.py)
+                         GPU the precompile of the replay's kernels, copied into the learner's cache
+                         when done (precompile.py)
 4. read     (read.py)    result.json, the output arrays and the launch records, read as hostile data
 5. judge    (judge.py)   every case against the float64 reference, in the parent; started beside step 6
                          on a copy of the result (`EarlyJudge`) and kept unless the replay changed it
@@ -49,9 +50,12 @@ class CheckRun:
     `keep_run_dir`: leave the check child's directory for a test to read.
 
     `precompile_target`: None compiles the replay's kernels ahead on a GPU only (for the device); a target
-    such as "cuda:90" does it on any backend, for that target (tests on a machine without a GPU)."""
+    such as "cuda:90" does it on any backend, for that target (tests on a machine without a GPU).
+    `compiled_ahead`: the caller's compile ahead of a save already compiled this very text (service/ahead.py):
+    no precompile is started."""
 
     precompile_target: str | None = None
+    compiled_ahead = False  # the caller compiled this text's stored variants already (service/ahead.py)
 
     def __init__(
         self,
@@ -188,17 +192,18 @@ class CheckRun:
             self.zygote, self.run_dir, limits, self.verdict.timings, started, self.on_output
         )
         self.verdict.output = self.run_result.output
-        if self.precompiling is not None:
-            self.precompiling.check_ended(self.verdict.timings)
 
     def precompiles(self) -> bool:
         return not precompile.why_not(self.contract, self.backend, self.precompile_target)
 
     def start_precompile(self) -> None:
         """3, beside the check child: the replay's kernels compiled ahead into the replay's cache, from the
-        variants the replay of the learner's previous check of this exercise launched, and the same variants
-        into the learner's own cache as the check child's import makes its kernels (precompile.py)."""
+        variants the replay of the learner's previous check of this exercise launched, then copied into the
+        learner's own cache for the check child's later launches (precompile.py)."""
         if not self.precompiles():
+            return
+        if self.compiled_ahead:
+            self.verdict.timings["precompile_skipped"] = "compiled ahead"
             return
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
         if wanted:

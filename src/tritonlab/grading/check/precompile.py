@@ -103,8 +103,9 @@ class Precompile:
     """The trusted precompile of stored variants into the replay's cache, started beside the check child.
 
     `target` None: the device's own target (a GPU check); `"cuda:90"`: compiled for that target without a GPU
-    (the CPU tests). `cache`: the replay's (for the replay child), or the learner's own with `as_imported`
-    (for the check child, whose kernels Triton keys by their module and first line: replay/source.py)."""
+    (the CPU tests). `cache`: the replay's; a learner's own only in tests (what the check child would find
+    there). The kernels are built as the check child's import builds them (replay/source.py), so the entries
+    it reports can be copied into the learner's cache (`copy_into`)."""
 
     def __init__(
         self,
@@ -116,11 +117,12 @@ class Precompile:
         timeout: float,
         target: str | None = None,
         cache: str = caches.REPLAY,
-        as_imported: bool = False,
         workers: int | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.report: dict = {}
+        self.cache = cache
+        self.hardened = zygote.hardened
         self.handle: Run | None = None
         self.run: RunResult | None = None
         self.run_dir: Path | None = zygote.new_run_dir(cache=cache)[0]
@@ -129,8 +131,6 @@ class Precompile:
             job = {"mode": "precompile", "source": "source.py", "file": str(file), "variants": wanted}
             if target:
                 job["target"] = target
-            if as_imported:
-                job["as_imported"] = True
             if workers:
                 job["workers"] = workers  # compile processes (default: replay/precompile.py worker_count)
             (self.run_dir / "job.json").write_text(json.dumps(job))
@@ -167,8 +167,21 @@ class Precompile:
                 self.report = {k: data.get(k) for k in ("compiled", "processes", "seconds")}
                 errors = data.get("errors")
                 self.report["errors"] = [str(e)[:300] for e in errors[:8]] if isinstance(errors, list) else []
+                entries = data.get("entries")
+                entries = entries[: 2 * _variants.MAX_VARIANTS] if isinstance(entries, list) else []
+                self.report["entries"] = [e for e in entries if isinstance(e, str) and caches.ENTRY.match(e)]
         self._clean()
         return time.monotonic() - mark
+
+    def copy_into(self, learner_cache: str) -> int:
+        """After `wait`: copy the entries this precompile compiled or found into `learner_cache` (the learner
+        whose text it compiled); the number of entries copied (runs/caches.py `copy_entries`)."""
+        names = self.report.get("entries") or []
+        if not names:
+            return 0
+        return caches.copy_entries(
+            caches.folder(self.cache, self.hardened), caches.folder(learner_cache, self.hardened), names
+        )
 
     def stop(self) -> None:
         if self.handle is not None and self.run_dir is not None:
@@ -182,63 +195,70 @@ class Precompile:
             self.run_dir = None
 
 
-def timings_of(pre: Precompile, waited: float, timings: dict, name: str = "precompile") -> None:
+def timings_of(pre: Precompile, waited: float, timings: dict) -> None:
     """A precompile's part of a verdict's timings: how long the replay waited for it (`precompile_wait_s`),
-    how long it ran, how many variants it compiled (`precompiled`; `check_precompiled` for the check child's;
-    the replay's `replay_compiled` says how many kernels it still compiled itself)."""
-    if name == "precompile":
-        timings["precompile_wait_s"] = round(waited, 3)
+    how long it ran, how many variants it compiled (`precompiled`; the replay's `replay_compiled` says how
+    many kernels it still compiled itself, `precompile_copied` how many entries went to the learner's cache)."""
+    timings["precompile_wait_s"] = round(waited, 3)
     seconds = pre.report.get("seconds")
     ran = isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6
-    timings[f"{name}_s"] = round(float(seconds) if ran else time.monotonic() - pre.started, 3)
+    timings["precompile_s"] = round(float(seconds) if ran else time.monotonic() - pre.started, 3)
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
-        timings[name.removesuffix("e") + "ed"] = compiled
-    usage(timings, name, pre.run)
+        timings["precompiled"] = compiled
+    usage(timings, "precompile", pre.run)
 
 
 class Beside:
-    """Both precompiles of one check (the replay's cache and the learner's), started in a thread once the check
-    child has started (so neither takes a warm child or a moment from it), with what the pipeline calls at each
-    step: `check_ended` (the learner's is of no use after: stopped), `replay_ready` (the replay's waited for),
-    `stop` (a check that ended early). A precompile that cannot start is only noted: it decides nothing."""
+    """The precompile of one check (or of a save, service/ahead.py): one trusted child compiles the variants
+    into the replay's cache, started in a thread once the check child has started (so it takes neither a warm
+    child nor a moment from it); as soon as it ends, the entries it compiled or found are copied into the
+    learner's own cache, where the check child's later launches and the learner's next runs find them (one
+    compile for both: runs/caches.py). `replay_ready` is what the replay waits for; `stop` ends it early (a
+    check that ended early). A precompile that cannot start is only noted: it decides nothing."""
 
     def __init__(self, zygote: sandbox.Zygote, source: str, file: Path, wanted: list[dict], backend: str,
                  timeout: float, target: str | None, learner_cache: str) -> None:  # fmt: skip
         self.replay: Precompile | None = None
-        self.check: Precompile | None = None
+        self.copied: int | None = None  # entries copied into the learner's cache, once copied
         self.problem = ""
+        self._stopping = threading.Event()
 
         def start() -> None:
             try:
                 self.replay = Precompile(zygote, source, file, wanted, backend, timeout, target)
-                self.check = Precompile(
-                    zygote, source, file, wanted, backend, timeout, target, learner_cache, as_imported=True
-                )
             except Exception as exc:  # noqa: BLE001 - e.g. no run directory left: the check goes on without
                 self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+                return
+            while not self._stopping.is_set() and not self.replay.finished(0.2):
+                pass
+            if self._stopping.is_set():
+                return
+            self.replay.wait(0)
+            try:
+                self.copied = self.replay.copy_into(learner_cache)
+            except (OSError, ValueError) as exc:  # the learner's cache is only a cache: the check compiles
+                self.problem = f"copy: {type(exc).__name__}: {str(exc)[:200]}"
 
-        self.thread = threading.Thread(target=start, name="precompile-start", daemon=True)
+        self.thread = threading.Thread(target=start, name="precompile", daemon=True)
         self.thread.start()
 
-    def check_ended(self, timings: dict) -> None:
-        self.thread.join()
+    def replay_ready(self, timings: dict, limit: float = WAIT_S) -> None:
+        """Wait for the precompile (at most `limit` s, then it is stopped) and note it in `timings`."""
+        mark = time.monotonic()
+        self.thread.join(limit)
+        if self.thread.is_alive():
+            self.stop()
+        waited = time.monotonic() - mark
         if self.problem:
             timings["precompile_problem"] = self.problem
-        if self.check is not None:
-            self.check.wait(0)
-            timings_of(self.check, 0, timings, "check_precompile")
-            self.check = None
-
-    def replay_ready(self, timings: dict) -> None:
-        self.thread.join()
         if self.replay is not None:
-            waited = self.replay.wait()
             timings_of(self.replay, waited, timings)
-            self.replay = None
+        if self.copied is not None:
+            timings["precompile_copied"] = self.copied
 
     def stop(self) -> None:
+        self._stopping.set()
         self.thread.join()
-        for pre in (self.check, self.replay):
-            if pre is not None:
-                pre.stop()
+        if self.replay is not None:
+            self.replay.stop()

@@ -172,7 +172,9 @@ def compile_ahead(kernels: dict, ahead: list[dict]) -> dict:
 
     began = time.perf_counter()
     try:
-        done, errors, processes = compile_variants(kernels, variants.validate(ahead), worker_count())
+        done, errors, processes, _entries = compile_variants(
+            kernels, variants.validate(ahead), worker_count()
+        )
     except Exception as exc:  # noqa: BLE001 - the launches compile on their own
         done, errors, processes = 0, [f"{type(exc).__name__}: {str(exc)[:200]}"], 0
     seconds = round(time.perf_counter() - began, 3)

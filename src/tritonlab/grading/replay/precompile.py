@@ -10,10 +10,12 @@ variants are shared out between forked processes (`compile_variants`), one per c
 
 On a GPU the target is the device's. `job["target"] = "cuda:90"` (tests, a machine without a GPU) installs a
 driver that only answers "which device, stream and target" (`CompileOnlyDriver`): nothing is launched in this
-mode either way. `job["as_imported"]`: the kernels built as the check child's import makes them (replay/source.py), for the
-precompile into the learner's own cache that the check child compiles into (check/precompile.py).
+mode either way. The kernels are built as the check child's import makes them (replay/source.py), so the
+entries compiled here are also the ones the check child looks up: the parent copies them into the learner's
+own cache (runs/caches.py `copy_entries`, grading/check/precompile.py), one compile for both.
 
-Writes `precompile.json`: {"compiled": n, "errors": [...], "seconds": s, "processes": n}.
+Writes `precompile.json`: {"compiled": n, "errors": [...], "entries": [the cache folders of the variants
+compiled or found], "seconds": s, "processes": n}.
 """
 
 from __future__ import annotations
@@ -58,19 +60,33 @@ def use_target(name: str | None) -> None:
     driver.set_active(CompileOnlyDriver(GPUTarget(backend, int(arch), 32)))
 
 
-def _compile(calls: list) -> tuple[int, list[str]]:
-    done, errors = 0, []
+def _entry(compiled: Any) -> str | None:
+    """The cache folder's name of a compiled kernel (Triton keeps each compile in a folder named by its hash)."""
+    from triton.runtime.cache import get_cache_manager
+
+    try:
+        return os.path.basename(get_cache_manager(compiled.hash).cache_dir) or None
+    except Exception:  # noqa: BLE001 - a cache without folders: nothing to copy
+        return None
+
+
+def _compile(calls: list) -> tuple[int, list[str], list[str]]:
+    done, errors, entries = 0, [], []
     for name, fn, args, kwargs in calls:
         try:
-            fn.warmup(*args, grid=(1,), **kwargs)
+            compiled = fn.warmup(*args, grid=(1,), **kwargs)
             done += 1
         except Exception as exc:  # noqa: BLE001 - the replay reports the learner's errors, not this
             errors.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
-    return done, errors
+            continue
+        entry = _entry(compiled)
+        if entry and entry not in entries:
+            entries.append(entry)
+    return done, errors, entries
 
 
-def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple[int, list, int]:
-    """Warm up each variant's kernel; (compiled, errors, processes used). With `workers` > 1 the variants are
+def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple[int, list, int, list]:
+    """Warm up each variant's kernel; (compiled, errors, processes used, cache entries). With `workers` > 1 the variants are
     shared out between forked processes: Triton's compile holds the GIL for most of its work (twelve matmul
     variants for cuda:90 on this project's 2-core CI machine: 4.73 s one after the other, 4.29 s in four threads
     under Triton's `AsyncCompileMode`), and forks share out the cores the check child leaves. Each fork compiles for
@@ -86,8 +102,8 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
         calls.append((v["kernel"], kernels[v["kernel"]], args, kwargs))
     share = max(1, min(workers, len(calls)))
     if share == 1:
-        done, more = _compile(calls)
-        return done, errors + more, 1
+        done, more, entries = _compile(calls)
+        return done, errors + more, 1, entries
     from triton.runtime.driver import driver
 
     target = driver.active.get_current_target()  # on a GPU: the device's, asked before any fork
@@ -108,18 +124,19 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
                 os._exit(code)
         os.close(write)
         children.append((pid, read))
-    done = 0
+    done, entries = 0, []
     for pid, read in children:
         with os.fdopen(read, "rb") as f:
             data = f.read(65536)
         os.waitpid(pid, 0)
         try:
-            count, more = json.loads(data)
+            count, more, found = json.loads(data)
             done += int(count)
             errors += [str(e) for e in more][:8]
+            entries += [str(e) for e in found if str(e) not in entries]
         except (ValueError, TypeError):
             errors.append("a compile worker ended without a report")
-    return done, errors, share
+    return done, errors, share, entries
 
 
 def worker_count() -> int:
@@ -140,16 +157,15 @@ def run_precompile(job: dict, run_dir: Path) -> int:
     from tritonlab.grading.replay.source import build_kernels
 
     started = time.perf_counter()
-    out: dict[str, Any] = {"compiled": 0, "errors": [], "processes": 0}
+    out: dict[str, Any] = {"compiled": 0, "errors": [], "processes": 0, "entries": []}
     try:
         wanted = _variants.validate(job.get("variants"))
         source = (run_dir / job["source"]).read_text(encoding="utf-8", errors="surrogateescape")
         use_target(job.get("target"))
-        kernels, _lower = build_kernels(
-            source, job.get("file") or "learner.py", job.get("as_imported") is True
-        )
+        kernels, _lower = build_kernels(source, job.get("file") or "learner.py")
         workers = max(1, min(WORKERS, int(job.get("workers") or worker_count())))
-        out["compiled"], out["errors"], out["processes"] = compile_variants(kernels, wanted, workers)
+        compiled = compile_variants(kernels, wanted, workers)
+        out["compiled"], out["errors"], out["processes"], out["entries"] = compiled
     except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
         out["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")
     out["seconds"] = round(time.perf_counter() - started, 3)

@@ -214,14 +214,13 @@ def check_kernel(fn: ast.FunctionDef, names: dict[str, Any], kernels: set[str]) 
             raise Refused(t("grader.kernel_annotation", kernel=fn.name))
 
 
-def build_kernels(
-    source: str, filename: str, as_imported: bool = False
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def build_kernels(source: str, filename: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(kernels to run, the same kernels as JITFunction for lowering). Each is rebuilt from its own source.
 
-    `as_imported`: as the check child's import of the file makes them (module `learner`, each function
-    starting at its first decorator's line), for Triton's cache key names both: the precompile into the
-    learner's own cache (grading/replay/precompile.py). Else as the replay has always built them."""
+    Built as the check child's import of the file makes them (module `learner`, each function starting at its
+    first decorator's line, which Triton's cache key names): the replay's, the speed line's and the check
+    child's kernels of one text then have the same keys, so that what one trusted compile made can be copied
+    into the learner's own cache (runs/caches.py `copy_entries`; grading/check/precompile.py)."""
     import triton
     from triton.runtime.jit import JITFunction
 
@@ -237,7 +236,7 @@ def build_kernels(
     for wrap in ("run", "lower"):
         namespace: dict[str, Any] = {
             "__builtins__": builtins.__dict__,
-            "__name__": "learner" if as_imported else "tritonlab_replay",
+            "__name__": "learner",
             **names,
         }
         bare = []
@@ -245,7 +244,7 @@ def build_kernels(
             copy = ast.FunctionDef(**{f: getattr(fn, f) for f in fn._fields})
             copy.decorator_list = []
             ast.copy_location(copy, fn)
-            if as_imported and fn.decorator_list:  # a decorated def's code starts at its first decorator
+            if fn.decorator_list:  # an imported decorated def's code starts at its first decorator
                 copy.lineno = min(d.lineno for d in fn.decorator_list)
             bare.append(copy)
         module = ast.Module(body=bare, type_ignores=[])
