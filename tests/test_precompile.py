@@ -318,12 +318,23 @@ def test_the_precompile_childs_entries_are_those_a_gpu_childs_launches_look_up(
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"new": 0}
 
 
+PROBE = """
+
+import os as _os
+
+_cache = _os.environ["TRITON_CACHE_DIR"]
+_found = [e for e in _os.scandir(_cache) if any(f.name.startswith("__grp__") for f in _os.scandir(e.path))]
+print(f"compiled entries at import: {len(_found)}")
+"""
+
+
 def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     any_zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On the interpreter the replay compiles nothing for a GPU, so the time is not measured here: that the
-    pipeline keeps the variants after one check and hands them to the precompile beside the next is, and what
-    that compiled is copied into the learner's cache (hardened: the sandbox user's capped folder)."""
+    pipeline keeps the variants after one check and hands them to the precompile of the next is, and what that
+    compiled is in the learner's cache when the check child imports the file (hardened: the sandbox user's
+    capped folder, the copies readable there)."""
     zygote = any_zygote
     monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
     solution = ROOT / "course/02-environment/exercises/vector-copy/solution.py"
@@ -336,16 +347,20 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     assert "precompile_wait_s" not in first.timings  # nothing stored before the first check
     kept = VariantStore().load(cache, "vector-copy")
     assert kept and all(v["kernel"] for v in kept)
-    second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache)
+    # the learner's own module, as it is imported, counts the compiled entries in its cache
+    probe = solution.read_text() + PROBE
+    second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache, source=probe)
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
-    # what it compiled (distinct keys: fewer than the variants) copied into the learner's own cache
+    # what it compiled (distinct keys: fewer than the variants) copied into the learner's own cache, before
+    # the check child started: one compile for both
     copied = second.timings["precompile_copied"]
     learner = caches.folder(cache, hardened=zygote.hardened)
     grouped = [
         e for e in os.listdir(learner) if any(f.startswith("__grp__") for f in os.listdir(learner / e))
     ]
     assert 3 <= copied <= len(kept) and len(grouped) == copied, (copied, grouped)
+    assert f"compiled entries at import: {copied}" in second.output, second.output[-2000:]
     monkeypatch.setenv("TRITONLAB_PRECOMPILE", "0")  # turned off: nothing compiled ahead
     third = pipeline.check(exercise, solution, "interpreter", zygote, seed=6, cache=cache)
     assert (

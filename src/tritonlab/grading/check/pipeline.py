@@ -5,9 +5,9 @@
 1. cases    (cases.py)   the contract's cases for the seed, numpy only, made ahead when they could be
 2. job      (job.py)     a run directory: a snapshot of the graded text, the inputs as .npy, job.json
 3. run      (run.py)     the check child from the zygote, under the run's limits; the trusted compile
-                         (trusted_compile.py) starts beside it for the contracts that have one, and on a
-                         GPU the precompile of the replay's kernels, copied into the learner's cache
-                         when done (precompile.py)
+                         (trusted_compile.py) starts beside it for the contracts that have one; on a GPU
+                         the precompile of the previous check's kernel variants into the replay's cache,
+                         copied into the learner's, goes first (precompile.py)
 4. read     (read.py)    result.json, the output arrays and the launch records, read as hostile data
 5. judge    (judge.py)   every case against the float64 reference, in the parent; started beside step 6
                          on a copy of the result (`EarlyJudge`) and kept unless the replay changed it
@@ -182,10 +182,11 @@ class CheckRun:
                 self.contract, self.file, self.source, self.backend, self.zygote, self.timeout
             )
 
+        self.precompile_first()
+
         def started(handle: Run) -> None:
             if self.on_start:
                 self.on_start(handle)
-            self.start_precompile()  # once the check child has its place: never before it
 
         limits = run.run_limits(self.backend, self.timeout, self.cases)
         self.run_result = run.run(
@@ -196,27 +197,33 @@ class CheckRun:
     def precompiles(self) -> bool:
         return not precompile.why_not(self.contract, self.backend, self.precompile_target)
 
-    def start_precompile(self) -> None:
-        """3, beside the check child: the replay's kernels compiled ahead into the replay's cache, from the
-        variants the replay of the learner's previous check of this exercise launched, then copied into the
-        learner's own cache for the check child's later launches (precompile.py)."""
+    def precompile_first(self) -> None:
+        """3, before the check child: the kernels of the variants the replay of the learner's previous check of
+        this exercise launched (edited code almost always launches the same ones) compiled into the replay's
+        cache by a trusted child, then copied into the learner's own (precompile.py), so that the check child's
+        launches and the replay's find them: one compile for both. Waited for at most FIRST_WAIT_S; past that
+        the check child starts and the precompile goes on beside it, for the replay."""
         if not self.precompiles():
             return
         if self.compiled_ahead:
             self.verdict.timings["precompile_skipped"] = "compiled ahead"
             return
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
-        if wanted:
-            self.precompiling = precompile.Beside(
-                self.zygote,
-                self.source,
-                self.file,
-                wanted,
-                self.backend,
-                self.timeout,
-                self.precompile_target,
-                self.cache,
-            )
+        if not wanted:
+            return
+        self.precompiling = precompile.Beside(
+            self.zygote,
+            self.source,
+            self.file,
+            wanted,
+            self.backend,
+            self.timeout,
+            self.precompile_target,
+            self.cache,
+        )
+        mark = time.monotonic()
+        self.precompiling.thread.join(precompile.FIRST_WAIT_S)
+        self.verdict.timings["precompile_first_wait_s"] = round(time.monotonic() - mark, 3)
 
     def read_result(self) -> None:
         """4. The child's result and outputs, vetted; the exercise's host policy; the launches to replay."""

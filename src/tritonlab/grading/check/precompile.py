@@ -2,12 +2,14 @@
 
 On a GPU the replay child (step 6) compiles every kernel variant the check child launched, after the check
 child ended, in the replay's own compile cache: the learner's cache is never shared with it (runs/caches.py).
-So an edited kernel was compiled twice, one after the other. Now, while the check child runs (step 3), a
+So an edited kernel was compiled twice, one after the other. Now, before the check child starts (step 3), a
 trusted child (mode `precompile`, grading/replay/precompile.py: the kernels rebuilt from the graded text, the
 learner's file never imported) compiles into the replay's cache the variants that the replay of the learner's
-*previous* check of this exercise launched (edited code almost always launches the same ones). The replay
-waits for it (`wait`: at most WAIT_S, then it is stopped), then finds those kernels compiled; a variant that
-changed is compiled by the replay itself, as before. Nothing here decides a verdict.
+*previous* check of this exercise launched (edited code almost always launches the same ones), and the parent
+copies what it compiled into the learner's cache (runs/caches.py `copy_entries`): the check child and the
+replay both find those kernels compiled, one compile for both. The check child waits for it at most
+FIRST_WAIT_S, the replay at most WAIT_S (then it is stopped); a variant that changed is compiled by the child
+that launches it, as before. Nothing here decides a verdict.
 
 `VariantStore`: the last replay's variants, one small JSON file per learner (their compile cache's name) and
 exercise under TRITONLAB_HOME/replay-variants/. A run of learner code could write there under layer 1 (it has
@@ -32,6 +34,7 @@ from tritonlab.runs.collect import Run, RunResult
 from tritonlab.runs.limits import default_limits
 
 WAIT_S = 30.0  # the longest the replay waits for the precompile before it is stopped
+FIRST_WAIT_S = 15.0  # the longest the check child waits for it (then it starts; the precompile goes on)
 _EXERCISE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
@@ -210,12 +213,12 @@ def timings_of(pre: Precompile, waited: float, timings: dict) -> None:
 
 
 class Beside:
-    """The precompile of one check (or of a save, service/ahead.py): one trusted child compiles the variants
-    into the replay's cache, started in a thread once the check child has started (so it takes neither a warm
-    child nor a moment from it); as soon as it ends, the entries it compiled or found are copied into the
-    learner's own cache, where the check child's later launches and the learner's next runs find them (one
-    compile for both: runs/caches.py). `replay_ready` is what the replay waits for; `stop` ends it early (a
-    check that ended early). A precompile that cannot start is only noted: it decides nothing."""
+    """The precompile of one check (or of a save, service/ahead.py), in a thread: one trusted child compiles
+    the variants into the replay's cache; as soon as it ends, the entries it compiled or found are copied into
+    the learner's own cache, where the check child's launches and the learner's next runs find them (one
+    compile for both: runs/caches.py). The check waits for the thread (at most FIRST_WAIT_S) before it starts
+    its check child; `replay_ready` is what the replay waits for; `stop` ends it early (a check that ended
+    early). A precompile that cannot start is only noted: it decides nothing."""
 
     def __init__(self, zygote: sandbox.Zygote, source: str, file: Path, wanted: list[dict], backend: str,
                  timeout: float, target: str | None, learner_cache: str) -> None:  # fmt: skip
