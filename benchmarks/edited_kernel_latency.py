@@ -43,7 +43,7 @@ DEFAULT_EXERCISES = ("vector-copy", "softmax", "matmul")
 PHASES = (
     "queue_wait_s", "cases_s", "check_run_s", "replay_s", "compile_s", "judge_s", "speed_s", "total_s",
     "check_child_s", "check_child_first_s", "replay_run_s", "replay_child_s", "replay_child_first_s",
-    "precompile_wait_s", "precompile_s", "precompiled", "precompile_copied",
+    "precompile_first_wait_s", "precompile_wait_s", "precompile_s", "precompiled", "precompile_copied",
     "replay_ahead_s", "replay_compiled",
 )  # fmt: skip
 

@@ -592,7 +592,8 @@ def edited_saved(env: dict, limit: float, out_dir: Path) -> dict:
 
 
 SPLIT = (
-    ("check child", "check_child_s"), ("replay child", "replay_child_s"), ("compile wait", "precompile_wait_s"),
+    ("check child", "check_child_s"), ("replay child", "replay_child_s"),
+    ("check child's wait", "precompile_first_wait_s"), ("replay's wait", "precompile_wait_s"),
     ("precompile", "precompile_s"), ("precompiled", "precompiled"), ("copied to the learner", "precompile_copied"),
     ("replay compile ahead", "replay_ahead_s"), ("replay compiled", "replay_compiled"),
 )  # fmt: skip
