@@ -181,7 +181,7 @@ def test_the_edited_kernel_row_shows_where_the_time_went() -> None:
     phases = {"check_child_s": 6.2, "replay_child_s": 0.4, "precompile_wait_s": 0.1, "precompiled": 9}
     phases["replay_compiled"] = 0
     assert gpu_verify.split(phases) == (
-        "check child 6.2, replay child 0.4, compile wait 0.1, precompiled 9, replay compiled 0"
+        "check child 6.2, replay child 0.4, replay's wait 0.1, precompiled 9, replay compiled 0"
     )
     report = {
         "edited_kernel": {
