@@ -331,3 +331,25 @@ def test_a_save_right_after_a_stop_is_compiled(service: Service, monkeypatch: py
     outcome = service.ahead.wait(service.cache_name, "vector-copy", 300)
     assert outcome is not None and outcome["status"] == "compiled", outcome
     assert outcome["text"] == ahead_module._digest(edited("second"))
+
+
+def test_a_check_announces_its_learners_run_before_it_waits_for_a_slot(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check tells the zygote whose run comes (sandbox.Zygote.expect) before it queues, so that in a class
+    a warm child is bound to that learner's cache while the check waits (caches.warm_plan), and asks for the
+    run directory only after: the announcement comes first."""
+    zygote = service.zygote()
+    order: list[tuple[str, str]] = []
+    expect, new_run_dir = zygote.expect, zygote.new_run_dir
+    monkeypatch.setattr(
+        zygote, "expect", lambda cache, *a: (order.append(("expect", cache)), expect(cache, *a))
+    )
+    monkeypatch.setattr(
+        zygote,
+        "new_run_dir",
+        lambda cache=caches.LEARNER: (order.append(("run", cache)), new_run_dir(cache))[1],
+    )
+    verdict = service.check(service.exercise("vector-copy"), text=SOLUTION, speed=False)
+    assert verdict.passed
+    assert order[0] == ("expect", service.cache_name) and ("run", service.cache_name) in order, order

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tritonlab.runs import caches, hardening, runfolder, sandbox
 from tritonlab.runs.limits import default_limits
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PROGRAM = """
 import json, os
@@ -142,6 +146,47 @@ def test_warm_children_are_shared_out_between_the_replay_and_recent_learners() -
         "learner-3": 1,
         caches.LEARNER: 1,
     }
+    # a class: more recent learners than warm places; only those announced (waiting for a slot) get one
+    many = [f"learner-{k}" for k in range(12)] + [caches.REPLAY]
+    assert plan(many, 17) == {caches.REPLAY: 17}
+    assert plan(many, 17, ["learner-40", "learner-2", "learner-40"]) == {
+        caches.REPLAY: 15,
+        "learner-40": 1,
+        "learner-2": 1,
+    }
+    assert plan(many, 4, [f"learner-{k}" for k in range(5)]) == {
+        caches.REPLAY: 2,
+        "learner-0": 1,
+        "learner-1": 1,
+    }
+    # a few learners: in turn as before, the announced ones first
+    assert plan(["learner-1", caches.REPLAY, "learner-2"], 6, ["learner-9"]) == {
+        caches.REPLAY: 3,
+        "learner-9": 1,
+        "learner-1": 1,
+        "learner-2": 1,
+    }
+
+
+def test_a_classs_checks_leave_few_warm_children_unused() -> None:
+    """A real hardened zygote fed a class's pattern (30 learners in random order, 8 warm children, two checks
+    waiting in the queue, each announced: benchmarks/warm_plan.py). Warming a child for each recent learner in
+    turn dropped about one unused child a check (1.02 here), and so did dropping the replay's children over
+    its share whenever an announcement came (1.07); warming only for announced learners and keeping the
+    replay's leaves the few of the start (0.13), and most runs still find their child ready."""
+    if not hardening.probe("interpreter")["hardened"]:
+        pytest.skip(f"needs the hardened layer (bubblewrap): {hardening.probe('interpreter')['reason']}")
+    args = ["--learners", "30", "--checks", "60", "--pool", "8", "--queue", "2"]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/warm_plan.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["dropped_unused_per_check"] <= 0.3, got
+    assert got["ready_ahead_per_check"] >= 0.75 * got["taken_per_check"], got
 
 
 def test_a_cluster_worker_takes_the_cache_the_server_named_but_never_the_replays_for_learner_code() -> None:
@@ -163,7 +208,8 @@ def test_a_full_cache_is_emptied_though_a_warm_child_is_bound_to_it(zygote: sand
     of that learner failed for want of space)."""
     if not zygote.hardened:
         pytest.skip("warm children are bound to a cache ahead only on the hardened layer")
-    run_program(zygote, caches.LEARNER, "first")  # the pool now keeps a child warm for this learner's cache
+    run_program(zygote, caches.LEARNER, "first")
+    zygote.expect(caches.LEARNER)  # their next check waits in the queue: a child is warm for their cache
     assert any(c == caches.LEARNER for _, c in zygote._warm_dirs), "the test needs a warm child bound"
     folder = caches.folder(caches.LEARNER, zygote.hardened)
     filler = folder / "filler.bin"

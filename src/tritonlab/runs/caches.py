@@ -23,7 +23,8 @@ folder's `.triton/`, owned by the sandbox user, each a capped tmpfs when the ser
 A cache that is nearly full is emptied before its next run starts (never under a run that uses it): a cache is
 only a cache, and a learner who fills theirs slows only their own next compile.
 
-Hardened with a pool, each warm child is bound ahead to one cache; `warm_plan` says how many each cache gets.
+Hardened with a pool, each warm child is bound ahead to one cache; `warm_plan` says how many each cache gets
+(in a class, a learner's cache only while their check waits for its slot: sandbox.Zygote.expect).
 
 One compile for both (`copy_entries`): entries go the other way only, from the replay's cache into one
 learner's. The trusted precompile compiles the learner's own kernel text (as the check child's import builds
@@ -149,20 +150,36 @@ def empty(path: Path) -> None:
                 pass
 
 
-def warm_plan(recent: list[str], size: int) -> collections.Counter:
+def warm_plan(
+    recent: list[str], size: int, expected: list[str] | tuple[str, ...] = ()
+) -> collections.Counter:
     """How many warm children each compile cache gets out of `size` (hardened), from the names asked for most
-    recently first: half for the replay's (every check's second run), the rest for the learners' in turn, so
-    one learner checking several files at once (dev check) gets several of each and a class one for each recent
-    learner; a single child (a forced TRITONLAB_POOL=1) goes to the cache asked for last."""
-    learners = [n for n in recent if n != REPLAY] or [LEARNER]
+    recently first and those `expected` soon (a check waiting for its slot: sandbox.Zygote.expect): half for
+    the replay's (every check's second run), the rest for the learners'. While the recent learners fit in
+    that rest (one user; dev check, which checks several files at once; a small group), they get it in turn,
+    expected ones first. A class has more learners than warm places, and a child warmed for a learner who does
+    not check next is dropped unused (its start spent for nothing: benchmarks/warm_plan.py measured about one
+    a check with 60 learners), so then only expected learners get one each, and the replay's share takes
+    what they leave. A single child (a forced TRITONLAB_POOL=1) goes to the cache asked for last."""
     plan: collections.Counter = collections.Counter()
     if size == 1:  # one child (TRITONLAB_POOL=1 only): for the cache asked for last
         plan[recent[0] if recent else LEARNER] = 1
         return plan
-    if size >= 2:
-        plan[REPLAY] = size // 2
-    for i in range(size - plan[REPLAY]):
-        plan[learners[i % len(learners)]] += 1
+    if size < 2:
+        return plan
+    replay = size // 2
+    share = size - replay
+    announced = list(dict.fromkeys(n for n in expected if n != REPLAY))
+    learners = list(dict.fromkeys(n for n in recent if n != REPLAY)) or [LEARNER]
+    if len(learners) > share:  # a class: only those announced
+        for name in announced[:share]:
+            plan[name] += 1
+        plan[REPLAY] = size - sum(plan.values())
+        return plan
+    order = list(dict.fromkeys([*announced, *learners]))
+    plan[REPLAY] = replay
+    for i in range(share):
+        plan[order[i % len(order)]] += 1
     return plan
 
 

@@ -83,6 +83,10 @@ class _Spawner:
 
 SPAWNER = _Spawner()
 
+# How long a run announced by Zygote.expect keeps its warm child (a check waiting in the run queue is given its
+# slot within about this long; one stopped while it waited leaves a child that is then dropped)
+EXPECT_S = 300.0
+
 
 class Zygote:
     """A warm `python -m tritonlab.runs.zygote BACKEND` process; thread-safe."""
@@ -129,6 +133,7 @@ class Zygote:
         self._cache_paths: set[Path] = set()  # the cache folders this worker's runs used (released at close)
         self._refilling = threading.Lock()
         self._recent: list[str] = [caches.LEARNER, caches.REPLAY]  # the caches asked for, most recent first
+        self._expected: dict[str, float] = {}  # caches a run is expected for soon (expect), until when
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -287,6 +292,18 @@ class Zygote:
                 self._cache_of[found[0]] = cache
             return found
 
+    def _warm_for(self, cache: str) -> tuple[Path, str]:
+        """A child forked now for one run with `cache`, handed at once: outside the plan, so that it takes no
+        other cache's warm child's place (a class's learners each come seldom: caches.warm_plan)."""
+        folder = self.cache_folder(cache)
+        path = runfolder.new_run_dir()
+        hardening.prepare_run_dir(path)
+        with self._lock:
+            self._handed.add(path)
+            self._cache_of[path] = cache
+        self.send({"op": "warm", "run_dir": str(path), "cache": str(folder)})
+        return path, cache
+
     def cache_released(self, name: str) -> None:
         with self._lock:
             self._cache_use[name] = max(0, self._cache_use.get(name, 0) - 1)
@@ -305,11 +322,16 @@ class Zygote:
                 self._handed.discard(gone)  # given up without a run: its warm child must not wait forever
                 self._cache_of.pop(gone, None)
                 self.send({"op": "drop", "run_dir": str(gone)})
-            wanted = caches.warm_plan(self._recent, self.pool)
+            now = time.monotonic()
+            for name in [n for n, until in self._expected.items() if until < now]:
+                del self._expected[name]  # announced, never asked for: no longer kept warm
+            wanted = caches.warm_plan(self._recent, self.pool, list(self._expected))
             for path, name in list(self._warm_dirs):
                 if wanted[name] > 0:
                     wanted[name] -= 1
                     continue
+                if name == caches.REPLAY:  # over its share only while learners are announced: every check
+                    continue  # replays, so it is taken soon (dropping it would waste its start)
                 self._warm_dirs.remove((path, name))  # a cache nobody asked for lately: its child makes way
                 self.send({"op": "drop", "run_dir": str(path)})
                 runfolder.remove_run_dir(path)
@@ -323,6 +345,18 @@ class Zygote:
             with self._lock:
                 self._warm_dirs.append((path, name))
             self.send({"op": "warm", "run_dir": str(path), "cache": str(cache)})
+
+    def expect(self, cache: str, within: float = EXPECT_S) -> None:
+        """A run with compile cache `cache` will probably be asked for within `within` seconds (a check waiting
+        for its slot in the run queue): hardened with a pool, a warm child is bound to it now, if the plan has
+        room (caches.warm_plan), so that the run finds it ready. Its next new_run_dir() ends the announcement."""
+        if not (self.hardened and self.pool):
+            return
+        caches.check_name(cache)
+        with self._lock:
+            self._expected.pop(cache, None)
+            self._expected[cache] = time.monotonic() + within  # in the order announced
+        self._refill()
 
     def new_run_dir(self, cache: str | None = caches.LEARNER) -> tuple[Path, bool]:
         """A run directory for this zygote's next run, whose run will use compile cache `cache`
@@ -338,13 +372,15 @@ class Zygote:
                 del self._cache_of[gone]  # handed out and removed without a run (the caller's error path)
         found = self._take_warm(cache)  # taken before the plan changes, so a refill cannot drop it
         with self._lock:
+            self._expected.pop(cache, None)
             if cache in self._recent:
                 self._recent.remove(cache)
             self._recent.insert(0, cache)
             del self._recent[max(self.pool, 2) + 4 :]
-        if found is None and self.hardened and self.pool:
-            self._refill()  # a cache not kept warm until now: its child starts here, bound ahead all the same
-            found = self._take_warm(cache)
+        if found is None and self.hardened and self.pool and not self.dead:
+            found = self._warm_for(
+                cache
+            )  # a cache not kept warm: its child starts now, bound ahead all the same
         self._refill()  # the next run's child warms up (and a directory given up without a run frees its place)
         if found is None:  # layer 1 with a pool: any run takes a warm child
             path = runfolder.new_run_dir()

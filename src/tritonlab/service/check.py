@@ -90,6 +90,9 @@ class ServiceCheckRun(CheckRun):
     @contextlib.contextmanager
     def queued(self) -> Iterator[None]:
         gate = self.service.gate()
+        expect = getattr(self.zygote, "expect", None)  # the local zygote: a child warms up for this learner
+        if expect is not None and self.service.executor == "local":  # while the check waits for its slot
+            expect(self.cache)
         asked = time.monotonic()
         ticket = gate.acquire(self._waiting, owner=self.service.run_owner)
         self.queue_wait = time.monotonic() - asked
