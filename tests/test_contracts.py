@@ -6,6 +6,7 @@ Fake child results are built here, so these tests say exactly which outputs a co
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,6 +79,26 @@ def test_case_plans_are_sound(exercise: str) -> None:
                 finite = arg.values[np.isfinite(arg.values)]
                 assert np.any(finite != 0), f"{case.name}: an all-zero input"
                 assert np.array_equal(quantize(arg.values, arg.dtype), arg.values, equal_nan=True)
+
+
+def test_a_size_drawn_equal_to_a_fixed_one_is_a_case_of_its_own(home: Path) -> None:
+    """Occupancy's drawn size is 40009 for seed 7777, one of its fixed sizes: the check used to stop with "two
+    cases are named" (a clean clone's `make test` met it, its content phase drawing seeds). The later case is
+    named with its place, and the check of the solution passes."""
+    from tritonlab.content.course import load_course
+    from tritonlab.grading.check import cases, pipeline
+    from tritonlab.runs import sandbox
+
+    names = [c.name for c in cases.make_cases(contracts.get("occupancy"), 7777, "interpreter")]
+    assert names.count("n=40009 float32") == 1 and "n=40009 float32 (case 7)" in names, names
+    exercise = load_course().exercise("occupancy")
+    zygote = sandbox.Zygote("interpreter")
+    try:
+        verdict = pipeline.check(exercise, exercise.solution, "interpreter", zygote, seed=7777)
+    finally:
+        zygote.close()
+    assert verdict.passed, verdict.failures
+    assert "n=40009 float32 (case 7)" in [c.name for c in verdict.cases]
 
 
 @pytest.mark.parametrize("exercise", ["pid-map", "copy-2d", "softmax", "debug-rmsnorm"])
