@@ -77,6 +77,7 @@ def measure(learners: int, checks: int, pool: int, speed: float, seed: int, queu
                     taken.append((str(path), made.get(str(path), request[0]) < request[0]))
                 runfolder.remove_run_dir(path)  # the run is over: its directory goes
         forked_during = sum(1 for r in made.values() if r > 0)
+        counted = dict(zygote.warm_counts)  # the zygote's own counts (what /api/status shows), from the start
     finally:
         zygote.close()
     used = {p for p, _ in taken}
@@ -93,6 +94,9 @@ def measure(learners: int, checks: int, pool: int, speed: float, seed: int, queu
         "ready_ahead_per_check": round(sum(1 for _, ahead in taken if ahead) / checks, 2),
         "dropped_unused_per_check": round(len(wasted) / checks, 2),
         "seconds": round(time.monotonic() - began, 1),
+        "zygote_counts": counted,
+        "dropped_unused": len(wasted),
+        "taken": len(taken),
     }
 
 

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpuload import plan as workload  # noqa: E402
 from gpuload.load import Deadline, Load, log_in, warm_up  # noqa: E402
+from gpuload.report import warm_per_check  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOTS_VARIABLE = "TRITONLAB_SLOTS"
@@ -219,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     load: Load | None = None
     records: list[dict] = []
     warmed: list[dict] = []
+    warm_children: dict[str, dict | None] = {}  # the server's warm-child counts before and after the load
     failure = ""
     try:
         os.environ.update(args.extra_env)  # the cluster's nodes get them too
@@ -237,12 +239,14 @@ def main(argv: list[str] | None = None) -> int:
         mark = time.monotonic()
         warmed = warm_up(learners[0], warm, deadline)
         timeline["warmup_s"] = round(time.monotonic() - mark, 1)
+        warm_children["before"] = learners[0].warm_children()
         sampler.server_pid = server.proc.pid if server.proc is not None else None
         sampler.start()
         mark = time.monotonic()
         load = Load(learners, args.rate, deadline, stop)
         load.run(items)
         timeline["load_s"] = round(time.monotonic() - mark, 1)
+        warm_children["after"] = learners[0].warm_children()
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - reported, then cleaned up
         failure = f"{type(exc).__name__}: {exc}"[:2000]
         tail = server.log.read_text(errors="replace")[-2000:] if server and server.log.exists() else ""
@@ -292,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summarize(records, len(items)),
         "utilisation": sampler.summary(),
     }
+    report["summary"]["warm_children_per_check"] = warm_per_check(
+        warm_children, report["summary"]["verdicts"]
+    )
     report["ok"] = report["summary"]["ok"] and not failure
     print(json.dumps({k: v for k, v in report.items() if k != "records"}), flush=True)
     if args.out:

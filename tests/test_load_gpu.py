@@ -167,6 +167,10 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     assert runs["check"] == round(sum(r["timings"]["check_cpu_s"] for r in records) / 6, 3), runs
     assert runs["replay"] > 0 and runs["speed_time"] == 0, runs  # the interpreter times nothing
     assert runs["all"] <= split["tree"] / 6 + 0.01, (runs, split)
+    # the server's warm children over the load, from its /api/status (none on the interpreter without a pool)
+    warm = s["warm_children_per_check"]
+    assert warm is not None and set(warm) == {"made", "taken", "ready_ahead", "dropped_unused"}, warm
+    assert 0 <= warm["ready_ahead"] <= warm["taken"] and warm["dropped_unused"] <= warm["made"], warm
 
     # it stopped what it started: the server (and its runs) and the class's folder
     with pytest.raises(ProcessLookupError):
@@ -253,3 +257,16 @@ def test_the_cpu_split_counts_a_servers_whole_process_tree(tmp_path: Path) -> No
     assert split is not None and split["tree"] >= 0.7 and split["server"] < 0.3, split
     assert split["machine"] >= split["tree"] + split["server"] - 0.1, split
     assert s.summary()["cpu"]["split_core_s"] == split
+
+
+def test_warm_children_per_check_are_the_loads_difference() -> None:
+    from gpuload.report import warm_cell, warm_per_check
+
+    before = {"made": 17, "taken": 0, "ready_ahead": 0, "dropped_unused": 0}
+    after = {"made": 317, "taken": 300, "ready_ahead": 250, "dropped_unused": 12}
+    got = warm_per_check({"before": before, "after": after}, 100)
+    assert got == {"made": 3.0, "taken": 3.0, "ready_ahead": 2.5, "dropped_unused": 0.12}
+    assert warm_cell(got) == "3.00 / 3.00 / 2.50 / 0.12"
+    assert warm_per_check({"before": None, "after": after}, 100) is None  # the server keeps none
+    assert warm_per_check({"before": before, "after": {"made": "x"}}, 100) is None
+    assert warm_per_check({"before": before, "after": after}, 0) is None

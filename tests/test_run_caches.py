@@ -187,6 +187,9 @@ def test_a_classs_checks_leave_few_warm_children_unused() -> None:
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["dropped_unused_per_check"] <= 0.3, got
     assert got["ready_ahead_per_check"] >= 0.75 * got["taken_per_check"], got
+    # the zygote's own counts (what /api/status shows a load) agree with what this run saw it do
+    counted = got["zygote_counts"]
+    assert counted["dropped_unused"] == got["dropped_unused"] and counted["taken"] == got["taken"], got
 
 
 def test_a_cluster_worker_takes_the_cache_the_server_named_but_never_the_replays_for_learner_code() -> None:

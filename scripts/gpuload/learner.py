@@ -34,6 +34,15 @@ class WebLearner:
         self.headers = {"Origin": base}
         self.client = httpx.Client(base_url=base, timeout=httpx.Timeout(60.0))
 
+    def warm_children(self) -> dict | None:
+        """The server's warm-child counts (`/api/status`: made, taken, ready ahead, dropped unused), or None
+        where it has none (no pool, a cluster) or does not answer."""
+        try:
+            found = self.client.get("/api/status").json().get("warm_children")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return found if isinstance(found, dict) else None
+
     def close(self) -> None:
         self.client.close()
 

@@ -127,6 +127,27 @@ def runs_cpu(judged: list[dict]) -> dict:
     return out
 
 
+WARM = ("made", "taken", "ready_ahead", "dropped_unused")
+
+
+def warm_per_check(counts: dict, verdicts: int) -> dict | None:
+    """The server's warm children over the load (its `/api/status` counts after minus before), per check
+    with a verdict; None when the server keeps none (no pool: the interpreter, a cluster) or did not say."""
+    before, after = counts.get("before"), counts.get("after")
+    if not verdicts or not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    try:
+        return {k: round((float(after[k]) - float(before[k])) / verdicts, 2) for k in WARM}
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def warm_cell(w: dict | None) -> str:
+    if not w:
+        return "n/a (no warm children)"
+    return " / ".join(f"{w[k]:.2f}" for k in WARM)
+
+
 def runs_cell(r: dict) -> str:
     if not r:
         return "n/a"
@@ -210,6 +231,8 @@ def markdown(report: dict) -> str:
             f"context switches, as reaped) | {child_cell(s.get('children') or {})} |",
             f"| core-seconds per check with a verdict, by run, as their verdicts report them | "
             f"{runs_cell(s.get('runs_cpu_per_check') or {})} |",
+            f"| warm children per check: made / taken by a run / taken ready ahead / dropped unused | "
+            f"{warm_cell(s.get('warm_children_per_check'))} |",
             f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
             f"{report['timeline'].get('total_s')} s |",
         ]

@@ -87,6 +87,9 @@ class LearnerService(Service):
     def gate(self):  # type: ignore[override]
         return self.base.gate()
 
+    def warm_counts(self) -> dict | None:  # the base's workers
+        return self.base.warm_counts()
+
     def warm_up(self) -> None:
         self.base.warm_up()
 

@@ -134,6 +134,9 @@ class Zygote:
         self._refilling = threading.Lock()
         self._recent: list[str] = [caches.LEARNER, caches.REPLAY]  # the caches asked for, most recent first
         self._expected: dict[str, float] = {}  # caches a run is expected for soon (expect), until when
+        # warm children forked, taken by a run (made before the request that took it: ready ahead), and
+        # dropped unused; read by /api/status and scripts/load_gpu.py (benchmarks/warm_plan.py counts alike)
+        self.warm_counts = {"made": 0, "taken": 0, "ready_ahead": 0, "dropped_unused": 0}
         self.info: dict = {}
         self.dead = False
         self._runs: dict[str, Run] = {}
@@ -290,6 +293,8 @@ class Zygote:
                 self._warm_dirs.remove(found)
                 self._handed.add(found[0])
                 self._cache_of[found[0]] = cache
+                self.warm_counts["taken"] += 1
+                self.warm_counts["ready_ahead"] += 1
             return found
 
     def _warm_for(self, cache: str) -> tuple[Path, str]:
@@ -301,6 +306,8 @@ class Zygote:
         with self._lock:
             self._handed.add(path)
             self._cache_of[path] = cache
+            self.warm_counts["made"] += 1
+            self.warm_counts["taken"] += 1
         self.send({"op": "warm", "run_dir": str(path), "cache": str(folder)})
         return path, cache
 
@@ -333,6 +340,7 @@ class Zygote:
                 if name == caches.REPLAY:  # over its share only while learners are announced: every check
                     continue  # replays, so it is taken soon (dropping it would waste its start)
                 self._warm_dirs.remove((path, name))  # a cache nobody asked for lately: its child makes way
+                self.warm_counts["dropped_unused"] += 1
                 self.send({"op": "drop", "run_dir": str(path)})
                 runfolder.remove_run_dir(path)
             missing = [name for name, count in wanted.items() for _ in range(count)]
@@ -344,6 +352,7 @@ class Zygote:
             hardening.prepare_run_dir(path)
             with self._lock:
                 self._warm_dirs.append((path, name))
+                self.warm_counts["made"] += 1
             self.send({"op": "warm", "run_dir": str(path), "cache": str(cache)})
 
     def expect(self, cache: str, within: float = EXPECT_S) -> None:

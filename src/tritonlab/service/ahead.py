@@ -5,10 +5,10 @@ On a GPU the cost of a check of edited code is its compiles (grading/check/preco
 the critical path). The web editor saves the text a moment after each pause in typing; a learner presses Check
 seconds later. So when a save arrives, `AheadCompiles.saved` waits DEBOUNCE_S for the typing to settle, then
 compiles the saved text's kernels in the variants the learner's previous check of this exercise launched (the
-stored ones, check/precompile.py's VariantStore), through the same trusted precompile a check starts beside
+stored ones, check/precompile.py's VariantStore), through the same trusted precompile a check starts before
 its check child: one child compiles into the replay's cache, and what it compiled is copied into the learner's
 own cache (runs/caches.py `copy_entries`: one compile for both). The check that follows finds them compiled
-(and its own precompile then compiles nothing).
+(and starts no precompile of its own).
 
 It never costs anyone a check: it runs in a background slot of the run queue (service/gate.py: taken only when
 one is free and nobody waits, one per learner, stopped as soon as any run has to wait), a newer save of the
@@ -49,7 +49,7 @@ class _Job:
     due: float
     stop: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
-    beside: check_precompile.Beside | None = None
+    compiling: check_precompile.PrecompileAndCopy | None = None
 
 
 class AheadCompiles:
@@ -71,7 +71,7 @@ class AheadCompiles:
         with self._lock:
             old = self._jobs.get(key)
             if old is not None and not old.done.is_set():
-                settling = old.beside is None and not old.stop.is_set()
+                settling = old.compiling is None and not old.stop.is_set()
                 if settling:  # the typing has not settled: this newer text is compiled instead, later
                     old.text, old.due = text, time.monotonic() + DEBOUNCE_S
                     return ""
@@ -158,7 +158,7 @@ class AheadCompiles:
                 if job.stop.is_set():
                     return
                 began = time.monotonic()
-                job.beside = check_precompile.Beside(
+                job.compiling = check_precompile.PrecompileAndCopy(
                     service.zygote(),
                     text,
                     service.learner_file(exercise),
@@ -180,18 +180,18 @@ class AheadCompiles:
     def _finish(self, job: _Job, text: str) -> dict:
         """Wait for the precompile and its copy, stopping it when the job is stopped (a newer save, the
         learner's check, a queued run: `preempt`) or past LIMIT_S; its report."""
-        beside = job.beside
-        assert beside is not None
+        compiling = job.compiling
+        assert compiling is not None
         deadline = time.monotonic() + LIMIT_S
-        while beside.thread.is_alive():
+        while compiling.thread.is_alive():
             if job.stop.is_set() or time.monotonic() >= deadline:
-                beside.stop()
+                compiling.stop()
                 return {"status": "stopped", "text": _digest(text)}
-            beside.thread.join(0.2)
-        if beside.problem or beside.replay is None:
-            return {"status": "failed", "problem": beside.problem}
-        return {"status": "compiled", "text": _digest(text), "replay": dict(beside.replay.report),
-                "copied": beside.copied}  # fmt: skip
+            compiling.thread.join(0.2)
+        if compiling.problem or compiling.replay is None:
+            return {"status": "failed", "problem": compiling.problem}
+        return {"status": "compiled", "text": _digest(text), "replay": dict(compiling.replay.report),
+                "copied": compiling.copied}  # fmt: skip
 
     def _ended(self, job: _Job, outcome: dict) -> None:
         with self._lock:

@@ -52,6 +52,13 @@ class Workers:
             return cluster
         return self._local_zygote(self.backend)
 
+    def warm_counts(self) -> dict | None:
+        """The local worker's warm children so far (sandbox.Zygote.warm_counts: made, taken, ready ahead,
+        dropped unused); None before it started or with a cluster. Never starts a worker."""
+        with self._lock:
+            z = self._zygotes.get(self.backend)
+        return dict(z.warm_counts) if z is not None and self.executor == "local" else None
+
     def _local_zygote(self, backend: str) -> sandbox.Zygote:
         with self._lock:
             z = self._zygotes.get(backend)

@@ -127,4 +127,5 @@ def status(request: Request) -> dict:
         "waiting": service.gate().waiting,
         "active_jobs": jobs_of(request).active,
         "lang": weblang.request_lang(request),
+        "warm_children": service.warm_counts(),  # counts only: how the run pool fits the class (load_gpu.py)
     }

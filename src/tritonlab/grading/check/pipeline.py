@@ -118,7 +118,7 @@ class CheckRun:
         verdict.timings["check_warm_child"] = warm
         self.graded_file = self.file  # the file the child imports: the snapshot, when there is a text
         self.compiling: TrustedCompile | None = None
-        self.precompiling: precompile.Beside | None = None
+        self.precompiling: precompile.PrecompileAndCopy | None = None
         try:
             self.write_job()  # 2
             self.run_child()  # 3, with the trusted compile beside it
@@ -211,7 +211,7 @@ class CheckRun:
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
         if not wanted:
             return
-        self.precompiling = precompile.Beside(
+        self.precompiling = precompile.PrecompileAndCopy(
             self.zygote,
             self.source,
             self.file,

@@ -103,7 +103,7 @@ class VariantStore:
 
 
 class Precompile:
-    """The trusted precompile of stored variants into the replay's cache, started beside the check child.
+    """The trusted precompile of stored variants into the replay's cache, for a check (PrecompileAndCopy).
 
     `target` None: the device's own target (a GPU check); `"cuda:90"`: compiled for that target without a GPU
     (the CPU tests). `cache`: the replay's; a learner's own only in tests (what the check child would find
@@ -212,7 +212,7 @@ def timings_of(pre: Precompile, waited: float, timings: dict) -> None:
     usage(timings, "precompile", pre.run)
 
 
-class Beside:
+class PrecompileAndCopy:
     """The precompile of one check (or of a save, service/ahead.py), in a thread: one trusted child compiles
     the variants into the replay's cache; as soon as it ends, the entries it compiled or found are copied into
     the learner's own cache, where the check child's launches and the learner's next runs find them (one
