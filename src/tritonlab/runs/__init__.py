@@ -5,7 +5,9 @@ without trusting it; on this machine, or on a Ray cluster.
 Modules:
 - `backend.py`: `auto` → `gpu` or `interpreter` (a GPU probe in a subprocess).
 - `sandbox.py`: the parent's side of the warm zygote: starting it (from one long-lived thread), handing it
-  jobs, placing held runs in their cgroups, warm run directories bound ahead to a compile cache.
+  jobs, placing held runs in their cgroups.
+- `warm_dirs.py`: the zygote's warm run directories bound ahead to a compile cache (hardened with a pool),
+  with announced runs (`expect`) and their counts.
 - `limits.py`: what bounds a run and what it is given: `Limits`, their defaults per backend, the allowlisted
   environment.
 - `collect.py`: a run in flight (`Run`): its output streamed under the wall clock and the output cap, Stop,
@@ -29,7 +31,8 @@ Modules:
 - `cgroups/`: one cgroup per run, with each controller a probe proved, placed by the parent.
 - `runfolder.py`: run directories from start to end: made, each its own capped tmpfs, swept, removed.
 - `caches.py`: Triton compile caches between runs (one per learner, one for the grader's trusted children),
-  and which cache each warm child is bound to (`warm_plan`).
+  which cache each warm child is bound to (`warm_plan`), and the trusted compile's entries copied into one
+  learner's cache (`copy_entries`).
 - `rundir.py`: reading a run directory without trusting it (sanitize, capped JSON and `.npy`).
 - `executor.py`: the executor seam (`local` = this machine's zygote, `ray` = a cluster).
 - `ray_executor/`: the Ray executor, imported only when it is chosen.
