@@ -69,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--timeout-every", type=int, default=50, help="every Nth check an endless loop (0: none)"
     )
     parser.add_argument("--seed", type=int, default=37, help="the plan's order and wrong files")
+    parser.add_argument(
+        "--rechecks",
+        type=int,
+        default=1,
+        help="each check then edited and checked again by the same learner, N checks in all (1: none)",
+    )
     parser.add_argument("--slots", type=int, default=None, help=f"runs per GPU: sets {SLOTS_VARIABLE}")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="for the server")
     parser.add_argument(
@@ -77,7 +83,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None, help="write the whole report (every check) here")
     parser.add_argument("--write", type=Path, default=None, help="replace or append this markdown section")
     args = parser.parse_args(argv)
-    for name in ("learners", "checks"):
+    for name in ("learners", "checks", "rechecks"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     if args.max_seconds <= 0 or args.rate < 0 or args.warmup < 0 or args.timeout_every < 0:
@@ -203,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     started_unix = time.time()
     only = [e.strip() for e in args.exercises.split(",") if e.strip()]
     chosen = workload.mix_exercises(args.mix, only or None)
-    items = workload.build(chosen, args.checks, args.wrong_share, args.timeout_every, args.seed)
+    items = workload.build(
+        chosen, args.checks, args.wrong_share, args.timeout_every, args.seed, args.rechecks
+    )
     first = chosen[0]
     warm = [
         workload.Item(-1 - k, first.id, "right", workload.rel(first.solution), first.solution.read_text())
@@ -282,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             "wrong_share": args.wrong_share,
             "timeout_every": args.timeout_every,
             "seed": args.seed,
+            "rechecks": args.rechecks,
             "env": args.extra_env,
             "python": sys.version.split()[0],
         },

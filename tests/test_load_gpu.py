@@ -270,3 +270,51 @@ def test_warm_children_per_check_are_the_loads_difference() -> None:
     assert warm_per_check({"before": None, "after": after}, 100) is None  # the server keeps none
     assert warm_per_check({"before": before, "after": {"made": "x"}}, 100) is None
     assert warm_per_check({"before": before, "after": after}, 0) is None
+
+
+def test_rechecks_are_one_learners_edited_checks_in_order() -> None:
+    """`--rechecks 3`: each planned check becomes three of one learner, the file then the file edited (every
+    kernel on another line: compiled anew, with the previous check's launches), sent one after the other by
+    the same learner; the plan's other rules (timeouts alone) hold."""
+    import threading
+
+    from gpuload.load import Deadline, Load
+
+    chosen = plan.mix_exercises("l2-8")
+    items = plan.build(chosen, 20, 0.5, 7, seed=3, rechecks=3)
+    assert len(items) == 20 and [i.index for i in items] == list(range(20))
+    groups: dict[int, list] = {}
+    for item in items:
+        if item.kind == "timeout":
+            assert item.group == -1
+        else:
+            groups.setdefault(item.group, []).append(item)
+    for members in groups.values():
+        first = members[0]
+        assert {(m.exercise, m.kind, m.file) for m in members} == {(first.exercise, first.kind, first.file)}
+        assert [m.text for m in members] == [first.text] + [
+            f"# load_gpu.py: edit {n}\n" + first.text for n in range(1, len(members))
+        ]
+    assert max(len(m) for m in groups.values()) == 3
+
+    seen: list[tuple[str, int]] = []
+
+    class Fake:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def check(self, item, read_timeout: float) -> dict:  # noqa: ANN001
+            seen.append((self.name, item.index))
+            time.sleep(0.01)
+            return {"index": item.index, "exercise": item.exercise, "kind": item.kind, "file": item.file}
+
+    load = Load([Fake(f"l{k}") for k in range(4)], 0.0, Deadline(60.0), threading.Event())
+    load.run(items)
+    records = load.collect()
+    assert [r["index"] for r in records] == list(range(20))
+    who = dict((index, name) for name, index in seen)
+    for members in groups.values():
+        indices = [m.index for m in members]
+        assert len({who[i] for i in indices}) == 1, indices  # one learner per group ...
+        mine = [i for name, i in seen if name == who[indices[0]]]
+        assert [i for i in mine if i in indices] == indices  # ... in order

@@ -55,23 +55,38 @@ class Load:
         self.pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=len(learners), thread_name_prefix="learner"
         )
-        self.futures: dict[concurrent.futures.Future, workload.Item] = {}
+        self.futures: dict[concurrent.futures.Future, list[workload.Item]] = {}
 
-    def one(self, learner: object, item: workload.Item) -> dict:
+    def one(self, learner: object, items: list[workload.Item]) -> list[dict]:
+        """The checks of one submission (one item, or a `rechecks` group), one after the other, by `learner`."""
+        records = []
         try:
-            return learner.check(item, read_timeout=max(1.0, self.deadline.left()))  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001 - a learner that broke is a result too
-            return stub(item) | {
-                "error": f"{type(exc).__name__}: {exc}"[:300],
-                "unfinished": self.stop.is_set(),
-            }
+            for item in items:
+                try:
+                    record = learner.check(item, read_timeout=max(1.0, self.deadline.left()))  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001 - a learner that broke is a result too
+                    record = stub(item) | {
+                        "error": f"{type(exc).__name__}: {exc}"[:300],
+                        "unfinished": self.stop.is_set(),
+                    }
+                records.append(record)
+                if self.stop.is_set():
+                    break
         finally:
             self.idle.put(learner)
+        return records
 
     def run(self, items: list[workload.Item]) -> None:
         began = time.monotonic()
+        submissions: list[list[workload.Item]] = []
+        for item in items:  # a group's checks (plan.build's rechecks) are one learner's, in order
+            if submissions and item.group >= 0 and submissions[-1][0].group == item.group:
+                submissions[-1].append(item)
+            else:
+                submissions.append([item])
         try:
-            for i, item in enumerate(items):
+            for batch in submissions:
+                i = batch[0].index
                 if self.rate:
                     due = began + 60.0 * i / self.rate
                     if self.stop.wait(max(0.0, min(due - time.monotonic(), self.deadline.left()))):
@@ -83,7 +98,7 @@ class Load:
                 if self.deadline.passed():
                     self.idle.put(learner)
                     break
-                self.futures[self.pool.submit(self.one, learner, item)] = item
+                self.futures[self.pool.submit(self.one, learner, batch)] = batch
             concurrent.futures.wait(list(self.futures), timeout=self.deadline.left())
         finally:
             self.stop.set()  # from here a broken stream is the run's end, not an error
@@ -92,13 +107,13 @@ class Load:
         self.stop.set()
         concurrent.futures.wait(list(self.futures), timeout=wait_s)
         records = []
-        for future, item in self.futures.items():
-            if future.done():
-                records.append(future.result())
-            else:
-                records.append(
-                    stub(item) | {"unfinished": True, "error": "no answer after the server stopped"}
-                )
+        for future, batch in self.futures.items():
+            done = future.result() if future.done() else []
+            records += done
+            records += [  # a group cut short: the checks it never sent or never heard back from
+                stub(item) | {"unfinished": True, "error": "no answer after the server stopped"}
+                for item in batch[len(done) :]
+            ]
         self.pool.shutdown(wait=False, cancel_futures=True)
         return sorted(records, key=lambda r: r["index"])
 

@@ -50,6 +50,7 @@ class Item:
     kind: str  # right | wrong | timeout
     file: str  # where the text came from, relative to the repository
     text: str
+    group: int = -1  # `rechecks`: the checks of one group go to one learner, one after the other
 
 
 def exercises(course: Path = COURSE, wrong: Path = WRONG) -> list[Exercise]:
@@ -94,11 +95,16 @@ def _steps(share: float, k: int) -> bool:
 
 
 def build(
-    chosen: list[Exercise], checks: int, wrong_share: float, timeout_every: int, seed: int
+    chosen: list[Exercise], checks: int, wrong_share: float, timeout_every: int, seed: int, rechecks: int = 1
 ) -> list[Item]:
     """`checks` items: the exercises in a shuffled round-robin, a `wrong_share` of each exercise's uses a wrong
     file (rotating through its files; an exercise without wrong files always sends its solution), and every
-    `timeout_every`-th check (the 50th, 100th, ...) a timeout; 0 means none."""
+    `timeout_every`-th check (the 50th, 100th, ...) a timeout; 0 means none. With `rechecks` > 1 each of those
+    (timeouts aside) becomes a group of that many checks of one learner: the file, then the file edited (a
+    comment line on top, so every kernel starts on another line: Triton compiles it anew, with the launches
+    of the check before, as a learner's edit and Check again do)."""
+    if rechecks > 1:
+        return _grouped(build(chosen, checks, wrong_share, timeout_every, seed), checks, rechecks)
     if not 0.0 <= wrong_share <= 1.0:
         raise SystemExit(f"--wrong-share {wrong_share}: expected a fraction from 0 to 1")
     rng = random.Random(seed)
@@ -133,6 +139,19 @@ def build(
         else:
             plan.append(Item(i, ex.id, "right", rel(ex.solution), text(ex.solution)))
     return plan
+
+
+def _grouped(base: list[Item], checks: int, rechecks: int) -> list[Item]:
+    out: list[Item] = []
+    for item in base:
+        copies = 1 if item.kind == "timeout" else rechecks
+        for n in range(copies):
+            if len(out) == checks:
+                return out
+            text = item.text if n == 0 else f"# load_gpu.py: edit {n}\n" + item.text
+            group = -1 if item.kind == "timeout" else item.index
+            out.append(Item(len(out), item.exercise, item.kind, item.file, text, group))
+    return out
 
 
 def rel(path: Path) -> str:
