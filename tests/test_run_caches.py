@@ -270,13 +270,14 @@ def test_the_copy_never_follows_a_link_in_the_learners_cache(tmp_path: Path) -> 
     compiled_entry(replay, "C" * 52)
     bad = compiled_entry(replay, "D" * 52)
     (bad / "__grp__k.json").write_text(json.dumps({"child_paths": {"../../etc/passwd": "/etc/passwd"}}))
+    (compiled_entry(replay, "E" * 52) / "__grp__k.json").write_text("{not json")  # skipped, not fatal
     learner.mkdir()
     outside.mkdir()
     (outside / "keep").write_bytes(b"x")
     (learner / ENTRY).symlink_to(outside)  # the entry's folder is a link
     (learner / ("C" * 52)).mkdir()
     (learner / ("C" * 52) / "k.cubin").symlink_to(outside / "keep")  # one file is a link
-    names = [ENTRY, "C" * 52, "D" * 52, "../outside", "x/y", "short"]
+    names = [ENTRY, "E" * 52, "C" * 52, "D" * 52, "../outside", "x/y", "short"]
     assert caches.copy_entries(replay, learner, names) == 1  # only C's entry, its linked file left alone
     assert sorted(os.listdir(outside)) == ["keep"] and (outside / "keep").read_bytes() == b"x"
     assert (learner / ("C" * 52) / "k.cubin").is_symlink()

@@ -46,7 +46,7 @@ import stat
 from pathlib import Path
 
 from tritonlab import config
-from tritonlab.runs import runfolder
+from tritonlab.runs import rundir, runfolder
 
 LEARNER, REPLAY = "learner", "replay"
 # modes that run no learner Python: the only ones a run with the replay cache may serve (runs/zygote.py)
@@ -201,8 +201,11 @@ def copy_entries(source: Path, dest: Path, names: list[str], budget: int = CACHE
                 continue
             try:
                 size = _copy_entry(source / name, dest, dest_fd, name, owner, budget)
-            except OSError:
-                continue  # e.g. the learner's cache is full, or a link where the entry goes
+            except (
+                OSError,
+                ValueError,
+            ):  # the learner's cache full, a link where the entry goes, a bad group
+                continue
             if size:
                 copied += 1
                 budget -= size
@@ -275,7 +278,7 @@ def _read_plain(path: Path, limit: int) -> bytes:
 def _group_for(path: Path, entry: Path, files: list[str]) -> bytes:
     """A group file (`{"child_paths": {file: absolute path}}`) with each path moved to the copy's folder; only
     files of this entry are named."""
-    data = json.loads(_read_plain(path, 1 << 16))
+    data = rundir.read_json(path, max_bytes=1 << 16)  # never through a link, capped, depth-checked
     children = data.get("child_paths") if isinstance(data, dict) else None
     if not isinstance(children, dict):
         raise OSError("not a group file")

@@ -38,16 +38,24 @@ class WarmDirs:
     def _warm_for(self, cache: str) -> tuple[Path, str]:
         """A child forked now for one run with `cache`, handed at once: outside the plan, so that it takes no
         other cache's warm child's place (a class's learners each come seldom: caches.warm_plan)."""
+        return self._fork_warm(cache, handed=True), cache
+
+    def _fork_warm(self, cache: str, handed: bool) -> Path:
+        """A new run directory with a child forked into it, bound to `cache`: handed out now (`_warm_for`) or
+        kept warm for the plan (`_refill_now`)."""
         folder = self.cache_folder(cache)
         path = runfolder.new_run_dir()
         hardening.prepare_run_dir(path)
         with self._lock:
-            self._handed.add(path)
-            self._cache_of[path] = cache
+            if handed:
+                self._handed.add(path)
+                self._cache_of[path] = cache
+                self.warm_counts["taken"] += 1
+            else:
+                self._warm_dirs.append((path, cache))
             self.warm_counts["made"] += 1
-            self.warm_counts["taken"] += 1
         self.send({"op": "warm", "run_dir": str(path), "cache": str(folder)})
-        return path, cache
+        return path
 
     def _refill(self) -> None:
         """Hardened with a pool: make run directories ahead, each with a child warming up in it, bound to the
@@ -81,13 +89,7 @@ class WarmDirs:
         for name in missing:
             if self.dead:
                 return
-            cache = self.cache_folder(name)
-            path = runfolder.new_run_dir()
-            hardening.prepare_run_dir(path)
-            with self._lock:
-                self._warm_dirs.append((path, name))
-                self.warm_counts["made"] += 1
-            self.send({"op": "warm", "run_dir": str(path), "cache": str(cache)})
+            self._fork_warm(name, handed=False)
 
     def expect(self, cache: str, within: float = EXPECT_S) -> None:
         """A run with compile cache `cache` will probably be asked for within `within` seconds (a check waiting
