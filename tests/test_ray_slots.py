@@ -78,7 +78,13 @@ class Runs:
         if exclusive or idle_wait is not None:
             self.exclusive.add(name)
         threading.Thread(target=run, name=name, daemon=True).start()
-        until(lambda: name in self.held or len(self.pool._waiting) > waiting, f"{name} asked for a worker")
+        # asked: it holds a worker, waits in the pool's queue, or already ended (a run with an idle wait that a
+        # loaded machine left unscheduled past its wait gives up before this thread looks: waiting for it to
+        # show in the queue then would wait forever)
+        until(
+            lambda: name in self.held or name in self.errors or len(self.pool._waiting) > waiting,
+            f"{name} asked for a worker",
+        )
 
     def release(self, name: str) -> None:
         until(lambda: name in self.held, f"{name} got a worker")
@@ -159,7 +165,7 @@ def test_the_speed_line_takes_only_an_idle_worker_and_holds_up_no_one() -> None:
     pool = pool_of(2)
     runs = Runs(pool)
     runs.arrive("a")
-    runs.arrive("S", idle_wait=2.0)
+    runs.arrive("S", idle_wait=4.0)  # long enough that b arrives first on a loaded CI machine
     runs.arrive("b")
     until(lambda: "b" in runs.held, "b starts beside a")
     assert "S" not in runs.errors, "b started only once the speed line gave up: it was held up"

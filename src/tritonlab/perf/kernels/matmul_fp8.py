@@ -38,14 +38,15 @@ SCALE_BLOCK = 128
 E4M3_MAX = 448.0
 Config = dict[str, int | bool]  # BM, BN, GROUP_M, num_warps, num_stages; PER_SM (default 1)
 
-#: Per shape class: the best candidates of H200 run 2026-12-04 (58448a1) (docs/gpu-runs/2026-12-04-h200-58448a1/
-#: tune.md): "large" kept (128×128, 8 warps, 3 stages; no candidate beat it), "decode" 16×32, 4 warps, 6 stages
-#: (1.18× the first guess 16×64, 4 stages); both timed with the promotion's earlier, per-column form. Compiled
-#: for sm_90 on the CPU (Triton 3.9 and 3.6), with the fused promotion: 128×128 with 8 warps holds 165 registers
-#: at 3 stages (131 KB shared) and 168 at 4 (164 KB), no spills (the per-column form: 246, and spills at 4);
-#: the 16-row decode tile uses mma.sync.
+#: Per shape class: "large" 64×128 tiles, 4 warps (one warpgroup), 3 stages, two programs on each SM: with the
+#: fused promotion the best of the tuning sweep of H100-80GB-HBM3 run 2026-12-05 (cd24198) (docs/gpu-runs/
+#: 2026-12-05-h100-80gb-hbm3-cd24198/tune.txt: 0.640 of the fastest peer against 0.586 for 128×128, 8 warps, 3 stages, the
+#: large shapes' geometric mean; the earlier 128×128 pick was timed in H200 run 2026-12-04 (58448a1) with the
+#: per-column promotion, before the fused one and before PER_SM existed); "decode"
+#: 16×32, 4 warps, 6 stages (H200 run 2026-12-04 (58448a1): 1.18× the first guess 16×64, 4 stages; kept by the
+#: H100 sweep). The 16-row decode tile uses mma.sync.
 CONFIGS: dict[str, Config] = {
-    "large": {"BM": 128, "BN": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+    "large": {"BM": 64, "BN": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 3, "PER_SM": 2},
     "decode": {"BM": 16, "BN": 32, "GROUP_M": 1, "num_warps": 4, "num_stages": 6},
 }
 INTERPRETER_CONFIG: Config = {"BM": 32, "BN": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}
