@@ -78,13 +78,18 @@ class Runs:
         if exclusive or idle_wait is not None:
             self.exclusive.add(name)
         threading.Thread(target=run, name=name, daemon=True).start()
+
         # asked: it holds a worker, waits in the pool's queue, or already ended (a run with an idle wait that a
         # loaded machine left unscheduled past its wait gives up before this thread looks: waiting for it to
-        # show in the queue then would wait forever)
-        until(
-            lambda: name in self.held or name in self.errors or len(self.pool._waiting) > waiting,
-            f"{name} asked for a worker",
-        )
+        # show in the queue then would wait forever). The queue is read under the pool's lock: acquire appends
+        # a run and grants it in one locked step, so a run seen in the queue is one that really waits (read
+        # without the lock, a run about to be granted looked like a waiting one: CI's KeyError on held)
+        def asked() -> bool:
+            with self.pool._cond:
+                queued = len(self.pool._waiting) > waiting
+            return name in self.held or name in self.errors or queued
+
+        until(asked, f"{name} asked for a worker")
 
     def release(self, name: str) -> None:
         until(lambda: name in self.held, f"{name} got a worker")
