@@ -423,6 +423,50 @@ def breakdown(env: dict, limit: float) -> dict:
     return out
 
 
+OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
+
+
+def shard_argv(files: list[str], basetemp: str) -> list[str]:
+    """One shard's pytest: verbose, so every test's name is written as it starts and its outcome as it ends;
+    a shard stopped at the step's limit still says which tests failed and which one it was in (a quiet run
+    killed by its timeout left one `F` among dots: 2026-12-05's H100 run on 2de2963)."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-v",
+        "-rfE",
+        "-m",
+        "gpu",
+        "-p",
+        "no:cacheprovider",
+        f"--basetemp={basetemp}",
+        *files,
+    ]
+
+
+def read_shard(out: str, code: int | str) -> dict:
+    """What a shard's verbose output says: its last line, the tests that failed or errored (by name), and,
+    for a shard stopped at the limit, the test that was running then."""
+    failed: list[str] = []
+    stopped_in = ""
+    for line in out.splitlines():
+        if "::" not in line or line.startswith(("FAILED ", "ERROR ")):
+            continue
+        words = line.split()
+        outcome = next((w for w in words if w in OUTCOMES), "")
+        name = line.split(f" {outcome}", 1)[0].strip() if outcome else line.strip()
+        if outcome in ("FAILED", "ERROR"):
+            failed.append(name)
+        stopped_in = "" if outcome else name
+    last = (out.strip().splitlines() or [""])[-1].strip("= ")
+    return {
+        "summary": last[:300],
+        "failed": failed,
+        "stopped_in": stopped_in if code == "timeout" else "",
+    }
+
+
 def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
     """The GPU-marked tests, a test file never split, in `shards` pytest processes at once (default: one per
     four CPU cores, at most 4: correctness tests, each mostly waiting on its own compiles and child runs, beside
@@ -453,18 +497,7 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
     left = max(5.0, limit - (time.monotonic() - started))
     procs = []
     for i, files in enumerate(groups):
-        argv = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-m",
-            "gpu",
-            "-p",
-            "no:cacheprovider",
-            f"--basetemp={tempfile.gettempdir()}/gpu-verify-tests-{i}",
-            *files,
-        ]
+        argv = shard_argv(files, f"{tempfile.gettempdir()}/gpu-verify-tests-{i}")
         procs.append(
             (
                 files,
@@ -482,8 +515,7 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, code = _text(proc.communicate()[0]), "timeout"
-        last = (out.strip().splitlines() or [""])[-1]
-        runs.append({"files": files, "code": code, "summary": last, "output": out[-4000:]})
+        runs.append({"files": files, "code": code, **read_shard(out, code), "output": out[-4000:]})
     codes = [r["code"] for r in runs]
     return {
         "argv": "pytest -q -m gpu (sharded by file)",
@@ -676,7 +708,13 @@ def judge(report: dict) -> list[dict]:
         out.append(
             {
                 "what": f"GPU-marked tests pass ({tests.get('tests')} tests)",
-                "measured": f"exit {tests['code']}: {tests.get('summary')}",
+                "measured": f"exit {tests['code']}: {tests.get('summary')}"
+                + "".join(f"; failed: {n}" for sh in tests.get("shards", []) for n in sh.get("failed", []))
+                + "".join(
+                    f"; stopped in: {sh['stopped_in']}"
+                    for sh in tests.get("shards", [])
+                    if sh.get("stopped_in")
+                ),
                 "target": "exit 0, tests ran",
                 "met": tests["code"] == 0 and "passed" in str(tests.get("summary")),
             }
@@ -844,13 +882,15 @@ def summary_md(report: dict) -> str:
         lines += ["", f"## GPU-marked tests: exit {tests.get('code')}, {tests.get('tests')} tests", ""]
         for shard in tests.get("shards", []):
             lines.append(f"- {', '.join(shard['files'])}: exit {shard['code']}: {shard['summary']}")
-        failed = [
-            x
-            for shard in tests.get("shards", [])
-            for x in shard["output"].splitlines()
-            if x.startswith("FAILED")
-        ]
-        lines += [f"  - {x}" for x in failed[:30]]
+            # a finished shard's short summary says why each test failed; a shard stopped at the limit wrote
+            # none, and its verbose lines name the failures and the test it was in
+            said = [x for x in shard["output"].splitlines() if x.startswith(("FAILED ", "ERROR "))]
+            lines += [f"  - {x}" for x in said[:30]]
+            lines += [
+                f"  - failed: {x}" for x in shard.get("failed", [])[:30] if not any(x in y for y in said)
+            ]
+            if shard.get("stopped_in"):
+                lines.append(f"  - stopped at the limit in: {shard['stopped_in']}")
     sandbox = ((report.get("doctor") or {}).get("report") or {}).get("sandbox", {})
     if sandbox:
         lines += ["", f"## Sandbox on the GPU (doctor): hardened={sandbox.get('hardened')}", ""]

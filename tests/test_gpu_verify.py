@@ -217,3 +217,54 @@ def test_the_saved_edit_step_is_judged_per_mode_against_the_same_goals(
     assert at_once is False and judged[after] is True and "compile ahead: compiled" in after
     assert soft is False
     assert not [w for w, m in judged.items() if "vector-copy" in w and m is not None]  # not measured
+
+
+def test_a_test_shard_names_its_failures_and_where_a_timeout_stopped_it(tmp_path: Path) -> None:
+    """A real pytest child with gpu_verify's shard arguments: one test passes, one fails, the third hangs
+    until the step's limit kills the shard; what is read back names the failure and the test it stopped in
+    (a quiet run killed at its limit said only `.....F...`)."""
+    (tmp_path / "test_shard.py").write_text(
+        "import time\n"
+        "import pytest\n"
+        "pytestmark = pytest.mark.gpu\n"
+        "def test_passes():\n    assert True\n"
+        "@pytest.mark.parametrize('case', ['with space inside'])\n"
+        "def test_fails(case):\n    assert case == 'other'\n"
+        "def test_hangs():\n    time.sleep(60)\n"
+    )
+    argv = gpu_verify.shard_argv(["test_shard.py"], str(tmp_path / "base"))
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    try:
+        out, _ = proc.communicate(timeout=8)
+        code: int | str = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, code = proc.communicate()[0], "timeout"
+    assert code == "timeout", out
+    read = gpu_verify.read_shard(out, code)
+    assert read["failed"] == ["test_shard.py::test_fails[with space inside]"], out
+    assert read["stopped_in"] == "test_shard.py::test_hangs", out
+    shard = {**read, "files": ["test_shard.py"], "code": code, "output": out}
+    md = gpu_verify.summary_md({"gpu_tests": {"code": code, "tests": 3, "shards": [shard]}, "steps": {}})
+    assert "  - failed: test_shard.py::test_fails[with space inside]" in md, md
+    assert "  - stopped at the limit in: test_shard.py::test_hangs" in md, md
+    finished = subprocess.run(
+        gpu_verify.shard_argv(
+            ["test_shard.py::test_passes", "test_shard.py::test_fails"], str(tmp_path / "b2")
+        ),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    read = gpu_verify.read_shard(finished.stdout, finished.returncode)
+    assert read["failed"] == ["test_shard.py::test_fails[with space inside]"] and read["stopped_in"] == ""
+    assert read["summary"].startswith("1 failed, 1 passed"), read
+    row = next(
+        t
+        for t in gpu_verify.judge(
+            {"gpu_tests": {"code": "timeout", "tests": 3, "summary": "x", "shards": [{**read, "files": []}]}}
+        )
+        if t["what"].startswith("GPU-marked tests")
+    )
+    assert "failed: test_shard.py::test_fails[with space inside]" in row["measured"] and row["met"] is False
