@@ -268,3 +268,16 @@ def test_a_test_shard_names_its_failures_and_where_a_timeout_stopped_it(tmp_path
         if t["what"].startswith("GPU-marked tests")
     )
     assert "failed: test_shard.py::test_fails[with space inside]" in row["measured"] and row["met"] is False
+
+
+def test_the_last_step_asked_for_gets_what_is_left_of_the_budget(tmp_path: Path) -> None:
+    """`--only gpu_tests` is a call of its own for the GPU tests: their limit is the budget, not the 150 s
+    they get among the other steps."""
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    assert gpu_verify.main(["--out", str(alone), "--dry-run", "--budget", "500", "--only", "gpu_tests"]) == 0
+    assert gpu_verify.main(["--out", str(together), "--dry-run", "--budget", "500"]) == 0
+    steps = json.loads((alone / "gpu-verify.json").read_text())["steps"]
+    assert steps["gpu_tests"]["limit_s"] >= 480, steps["gpu_tests"]
+    steps = json.loads((together / "gpu-verify.json").read_text())["steps"]
+    assert steps["gpu_tests"]["limit_s"] == gpu_verify.LIMITS["gpu_tests"]
+    assert steps["bench"]["limit_s"] >= 480  # nothing ran in a dry run: the last step has the rest
