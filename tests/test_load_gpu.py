@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -318,3 +319,52 @@ def test_rechecks_are_one_learners_edited_checks_in_order() -> None:
         assert len({who[i] for i in indices}) == 1, indices  # one learner per group ...
         mine = [i for name, i in seen if name == who[indices[0]]]
         assert [i for i in mine if i in indices] == indices  # ... in order
+
+
+def test_the_cpu_below_the_server_is_split_by_kind(tmp_path: Path) -> None:
+    """A stand-in server starts a stand-in zygote (a real process with the zygote's module in its command
+    line) and another helper process; the zygote spins 0.3 s itself, reaps a run that spun 0.8 s and keeps a
+    second run alive after it spun 0.5 s; the helper spins 0.6 s. The split puts each where it belongs."""
+    from gpuload import sampler
+    from gpuload.report import below_cell
+
+    go = tmp_path / "go"
+    spin = "def spin(s):\n    end = time.process_time() + s\n    while time.process_time() < end:\n        pass\n"
+    wait_go = "while not os.path.exists(sys.argv[1]):\n    time.sleep(0.02)\n"
+    zygote = (
+        "import os, sys, time\n" + spin + wait_go + "if os.fork() == 0:\n    spin(0.8)\n    os._exit(0)\n"
+        "os.wait()\n"
+        "if os.fork() == 0:\n    spin(0.5)\n    time.sleep(30)\n    os._exit(0)\n"
+        "spin(0.3)\n"
+        "time.sleep(30)\n"
+    )
+    helper = "import os, sys, time\n" + spin + wait_go + "spin(0.6)\ntime.sleep(30)\n"
+    server_code = (
+        "import subprocess, sys, time\n"
+        "z = subprocess.Popen([sys.executable, '-c', sys.argv[2], sys.argv[1], '-m', 'tritonlab.runs.zygote'])\n"
+        "h = subprocess.Popen([sys.executable, '-c', sys.argv[3], sys.argv[1]])\n"
+        "time.sleep(30)\n"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", server_code, str(go), zygote, helper], start_new_session=True
+    )
+    try:
+        time.sleep(1.0)  # the three interpreters' start is not part of the measured window
+        s = sampler.Sampler(0.05, server_pid=server.pid)
+        s.start()
+        go.touch()
+        time.sleep(3.0)
+        s.stop()
+        split = s.cpu_split()
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # the stand-ins and the run left alive with them
+        server.wait()
+    assert split is not None, split
+    below = split["below"]
+    assert 0.2 <= below["zygote"] < 0.6, split
+    assert 0.7 <= below["runs_ended"] < 1.1, split
+    assert 0.4 <= below["runs_alive"] < 0.8, split
+    assert 0.5 <= below["other"] < 0.9, split
+    assert list(below["other_by_command"])[0].startswith("python"), split
+    assert abs(sum(below[k] for k in ("zygote", "runs_ended", "runs_alive", "other")) - split["tree"]) <= 0.3
+    assert below_cell(split, 2).startswith(f"{below['zygote'] / 2:.2f} / {below['runs_ended'] / 2:.2f} / ")

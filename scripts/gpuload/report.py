@@ -185,6 +185,16 @@ def per_check(split: dict | None, verdicts: int) -> str:
     return " / ".join(f"{v:.2f}" for v in parts) + f" ({split['machine'] / verdicts:.2f} in all)"
 
 
+def below_cell(split: dict | None, verdicts: int) -> str:
+    """The processes below the server by kind, per check with a verdict (sampler.py's `below`)."""
+    below = (split or {}).get("below")
+    if not below or not verdicts:
+        return "n/a"
+    cell = " / ".join(f"{below[k] / verdicts:.2f}" for k in ("zygote", "runs_ended", "runs_alive", "other"))
+    top = ", ".join(f"{name} {v / verdicts:.2f}" for name, v in below["other_by_command"].items() if v > 0)
+    return cell + (f" (other: {top})" if top else "")
+
+
 def markdown(report: dict) -> str:
     s, cfg, util = report["summary"], report["config"], report["utilisation"]
     gpu, cpu = util["gpu"], util["cpu"]
@@ -227,6 +237,9 @@ def markdown(report: dict) -> str:
             f"{cpu['busy_p95_pct']} % |",
             f"| CPU core-seconds per check with a verdict: the server's process / the processes below it (runs) "
             f"/ this script / the rest of the machine | {per_check(cpu.get('split_core_s'), s['verdicts'])} |",
+            f"| the processes below the server, core-seconds per check: the zygotes' own work / runs ended "
+            f"(their warm start included) / runs and warm children alive at the end / other | "
+            f"{below_cell(cpu.get('split_core_s'), s['verdicts'])} |",
             f"| per check, median: the check child / the replay child (CPU seconds, page faults, involuntary "
             f"context switches, as reaped) | {child_cell(s.get('children') or {})} |",
             f"| core-seconds per check with a verdict, by run, as their verdicts report them | "

@@ -11,6 +11,13 @@ its process tree below it (the zygotes and every run they reaped: check children
 a process's reaped children count in its `cutime`), this script's own process (the learners' clients), and
 the rest of the machine (everything else: other work, and a Ray cluster's workers, which are not below the
 server). Core-seconds, so dividing by the checks judged gives what one check cost.
+
+The processes below the server are split further by what they are (`below`): `zygote` (the zygotes' own
+work: forking, the protocol, reaping), `runs_ended` (what the zygotes reaped: every run that ended, its warm
+start ahead of the job included, and warm children that died unused), `runs_alive` (processes below a zygote
+still alive at the read: runs in flight, warm children waiting for a job) and `other` (everything else below
+the server: bubblewrap's own processes, compile workers), with the commands that used most of it. A run alive
+at start() and ended by stop() moves from one kind to another, so the kinds are exact only in sum.
 """
 
 from __future__ import annotations
@@ -54,27 +61,67 @@ def process_table() -> dict[int, tuple[int, float, float]]:
     return table
 
 
-def tree_cpu(root: int | None) -> dict[str, float]:
+ZYGOTE = "tritonlab.runs.zygote"  # in a zygote's command line (`python -m tritonlab.runs.zygote BACKEND`)
+
+
+def command_of(pid: int) -> str:
+    """A process's command line, NULs as spaces ("" once it ended)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def short_command(command: str) -> str:
+    """What a process is, for a report: its program's name and, for `python -m`, the module."""
+    words = command.split()
+    if not words:
+        return "?"
+    name = Path(words[0]).name
+    if "-m" in words[:-1]:
+        return f"{name} -m {words[words.index('-m') + 1]}"
+    return name
+
+
+def tree_cpu(root: int | None) -> dict:
     """CPU seconds so far: `server` (root's own), `tree` (every live process below it, own and reaped, plus
-    what root reaped), `client` (this process), `machine` (every core's busy time since boot)."""
+    what root reaped), `client` (this process), `machine` (every core's busy time since boot), and `below`:
+    `tree` by kind (the module's docstring) with `other_by_command`."""
     table = process_table()
     below = 0.0
+    kinds = {"zygote": 0.0, "runs_ended": 0.0, "runs_alive": 0.0, "other": 0.0}
+    other: dict[str, float] = {}
     if root is not None and root in table:
         children: dict[int, list[int]] = {}
         for pid, (ppid, _own, _reaped) in table.items():
             children.setdefault(ppid, []).append(pid)
-        todo = list(children.get(root, []))
+        todo = [(pid, False) for pid in children.get(root, [])]  # (pid, below a zygote)
         while todo:
-            pid = todo.pop()
-            below += table[pid][1] + table[pid][2]
-            todo += children.get(pid, [])
-    own = os.times()
+            pid, in_run = todo.pop()
+            _ppid, own, reaped = table[pid]
+            below += own + reaped
+            zygote = not in_run and ZYGOTE in command_of(pid)
+            if zygote:
+                kinds["zygote"] += own
+                kinds["runs_ended"] += reaped
+            elif in_run:
+                kinds["runs_alive"] += own + reaped
+            else:
+                kinds["other"] += own + reaped
+                name = short_command(command_of(pid))
+                other[name] = other.get(name, 0.0) + own + reaped
+            todo += [(child, in_run or zygote) for child in children.get(pid, [])]
+        kinds["other"] += table[root][2]  # what the server itself reaped (ended compile workers and the like)
+        if table[root][2]:
+            other["(ended, reaped by the server)"] = table[root][2]
+    own_times = os.times()
     busy = cpu_times()
     return {
         "server": table[root][1] if root in table else 0.0,
         "tree": below + (table[root][2] if root in table else 0.0),
-        "client": own.user + own.system,
+        "client": own_times.user + own_times.system,
         "machine": busy[0] / os.sysconf("SC_CLK_TCK") if busy else 0.0,
+        "below": {**kinds, "other_by_command": other},
     }
 
 
@@ -124,10 +171,18 @@ class Sampler:
         if len(self._tree) != 2:
             return None
         first, last = self._tree
-        split = {k: round(max(0.0, last[k] - first[k]), 1) for k in first}
+        split: dict = {k: round(max(0.0, last[k] - first[k]), 1) for k in first if k != "below"}
         split["rest"] = round(
             max(0.0, split["machine"] - split["server"] - split["tree"] - split["client"]), 1
         )
+        a, b = first["below"], last["below"]
+        below: dict = {k: round(b[k] - a[k], 1) for k in ("zygote", "runs_ended", "runs_alive", "other")}
+        commands = {
+            name: round(b["other_by_command"].get(name, 0.0) - a["other_by_command"].get(name, 0.0), 1)
+            for name in set(a["other_by_command"]) | set(b["other_by_command"])
+        }
+        below["other_by_command"] = dict(sorted(commands.items(), key=lambda kv: -kv[1])[:6])
+        split["below"] = below
         return split
 
     def _run(self) -> None:
