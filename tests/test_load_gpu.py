@@ -367,4 +367,8 @@ def test_the_cpu_below_the_server_is_split_by_kind(tmp_path: Path) -> None:
     assert 0.5 <= below["other"] < 0.9, split
     assert list(below["other_by_command"])[0].startswith("python"), split
     assert abs(sum(below[k] for k in ("zygote", "runs_ended", "runs_alive", "other")) - split["tree"]) <= 0.3
+    # bubblewrap's command line names the zygote's module too: it is not the zygote (it counts as other)
+    bwrap = "/usr/bin/bwrap --die-with-parent --unshare-pid /venv/bin/python3 -m tritonlab.runs.zygote gpu"
+    assert not sampler.is_zygote(bwrap) and sampler.short_command(bwrap) == "bwrap"
+    assert sampler.is_zygote("/venv/bin/python3 -m tritonlab.runs.zygote gpu --drop 65534:65534")
     assert below_cell(split, 2).startswith(f"{below['zygote'] / 2:.2f} / {below['runs_ended'] / 2:.2f} / ")

@@ -72,13 +72,22 @@ def command_of(pid: int) -> str:
         return ""
 
 
+def is_zygote(command: str) -> bool:
+    """A zygote's own process: Python running the zygote's module (not bubblewrap, whose command line names it
+    too, and not its forks below it, which are found by where they are)."""
+    words = command.split()
+    if "-m" not in words[:-1] or not Path(words[0]).name.startswith("python"):
+        return False
+    return words[words.index("-m") + 1] == ZYGOTE
+
+
 def short_command(command: str) -> str:
     """What a process is, for a report: its program's name and, for `python -m`, the module."""
     words = command.split()
     if not words:
         return "?"
     name = Path(words[0]).name
-    if "-m" in words[:-1]:
+    if name.startswith("python") and "-m" in words[:-1]:
         return f"{name} -m {words[words.index('-m') + 1]}"
     return name
 
@@ -100,7 +109,7 @@ def tree_cpu(root: int | None) -> dict:
             pid, in_run = todo.pop()
             _ppid, own, reaped = table[pid]
             below += own + reaped
-            zygote = not in_run and ZYGOTE in command_of(pid)
+            zygote = not in_run and is_zygote(command_of(pid))
             if zygote:
                 kinds["zygote"] += own
                 kinds["runs_ended"] += reaped
