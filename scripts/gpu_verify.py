@@ -430,7 +430,7 @@ OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 def shard_argv(files: list[str], basetemp: str) -> list[str]:
     """One shard's pytest: verbose, so every test's name is written as it starts and its outcome as it ends;
     a shard stopped at the step's limit still says which tests failed and which one it was in (a quiet run
-    killed by its timeout left one `F` among dots: 2026-12-05's H100 run on 2de2963)."""
+    killed by its timeout left one `F` among dots: H100-80GB-HBM3 run 2026-12-05 (2de2963))."""
     return [
         sys.executable,
         "-m",
@@ -1060,7 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # the last step this run makes gets what is left of the budget: `--only gpu_tests` in a call of its own
     # gives the GPU tests the whole call (they outgrew their 150 s beside the other steps: 158 tests in the
-    # H100 run 2026-12-05 (2de2963))
+    # H100-80GB-HBM3 run 2026-12-05 (2de2963))
     last = [name for name in steps if not only or name in only][-1]
     for name, step in steps.items():
         left = args.budget - RESERVE_S - (time.monotonic() - started)

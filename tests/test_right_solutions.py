@@ -43,7 +43,7 @@ def checked_at_once(
     """Each file's verdict (or the exception its check raised), `workers` checks at a time through one
     zygote (thread-safe, as the service uses it): each check mostly waits on its own child's compiles, so a
     GPU machine's cores judge the 65 files in a fraction of the one-at-a-time time (one at a time, `make
-    gpu-verify`'s test step finished 4 of them in 150 s: H100 run 2026-12-05 (2de2963))."""
+    gpu-verify`'s test step finished 4 of them in 150 s: H100-80GB-HBM3 run 2026-12-05 (2de2963))."""
 
     def one(rel: str) -> object:
         try:
