@@ -360,7 +360,7 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITONLAB_", "TRITON_", "XDG_"))}
     env["HOME"] = str(tmp_path / "vm-home")
-    env["PYTHONPATH"] = str(ROOT / "src")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
     return env
 
 

@@ -33,7 +33,8 @@ def tritonlab(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         "TRITONLAB_HOME": str(tmp_path / "home"),
         "TRITONLAB_WORKSPACE": str(tmp_path / "ws"),
     }
-    env["PYTHONPATH"] = str(ROOT / "src")
+    # this checkout first; what the environment adds after it (a GPU machine's carried wheels)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "tritonlab", *args], capture_output=True, text=True, env=env, timeout=600
     )
