@@ -1,7 +1,8 @@
 """`make gpu-verify`: the GPU machine's substitute for CI, in one call of at most 9.5 minutes.
 
 Steps, each timed and bounded, in this order (the last one run gets what is left of the budget; with `--only`,
-the last one asked for, so that `--only gpu_tests` gives the GPU tests a call of their own):
+the last one asked for, so that `--only gpu_tests` gives the GPU tests a call of their own; `environment`, the
+record's header, runs with any `--only`):
 
 1. `environment`: date, GPU, driver, Triton, torch, Python;
 2. `doctor`: `tritonlab doctor --json --backend gpu`;
@@ -1010,6 +1011,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = only - set(LIMITS)
     if unknown:
         parser.error(f"unknown step(s) {', '.join(sorted(unknown))}; steps: {', '.join(LIMITS)}")
+    if only:  # the run's record names its date, GPU, driver and versions whatever else it ran (a few seconds)
+        only.add("environment")
     # A copy of the tree sent to a GPU machine may carry no (or a stale) .git: the caller can name the commit.
     commit = os.environ.get("TRITONLAB_COMMIT") or gpu_runs.current_commit()
     gpu = gpu_name()

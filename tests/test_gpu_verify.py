@@ -44,6 +44,15 @@ def test_dry_run_writes_the_plan_of_every_step_within_the_budget(tmp_path: Path)
     assert bad.returncode == 2 and "unknown step" in bad.stderr
 
 
+def test_the_environment_step_runs_with_any_only(tmp_path: Path) -> None:
+    """A run of one step still records the date, GPU, driver and versions (the run folder's README needs them:
+    the H100-80GB-HBM3 runs of f34f30d and 8b0198d, `--only gpu_tests` and `--only bench`, had none)."""
+    assert gpu_verify.main(["--out", str(tmp_path), "--budget", "60", "--only", "bench", "--dry-run"]) == 0
+    steps = json.loads((tmp_path / "gpu-verify.json").read_text())["steps"]
+    assert steps["environment"]["status"] == "dry run: not run"  # asked for, not "not asked for (--only)"
+    assert steps["doctor"]["status"].startswith("not asked for")
+
+
 def test_a_spent_budget_skips_the_steps_left(tmp_path: Path) -> None:
     """With no time left every step is skipped, not run past the budget (the 10-minute GPU call returns)."""
     assert gpu_verify.main(["--out", str(tmp_path), "--budget", "1", "--only", "environment,bench"]) == 0

@@ -70,14 +70,15 @@ def test_the_measured_causes_are_data_beside_the_module() -> None:
     assert set(targets.causes()) == set(tomllib.loads(CAUSES_FILE.read_text(encoding="utf-8"))["causes"])
 
 
-CITED = re.compile(r"H200 run (\d{4}-\d\d-\d\d) \(([0-9a-f]{7})\)")
+CITED = re.compile(r"(H200|H100-80GB-HBM3) run (\d{4}-\d\d-\d\d) \(([0-9a-f]{7})\)")
 
 
 def test_every_measured_cause_rests_on_recorded_runs() -> None:
     """Each cause names the runs it rests on (folders of docs/gpu-runs/, which exist), cites exactly those in its
-    text as "H200 run <date> (<commit>)", never by a session's jargon, and is keyed by a target id the rules make."""
+    text as "<GPU> run <date> (<commit>)" (an H200's or an H100's), never by a session's jargon, and is keyed by a
+    target id the rules make."""
     for key, cause in targets.causes().items():
-        cited = {f"{date}-h200-{commit}" for date, commit in CITED.findall(cause["text"])}
+        cited = {f"{date}-{gpu.lower()}-{commit}" for gpu, date, commit in CITED.findall(cause["text"])}
         assert cited == set(cause["runs"]), (key, sorted(cited), cause["runs"])
         for run in cause["runs"]:
             assert (ROOT / "docs" / "gpu-runs" / run / "README.md").is_file(), (key, run)
