@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Render docs/benchmarks.md and its PNG plots from the JSON of one recorded benchmark run alone.
+"""Render docs/benchmarks.md and its PNG plots from the JSON of one recorded benchmark run, and the restated
+targets from the newest `bench --all` run of docs/gpu-runs/ (`make gpu-verify`'s `bench-all.json`).
 
     python scripts/bench_report.py [--runs docs/gpu-runs/<run>] [--prefix h200] [--out docs/benchmarks.md]
 
@@ -30,6 +31,18 @@ def recorded_run(prefix: str = "h200", runs: Path = ROOT / "docs" / "gpu-runs") 
     """The newest run folder with a `<prefix>-results.json` (folders are named `<date>-<gpu>-<commit>`)."""
     found = sorted(runs.glob(f"*/{prefix}-results.json")) if runs.is_dir() else []
     return found[-1].parent if found else None
+
+
+def newest_bench_all(runs: Path = ROOT / "docs" / "gpu-runs") -> Path | None:
+    """The run folder whose `bench-all.json` (`make gpu-verify`'s bench step: `tritonlab bench --all`) was
+    measured last, by the date the file records; None when no run holds one."""
+    found = []
+    for path in runs.glob("*/bench-all.json") if runs.is_dir() else []:
+        try:
+            found.append((str(json.loads(path.read_text())["env"]["date"]), path.parent.name, path.parent))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not what `bench --all --json` writes: never the newest
+    return max(found)[2] if found else None
 
 
 def load_runs(runs: Path, prefix: str) -> dict[str, Any]:
@@ -94,9 +107,10 @@ def run_citation(runs_rel: str) -> str:
     return ""
 
 
-def peers_section(rows: list[dict[str, Any]]) -> list[str]:
+def peers_section(rows: list[dict[str, Any]], newer: set[str] = frozenset()) -> list[str]:
     """Which implementations each compute-bound target is judged against (perf/targets.py), and which compute
-    kernels the recorded run has no rows for (not measured yet: pending, never a number)."""
+    kernels the recorded run has no rows for (measured in the newest `bench --all` below when `newer` holds
+    them; else not measured yet: pending, never a number)."""
     recorded = {r["kernel"] for r in rows}
     out = [
         "**Peers** (`perf/targets.py`, `peers_of`): a compute-bound target compares, shape by shape, with the "
@@ -110,7 +124,13 @@ def peers_section(rows: list[dict[str, Any]]) -> list[str]:
         "| --- | --- | --- |",
     ]
     for kernel in targets.COMPUTE_KERNELS:
-        state = "measured" if kernel in recorded else "not measured yet (pending a GPU run)"
+        state = (
+            "measured"
+            if kernel in recorded
+            else "not in this run; measured in the newest `bench --all` (below)"
+            if kernel in newer
+            else "not measured yet (pending a GPU run)"
+        )
         out.append(f"| {kernel} | {' / '.join(targets.peers_of(kernel))} | {state} |")
     return [*out, ""]
 
@@ -238,7 +258,45 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
     return made
 
 
-def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
+def newest_section(folder: Path | None) -> tuple[list[str], set[str]]:
+    """The restated targets judged (perf/targets.py, with today's measured causes) from the rows of the newest
+    `bench --all` run, whatever its GPU; and the kernels it measured."""
+    if folder is None:
+        return [], set()
+    data = json.loads((folder / "bench-all.json").read_text())
+    rows, peaks, env = data.get("rows", []), data.get("peaks", {}), data.get("env", {})
+    judged = targets.evaluate(rows, peaks)
+    rel = f"gpu-runs/{folder.name}"
+    L = [
+        "## The newest `bench --all`: every reference kernel",
+        "",
+        f"From `{rel}/bench-all.json`{run_citation(rel)}: `tritonlab bench --all --json --runs 3` "
+        "(`make gpu-verify`'s bench step), every case of every reference kernel, the median of 3 interleaved "
+        "runs with their spread, judged against the same restated targets. "
+        f"**Run:** {env_line(env)}. Its measured ceilings: copy {peaks.get('copy_gbps', 0):,.0f} GB/s, dense "
+        f"bf16 matmul {peaks.get('matmul_bf16_tflops', 0):.0f} TFLOP/s. Where its GPU differs from the run "
+        "above, compare figures within one run only.",
+        "",
+        f"{sum(t['met'] for t in judged)} of {len(judged)} met.",
+        "",
+        "| target | measured | spread (runs) | goal | status | reason / context |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in judged:
+        unit = "×" if t["unit"] == "x" else "%"
+        spread = "–".join(map(str, t["spread"])) if t.get("spread") else "—"
+        L.append(
+            f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | {spread} | "
+            f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
+        )
+    return [*L, ""], {r["kernel"] for r in rows}
+
+
+def render(
+    data: dict[str, Any], made: dict[str, str], runs_rel: str, newest: Path | None | bool = True
+) -> str:
+    """The report; `newest` is the folder of the newest `bench --all` run (True: found in docs/gpu-runs)."""
+    newer, newer_kernels = newest_section(newest_bench_all() if newest is True else newest or None)
     res = data.get("results", {})
     env = res.get("env", {})
     peaks = res.get("peaks", {})
@@ -297,7 +355,7 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
             "",
             f"{met} of {len(judged)} met.",
             "",
-            *peers_section(rows),
+            *peers_section(rows, newer_kernels),
             "| target | measured | spread (runs) | goal | status | reason / context |",
             "| --- | --- | --- | --- | --- | --- |",
         ]
@@ -309,6 +367,7 @@ def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
                 f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
             )
         L.append("")
+    L += newer
     corr = res.get("correctness") or []
     if isinstance(corr, list) and corr:
         bad = [c for c in corr if not c["ok"]]

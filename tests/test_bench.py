@@ -384,6 +384,42 @@ def test_committed_report_is_current(tmp_path: Path) -> None:
     assert rendered == text, "docs/benchmarks.md is stale: run `make bench-gpu` (or scripts/bench_report.py)"
 
 
+def test_the_report_shows_the_newest_bench_all_run(tmp_path: Path) -> None:
+    """docs/benchmarks.md adds the newest `bench --all` (by the date its JSON records, not the folder's name),
+    judged with today's targets: the kernels the older recorded run lacks are shown measured, not pending."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_report
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    source = ROOT / "docs" / "gpu-runs" / "2026-12-05-h100-80gb-hbm3-8b0198d" / "bench-all.json"
+    data = json.loads(source.read_text())
+    runs = tmp_path / "gpu-runs"
+    for name, date in (
+        ("2026-12-09-h200-aaaaaaa", "2026-12-01T10:00:00"),
+        ("2026-12-02-h200-bbbbbbb", "2026-12-02T10:00:00"),
+    ):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "bench-all.json").write_text(
+            json.dumps({**data, "env": {**data["env"], "date": date}})
+        )
+    (runs / "2026-12-31-h200-ccccccc").mkdir()
+    (runs / "2026-12-31-h200-ccccccc" / "bench-all.json").write_text("{not json")  # never the newest
+    newest = bench_report.newest_bench_all(runs)
+    assert newest == runs / "2026-12-02-h200-bbbbbbb"
+    lines, kernels = bench_report.newest_section(newest)
+    text = "\n".join(lines)
+    assert "H200 run 2026-12-02 (bbbbbbb)" in text and "18 of 26 met." in text
+    assert {"attention_backward", "matmul_fp8", "matmul_tma"} <= kernels
+    assert "| attention_backward bf16, 8 shapes" in text and "**short**" in text
+    peers = "\n".join(bench_report.peers_section([], kernels))
+    assert (
+        "| attention_backward |" in peers
+        and "pending" not in peers.split("| attention_backward |")[1].split("\n")[0]
+    )
+    assert bench_report.newest_section(None) == ([], set())
+
+
 # ------------------------------------------------------------------ kernels on the interpreter
 
 
