@@ -132,7 +132,7 @@ def dev_check(
     jobs: Annotated[
         int | None,
         typer.Option(
-            "--jobs", min=1, max=8, help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8)."
+            "--jobs", min=1, max=32, help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8)."
         ),
     ] = None,
 ) -> None:
