@@ -132,7 +132,12 @@ def dev_check(
     jobs: Annotated[
         int | None,
         typer.Option(
-            "--jobs", min=1, max=32, help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8)."
+            # at most 8: with 16 at once 11 examples failed with ENOSPC (H100-80GB-HBM3 run 2026-12-05 (5725d86));
+            # of what runs write, only the learner compile cache (128 MiB) is shared, so most likely it filled
+            "--jobs",
+            min=1,
+            max=8,
+            help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8).",
         ),
     ] = None,
 ) -> None:

@@ -22,7 +22,10 @@ def default_jobs(backend: str) -> int:
     it); each run holds a CUDA context and its cases in GPU memory, a few GB at most — a huge case tens of GB,
     and only three exercises have one. On the H200 (16 cores) 4 at a time took 122 s, 5 took 115 s with the
     heaviest check started 38 s in (H200 runs 2026-12-02 (accb35e) and 2026-12-02 (907ab44)). On the interpreter the
-    service's own two runs at once."""
+    service's own two runs at once. Not more than 8: on an H100 (16 cores) 16 at once took 111.6 s against
+    131.9 s for 8, the host's CPU 79% busy either way, but 11 examples failed with ENOSPC (H100-80GB-HBM3 run
+    2026-12-05 (5725d86)); of what the runs write, only the learner compile cache (128 MiB) is shared between
+    them, so most likely it filled."""
     if backend == "gpu":
         return max(1, min(8, (os.cpu_count() or 4) // 2))
     return 2
