@@ -258,6 +258,22 @@ def plots(data: dict[str, Any], runs: Path, prefix: str) -> dict[str, str]:
     return made
 
 
+def targets_table(judged: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    """The judged targets as a table: measured, spread, goal, met or short, and the context (`reason`)."""
+    out = [
+        "| target | measured | spread (runs) | goal | status | reason / context |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in judged:
+        unit = "×" if t["unit"] == "x" else "%"
+        spread = "–".join(map(str, t["spread"])) if t.get("spread") else "—"
+        out.append(
+            f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | {spread} | "
+            f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
+        )
+    return out
+
+
 def newest_section(folder: Path | None) -> tuple[list[str], set[str]]:
     """The restated targets judged (perf/targets.py, with today's measured causes) from the rows of the newest
     `bench --all` run, whatever its GPU; and the kernels it measured."""
@@ -279,24 +295,14 @@ def newest_section(folder: Path | None) -> tuple[list[str], set[str]]:
         "",
         f"{sum(t['met'] for t in judged)} of {len(judged)} met.",
         "",
-        "| target | measured | spread (runs) | goal | status | reason / context |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *targets_table(judged, rows),
     ]
-    for t in judged:
-        unit = "×" if t["unit"] == "x" else "%"
-        spread = "–".join(map(str, t["spread"])) if t.get("spread") else "—"
-        L.append(
-            f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | {spread} | "
-            f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
-        )
     return [*L, ""], {r["kernel"] for r in rows}
 
 
-def render(
-    data: dict[str, Any], made: dict[str, str], runs_rel: str, newest: Path | None | bool = True
-) -> str:
-    """The report; `newest` is the folder of the newest `bench --all` run (True: found in docs/gpu-runs)."""
-    newer, newer_kernels = newest_section(newest_bench_all() if newest is True else newest or None)
+def render(data: dict[str, Any], made: dict[str, str], runs_rel: str) -> str:
+    """The report of the recorded run, then the newest `bench --all` run of docs/gpu-runs/ (`newest_section`)."""
+    newer, newer_kernels = newest_section(newest_bench_all())
     res = data.get("results", {})
     env = res.get("env", {})
     peaks = res.get("peaks", {})
@@ -356,17 +362,9 @@ def render(
             f"{met} of {len(judged)} met.",
             "",
             *peers_section(rows, newer_kernels),
-            "| target | measured | spread (runs) | goal | status | reason / context |",
-            "| --- | --- | --- | --- | --- | --- |",
+            *targets_table(judged, rows),
+            "",
         ]
-        for t in judged:
-            unit = "×" if t["unit"] == "x" else "%"
-            spread = "–".join(map(str, t["spread"])) if t.get("spread") else "—"
-            L.append(
-                f"| {t['what']} | {fmt(t['measured'], 3 if unit == '×' else 1)}{unit} | {spread} | "
-                f"≥ {t['target']}{unit} | {'met' if t['met'] else '**short**'} | {reason(t, rows)} |"
-            )
-        L.append("")
     L += newer
     corr = res.get("correctness") or []
     if isinstance(corr, list) and corr:
