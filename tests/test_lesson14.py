@@ -288,6 +288,86 @@ def test_fp8_inputs_travel_as_the_bits_torch_gives() -> None:
     assert back.dtype == torch.float8_e4m3fn and np.array_equal(back.double().numpy(), q)
 
 
+def test_fp8_rounding_agrees_with_a_table_search_at_every_tie_and_edge() -> None:
+    """`f64_to_e4m3_bits` rounds on float64's bits (fast enough for a GPU check's millions of elements); an
+    independent oracle — the nearest of the 127 magnitudes by table search, ties to the even pattern — gives
+    the same bits for every representable value, every midpoint and the floats just beside both, subnormals,
+    saturation, infinities, NaN, -0 and a spread of magnitudes across every binade. (Torch cannot be the oracle
+    here: it rounds float64 to float32 first, so just below a midpoint it rounds twice.)"""
+    import numpy as np
+
+    from tritonlab.grading.contracts import e4m3_bits_to_f64, f64_to_e4m3_bits
+
+    table = e4m3_bits_to_f64(np.arange(0x7F))  # 0 .. 448, increasing
+
+    def oracle(v: np.ndarray) -> np.ndarray:
+        mag = np.minimum(np.abs(np.nan_to_num(v)), 448.0)
+        hi = np.clip(np.searchsorted(table, mag), 0, 0x7E)
+        lo = np.maximum(hi - 1, 0)
+        d_lo, d_hi = mag - table[lo], table[hi] - mag
+        pick = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+        bits = (pick | np.where(np.signbit(v), 0x80, 0)).astype(np.uint8)
+        return np.where(np.isnan(v), np.uint8(0x7F), bits).astype(np.uint8)
+
+    rng = np.random.default_rng(5)
+    mids = (table[1:] + table[:-1]) / 2
+    edges = np.array(
+        [0.0, np.nan, np.inf, 448, 449, 463.9, 464, 479, 480, 1e6, 1e300, 5e-324, 2.0**-10, 2.0**-7]
+    )
+    beside = [np.nextafter(x, t) for x in (table, mids) for t in (0.0, 1e3)]
+    logs = np.exp2(rng.uniform(-14, 11, 100_000))
+    values = np.concatenate([table, mids, *beside, edges, logs])
+    values = np.concatenate([values, -values]).reshape(2, -1)  # two dimensions: the shape is kept
+    ours = f64_to_e4m3_bits(values)
+    assert ours.shape == values.shape and ours.dtype == np.uint8
+    assert np.array_equal(ours, oracle(values))
+    assert f64_to_e4m3_bits(np.zeros((0, 3))).shape == (0, 3)
+
+
+def test_fp8_cases_scale_each_tile_as_a_loop_over_tiles_does() -> None:
+    """`quantize_groups` works on every tile at once; a loop over the (row block, 128-wide group) tiles, each
+    scaled by its own largest magnitude, gives the same values and scales, ragged edges included."""
+    import math
+
+    import numpy as np
+
+    from tritonlab.grading.contracts import FP8, quantize
+    from tritonlab.grading.contracts import fp8_matmul as fp8
+
+    def loop(rng: np.random.Generator, rows: int, k: int, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        groups, blocks = math.ceil(k / 128), math.ceil(rows / block_rows)
+        x = rng.standard_normal((rows, k)) * np.exp(rng.uniform(-2, 2, size=(rows, 1)))
+        x *= np.repeat(np.exp(rng.uniform(-1.5, 1.5, size=(1, groups))), 128, axis=1)[:, :k]
+        scales, q = np.zeros((blocks, groups)), np.zeros((rows, k))
+        for i in range(blocks):
+            for g in range(groups):
+                tile = (slice(i * block_rows, (i + 1) * block_rows), slice(g * 128, (g + 1) * 128))
+                s = quantize(np.array([(float(np.abs(x[tile]).max()) or 1.0) / 448.0]), "float32")[0]
+                scales[i, g], q[tile] = s, quantize(x[tile] / s, FP8)
+        return np.where(q == 0, quantize(np.array([2.0**-9]), FP8)[0], q), scales
+
+    for rows, k, block_rows in [(1, 1, 1), (7, 3, 128), (33, 200, 1), (260, 129, 128), (130, 300, 128)]:
+        want = loop(np.random.default_rng(rows * k), rows, k, block_rows)
+        got = fp8.quantize_groups(np.random.default_rng(rows * k), rows, k, block_rows)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True)), (rows, k, block_rows)
+
+
+def test_bf16_rounding_matches_torch() -> None:
+    """`f64_to_bf16_bits` (in uint32, in place) gives torch's bits for float32 values across the whole range."""
+    import numpy as np
+    import torch
+
+    from tritonlab.grading.contracts import f64_to_bf16_bits
+
+    rng = np.random.default_rng(6)
+    f32 = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    f32 = f32[np.isfinite(f32)]
+    f32 = np.concatenate([f32, np.float32([0.0, -0.0, 3.389e38, -3.389e38, 1e-45, np.inf, -np.inf])])
+    theirs = torch.from_numpy(f32.copy()).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(f64_to_bf16_bits(f32.astype(np.float64)), theirs)
+    assert f64_to_bf16_bits(np.array([np.nan]))[0] == 0x7FC0
+
+
 def test_inspect_keeps_only_known_instruction_counts() -> None:
     """The inspect child imported the learner's file, which could write inspect.json: counts are validated."""
     from tritonlab.grading import kernel_inspect
