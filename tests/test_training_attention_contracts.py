@@ -179,6 +179,60 @@ def test_dropout_rejects_unscaled_values_and_names_the_scale() -> None:
     assert failures and all("divided by 1 − p" in f.cause for f in failures)
 
 
+def test_dropout_counters_never_make_a_kernel_of_their_own() -> None:
+    """Triton specialises an integer argument equal to 1 or divisible by 16: a case's seed, seed + 1, offset or
+    offset + shift that was one compiled one more kernel on a GPU (benchmarks/check_compiles.py). They never
+    are now, while the shift still takes every value of 1–96."""
+    rng = np.random.default_rng(11)
+    shifts = set()
+    for _ in range(20_000):
+        seed, offset, shift = do.counters(rng)
+        assert all(v != 1 and v % 16 for v in (seed, seed + 1, offset, offset + shift)), (seed, offset, shift)
+        assert 0 <= seed < 2**31 - 1 and offset >= 0
+        shifts.add(shift)
+    assert shifts == set(range(1, 97))
+
+
+def test_dropout_forward_calls_of_a_case_share_one_compiled_kernel() -> None:
+    """What a GPU check compiles: the course solution's launches of each case (recorded, not run, on CPU
+    tensors) keyed as Triton's launcher keys its compile cache; a case's three forward calls are one kernel."""
+    import importlib.util
+    import sys
+
+    import torch
+    from triton.runtime import autotuner
+    from triton.runtime.jit import JITFunction
+
+    from tritonlab.content.course import load_course
+    from tritonlab.grading import triton_api
+
+    exercise = next(e for e in load_course().exercises() if e.id == "dropout")
+    spec = importlib.util.spec_from_file_location("dropout_solution_launches", exercise.solution)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for seed in range(4):
+        for case in do.cases(np.random.default_rng(seed), "gpu"):
+            if case.expect_error or case.args[0].values.size > 100_000:
+                continue
+            x, residual, _grad, p, s, offset = case.args
+            tensors = [torch.from_numpy(t.values.astype(np.float32)) for t in (x, residual)]
+            recorded: list = []
+            run, tuned = JITFunction.run, autotuner.Autotuner.run
+            triton_api.intercept_launches(recorded)
+            try:
+                module.dropout_add(*tensors, p, s, offset=offset)
+                module.dropout_add(*tensors, p, s + 1, offset=offset)
+                module.dropout_add(*tensors, p, s, offset=offset + case.extra["shift"])
+            finally:
+                JITFunction.run, autotuner.Autotuner.run = run, tuned
+            keys = set()
+            for jit_fn, args, kwargs in recorded:
+                signature, constexprs, attrs, options = triton_api.bind_launch(jit_fn, args, kwargs)
+                keys.add((str(signature), str(sorted(constexprs.items())), str(sorted(attrs)), str(options)))
+            assert len(recorded) == 3 and len(keys) == 1, (case.name, keys)
+    assert "dropout_solution_launches" not in sys.modules
+
+
 # ---- cumsum ------------------------------------------------------------------------------------------------
 
 
