@@ -123,6 +123,51 @@ def test_cli_inspect_prints_ptx_and_registers(tmp_path: Path) -> None:
     assert "registers per thread:" in proc.stdout and "PTX" in proc.stdout and ".version" in proc.stdout
 
 
+BINARY_ONLY = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from tritonlab.grading import kernel_compile, triton_api
+kernel_compile.compiler_mode()
+import triton, triton.language as tl
+
+@triton.jit
+def copy(x, y, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + i, tl.load(x + i, mask=i < n), mask=i < n)
+
+cache = os.environ["TRITON_CACHE_DIR"]
+def files():
+    return sorted(f for d in os.listdir(cache) for f in os.listdir(os.path.join(cache, d)))
+sig, cx = {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"}, {(3,): 128}
+os.environ["TRITON_STORE_BINARY_ONLY"] = "1"  # as a replay compiled it
+triton_api.compile_kernel(copy, sig, cx, {}, {}, triton_api.target("cuda", 90, 32))
+stored = files()
+os.environ.pop("TRITON_STORE_BINARY_ONLY")  # then the trusted compile of the same kernel, in the same cache
+compiled = kernel_compile.compile_for(copy, sig, cx, {}, {}, "cuda:90")
+described = kernel_compile.describe_compiled(compiled, "cuda:90")
+print(json.dumps({"stored": stored, "after": files(), "stages": sorted(described["stages"]),
+                  "registers": described["resources"].get("registers")}))
+"""
+
+
+def test_inspect_compiles_again_past_an_entry_that_holds_the_binary_only(tmp_path: Path) -> None:
+    """The replay stores compiled kernels without their stages (runs/zygote.py BINARY_ONLY_MODES), and the
+    variable is not in Triton's cache key: the trusted compile (or an inspect) that meets such an entry
+    compiles the kernel again instead of failing on a missing PTX, and leaves the entry whole."""
+    script = tmp_path / "binary_only.py"
+    script.write_text(BINARY_ONLY)
+    env = dict(os.environ, TRITON_INTERPRET="0", TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TRITON_STORE_BINARY_ONLY", None)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(ROOT / "src")], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "copy.cubin" in got["stored"] and not {"copy.ptx", "copy.llir", "copy.ttgir"} & set(got["stored"])
+    assert {"ptx", "ttgir"} <= set(got["stages"]) and got["registers"], got
+    assert {"copy.ptx", "copy.ttgir"} <= set(got["after"]), got
+
+
 def test_adapter_module_is_the_only_place_with_private_triton_calls() -> None:
     grading = ROOT / "src" / "tritonlab" / "grading"
     text = (grading / "kernel_inspect.py").read_text() + (grading / "kernel_compile.py").read_text()

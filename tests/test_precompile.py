@@ -306,6 +306,8 @@ def test_the_precompile_childs_entries_are_those_a_gpu_childs_launches_look_up(
     assert pre.report.get("compiled") == 2 and pre.report["errors"] == [], pre.report
     folder = caches.folder(cache, hardened=zygote.hardened)
     assert len(os.listdir(folder)) >= 2
+    stored = {f.rsplit(".", 1)[-1] for entry in os.listdir(folder) for f in os.listdir(folder / entry)}
+    assert {"cubin", "ptx", "ttgir"} <= stored, stored  # whole: these entries are copied to a learner's cache
     env = limits.child_environment("gpu") | {"TRITON_CACHE_DIR": str(folder)}
     done = subprocess.run(
         [sys.executable, "-c", GPU_CHILD_LAUNCH, str(file)],

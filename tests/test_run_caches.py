@@ -77,6 +77,61 @@ def test_a_learners_runs_share_one_cache_and_no_one_elses(zygote: sandbox.Zygote
     assert "other" not in again["seen"]
 
 
+def test_only_the_replays_and_the_trusted_timings_compiles_store_the_binary_alone(
+    zygote: sandbox.Zygote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replay and the trusted timing run store compiled kernels without their IR stages
+    (TRITON_STORE_BINARY_ONLY: ~70 % of an entry's bytes, in the replay's capped cache); every other mode keeps
+    every stage, whatever its environment held: a learner's code may read `compiled.asm["ptx"]` (lesson 1's
+    example does), and the precompile's entries are copied into a learner's cache. Through a real zygote for a
+    learner's run (the variable set in the zygote's environment is dropped); every mode through `run_job`."""
+    from tritonlab.runs import zygote as zygote_module
+
+    run_dir, _warm = zygote.new_run_dir(cache=caches.LEARNER)
+    try:
+        (run_dir / "prog.py").write_text(
+            "import os\nprint(repr(os.environ.get('TRITON_STORE_BINARY_ONLY')))\n"
+        )
+        (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(run_dir / "prog.py")}))
+        result = zygote.start(run_dir, default_limits("interpreter", 30)).wait()
+    finally:
+        runfolder.remove_run_dir(run_dir)
+    assert result.exit_code == 0 and result.output.strip().splitlines()[-1] == "None", result.output
+
+    (tmp_path / "mode_probe.py").write_text(
+        "import os\ndef entry(job, run_dir):\n    return os.environ.get('TRITON_STORE_BINARY_ONLY')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(zygote_module, "ENTRIES", dict.fromkeys(zygote_module.ENTRIES, "mode_probe:entry"))
+    seen = {}
+    for mode in zygote_module.ENTRIES:
+        monkeypatch.setenv("TRITON_STORE_BINARY_ONLY", "1")
+        (tmp_path / "job.json").write_text(json.dumps({"mode": mode}))
+        seen[mode] = zygote_module.run_job(tmp_path)
+    assert {m for m, v in seen.items() if v == "1"} == {"replay", "speed"}, seen
+    assert all(v is None for m, v in seen.items() if m not in ("replay", "speed")), seen
+
+
+def test_an_entry_stored_binary_only_is_never_copied_into_a_learners_cache(tmp_path: Path) -> None:
+    """A learner's code may read any stage of a kernel it compiled: an entry the replay stored without them
+    is left for the learner's run to compile; a whole one is copied."""
+    source, dest = tmp_path / "replay", tmp_path / "learner"
+    dest.mkdir()
+    for name, stages in (
+        ("A" * 20, ("cubin", "json", "source")),
+        ("B" * 20, ("cubin", "json", "source", "ptx")),
+    ):
+        entry = source / name
+        entry.mkdir(parents=True)
+        for stage in stages:
+            (entry / f"k.{stage}").write_text(stage)
+        group = {f"k.{stage}": str(entry / f"k.{stage}") for stage in stages}
+        (entry / "__grp__k.json").write_text(json.dumps({"child_paths": group}))
+    assert caches.copy_entries(source, dest, ["A" * 20, "B" * 20]) == 1
+    assert sorted(os.listdir(dest)) == ["B" * 20]
+    assert "k.ptx" in os.listdir(dest / ("B" * 20))
+
+
 def test_no_learner_run_sees_or_reaches_the_replay_cache(zygote: sandbox.Zygote) -> None:
     replay = caches.folder(caches.REPLAY, zygote.hardened)
     (replay / "trusted-entry").write_text("compiled by a replay child")

@@ -93,7 +93,19 @@ def describe_compiled(compiled: Any, target: str) -> dict[str, Any]:
 def compile_for(
     jit_fn: Any, signature: dict, constexprs: dict, attrs: dict, options: dict, target: str
 ) -> Any:
-    return triton_api.compile_kernel(jit_fn, signature, constexprs, attrs, options, _target(target))
+    """The compiled kernel with every stage's text. A cache entry written by a run that stored the binary
+    only (runs/zygote.py `BINARY_ONLY_MODES`: the replay's, in the cache the trusted compile shares) has none
+    of them: compiled again then, past the cache, and the entry rewritten whole."""
+    compiled = triton_api.compile_kernel(jit_fn, signature, constexprs, attrs, options, _target(target))
+    needed = "ptx" if TARGETS[target][0] == "cuda" else "amdgcn"
+    if needed in compiled.asm:
+        return compiled
+    os.environ.pop("TRITON_STORE_BINARY_ONLY", None)
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        return triton_api.compile_kernel(jit_fn, signature, constexprs, attrs, options, _target(target))
+    finally:
+        os.environ.pop("TRITON_ALWAYS_COMPILE", None)
 
 
 def _case_spec(contract: Any, backend: str, run_dir: Path) -> dict:

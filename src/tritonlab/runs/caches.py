@@ -57,8 +57,10 @@ NEARLY_FULL = 0.8  # emptied when this share of its bytes or files is used
 _NAME = re.compile(r"^(learner|replay)(-[A-Za-z0-9_]{1,64})?$")
 ENTRY = re.compile(r"^[A-Za-z0-9_-]{16,128}$")  # a compiled kernel's folder (Triton: its key's hash)
 ENTRY_FILE = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
-ENTRY_FILES = 64  # files one entry may have (Triton writes about ten: each stage's IR, the binary, metadata)
+ENTRY_FILES = 64  # files one entry may have (Triton writes about ten: each stage's IR, the binary, metadata;
+# four when a trusted run stores the binary only, runs/zygote.py BINARY_ONLY_MODES)
 GROUP = "__grp__"
+IR_SUFFIXES = (".ttir", ".ttgir", ".llir", ".ptx", ".amdgcn")  # stages a binary-only entry lacks
 
 
 def kind(name: str) -> str:
@@ -224,6 +226,8 @@ def _copy_entry(src: Path, dest: Path, dest_fd: int, name: str, owner: os.stat_r
     groups = [f for f in files if f.startswith(GROUP)]
     if not groups:
         return 0  # an entry Triton has not finished writing
+    if not any(f.endswith(IR_SUFFIXES) for f in files):
+        return 0  # stored without its stages (a replay's): a learner's code may read them, so it compiles its own
     try:
         os.mkdir(name, 0o755, dir_fd=dest_fd)
         made = True
