@@ -96,6 +96,21 @@ def test_attention_backward_accepts_a_gpu_kernels_rounding(shape: tuple, dtype: 
     assert ab.check(case, result) == []
 
 
+def test_attention_backward_keeps_no_score_matrix_with_its_case() -> None:
+    """The probabilities and scores (B·H·S·S float64 each) serve the tolerances alone: once `prepare` made
+    them, the case the server caches holds the inputs, gradients and tolerances, and judging (again) works."""
+    from tritonlab.grading import case_cache
+
+    case = ab._case(np.random.default_rng(5), "large: ", (1, 2, 1024, 16), "float16")
+    g, tol = ab.prepare(case)
+    assert "p" not in g and "s" not in g and set(ab.OUTPUTS) <= set(g)
+    square = 2 * 1024 * 1024 * 8  # one (B, H, S, S) float64 matrix
+    assert case_cache.held_bytes([case]) < square, case_cache.held_bytes([case])
+    assert ab.prepare(case) == (g, tol)  # memoised: nothing needs the matrices again
+    right = kernel_gradients(case)
+    assert ab.check(case, result_of([(right[name], "float16") for name in ab.OUTPUTS])) == []
+
+
 def test_attention_backward_rejects_the_non_causal_gradients_and_names_them() -> None:
     case = ab._case(np.random.default_rng(4), "", (1, 2, 90, 64), "bfloat16")
     g = kernel_gradients(case, causal=False)
