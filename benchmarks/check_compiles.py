@@ -11,7 +11,9 @@ GPU backend's cases for a seed, calls the course's own file (`--file`: the solut
 starter) on each case in this process with every launch recorded instead of run (CPU tensors, no GPU), and
 compiles each distinct launch once for `cuda:90` with Triton's bundled ptxas into an empty cache, counting
 this process's and its children's CPU. Prints, per exercise: cases, launches, kernels, the compile's CPU
-seconds (one cache's worth: a first check pays about twice that) and per kernel.
+seconds (one cache's worth: a first check pays about twice that), per kernel, and the MiB its entries take
+in the cache (4 KiB blocks, as a tmpfs counts them; with TRITON_STORE_BINARY_ONLY=1 as the replay stores
+them: runs/zygote.py BINARY_ONLY_MODES).
 
 It imports the course's files into this process: run it on the course, not on a learner's file. An autotuned
 kernel counts its first configuration only (a GPU check compiles every configuration the autotuner tries).
@@ -117,6 +119,16 @@ def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list
     return len(cases), launched, list(distinct.values()), problems
 
 
+def cache_bytes() -> int:
+    """The bytes the compile cache's files take, each rounded up to 4 KiB blocks."""
+    total = 0
+    for root, _dirs, names in os.walk(os.environ["TRITON_CACHE_DIR"]):
+        for name in names:
+            size = os.lstat(os.path.join(root, name)).st_size
+            total += -(-size // 4096) * 4096
+    return total
+
+
 def compile_all(kernels: list) -> tuple[float, float, int]:
     """(CPU seconds, wall seconds, failures) of compiling each launch once for cuda:90 into an empty cache."""
     from tritonlab.grading import triton_api
@@ -155,25 +167,35 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such exercise: {', '.join(unknown)}")
     rows = []
-    print("| exercise | cases | launches | kernels | compile CPU s (one cache) | per kernel |")
-    print("|---|---|---|---|---|---|")
+    print("| exercise | cases | launches | kernels | compile CPU s (one cache) | per kernel | cache MiB |")
+    print("|---|---|---|---|---|---|---|")
     for exercise in exercises:
         if args.exercises and exercise.id not in args.exercises:
             continue
         cases, launched, kernels, problems = launches_of(exercise, args.file, args.seed)
+        before = cache_bytes()
         cpu, wall, failures = (0.0, 0.0, 0) if args.count_only else compile_all(kernels)
+        stored = (cache_bytes() - before) / 2**20
         row = {"exercise": exercise.id, "file": args.file, "seed": args.seed, "cases": cases,
                "launches": launched, "kernels": len(kernels), "compile_cpu_s": round(cpu, 2),
-               "compile_wall_s": round(wall, 2), "compile_failures": failures, "problems": problems}  # fmt: skip
+               "compile_wall_s": round(wall, 2), "compile_failures": failures, "cache_mib": round(stored, 2),
+               "problems": problems}  # fmt: skip
         rows.append(row)
         per = f"{cpu / len(kernels):.2f}" if kernels and not args.count_only else "—"
         shown = "—" if args.count_only else f"{cpu:.2f}"
-        print(f"| {exercise.id} | {cases} | {launched} | {len(kernels)} | {shown} | {per} |", flush=True)
+        print(
+            f"| {exercise.id} | {cases} | {launched} | {len(kernels)} | {shown} | {per} | {stored:.1f} |",
+            flush=True,
+        )
         for problem in problems:
             print(f"  not recorded: {problem}", file=sys.stderr)
     if not args.count_only and rows:
         total = sum(r["compile_cpu_s"] for r in rows)
-        print(f"\n{sum(r['kernels'] for r in rows)} kernels, {total:.1f} CPU s for one cache", flush=True)
+        mib = sum(r["cache_mib"] for r in rows)
+        print(
+            f"\n{sum(r['kernels'] for r in rows)} kernels, {total:.1f} CPU s and {mib:.1f} MiB for one cache",
+            flush=True,
+        )
     if args.out:
         import platform
 
