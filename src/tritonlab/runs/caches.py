@@ -32,7 +32,9 @@ it: the same keys), and the parent copies exactly those entries into that learne
 finds them instead of compiling them again. That gives a learner nothing they could not compile themselves,
 and nothing a learner writes ever reaches the replay's cache. The learner's cache is theirs to write: the copy
 never follows a link there, never replaces a file, and writes each entry's group file (the file listing that
-entry's other files by path, which Triton reads first) last, pointing at the copies.
+entry's other files by path, which Triton reads first) last, pointing at the copies. An entry the replay or
+the trusted timing run stored without its IR stages (runs/zygote.py `BINARY_ONLY_MODES`) is never copied: a
+learner's code may read any stage of a kernel it compiled, so that kernel is compiled in their own run.
 """
 
 from __future__ import annotations
