@@ -208,44 +208,67 @@ def test_dropout_counters_never_make_a_kernel_of_their_own() -> None:
     assert shifts == set(range(1, 97))
 
 
+LAUNCH_KEYS = r"""
+import importlib.util, json, sys
+import numpy as np, torch
+from triton.runtime import autotuner
+from triton.runtime.jit import JITFunction
+from tritonlab.content.course import load_course
+from tritonlab.grading import triton_api
+from tritonlab.grading.contracts import dropout as do
+
+exercise = next(e for e in load_course().exercises() if e.id == "dropout")
+spec = importlib.util.spec_from_file_location("solution", exercise.solution)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+out = []
+for seed in range(4):
+    for case in do.cases(np.random.default_rng(seed), "gpu"):
+        if case.expect_error or case.args[0].values.size > 100_000:
+            continue
+        x, residual, _grad, p, s, offset = case.args
+        tensors = [torch.from_numpy(t.values.astype(np.float32)) for t in (x, residual)]
+        recorded = []
+        run, tuned = JITFunction.run, autotuner.Autotuner.run
+        triton_api.intercept_launches(recorded)
+        try:
+            module.dropout_add(*tensors, p, s, offset=offset)
+            module.dropout_add(*tensors, p, s + 1, offset=offset)
+            module.dropout_add(*tensors, p, s, offset=offset + case.extra["shift"])
+        finally:
+            JITFunction.run, autotuner.Autotuner.run = run, tuned
+        keys = set()
+        for jit_fn, args, kwargs in recorded:
+            signature, constexprs, attrs, options = triton_api.bind_launch(jit_fn, args, kwargs)
+            keys.add(repr((signature, sorted(constexprs.items()), sorted(attrs), options)))
+        out.append([case.name, len(recorded), len(keys)])
+print(json.dumps(out))
+"""
+
+
 def test_dropout_forward_calls_of_a_case_share_one_compiled_kernel() -> None:
     """What a GPU check compiles: the course solution's launches of each case (recorded, not run, on CPU
-    tensors) keyed as Triton's launcher keys its compile cache; a case's three forward calls are one kernel."""
-    import importlib.util
+    tensors, in a process with the interpreter off: a compiled kernel's launch path) keyed as Triton's launcher
+    keys its compile cache; a case's three forward calls are one kernel."""
+    import json
+    import os
+    import subprocess
     import sys
+    from pathlib import Path
 
-    import torch
-    from triton.runtime import autotuner
-    from triton.runtime.jit import JITFunction
-
-    from tritonlab.content.course import load_course
-    from tritonlab.grading import triton_api
-
-    exercise = next(e for e in load_course().exercises() if e.id == "dropout")
-    spec = importlib.util.spec_from_file_location("dropout_solution_launches", exercise.solution)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for seed in range(4):
-        for case in do.cases(np.random.default_rng(seed), "gpu"):
-            if case.expect_error or case.args[0].values.size > 100_000:
-                continue
-            x, residual, _grad, p, s, offset = case.args
-            tensors = [torch.from_numpy(t.values.astype(np.float32)) for t in (x, residual)]
-            recorded: list = []
-            run, tuned = JITFunction.run, autotuner.Autotuner.run
-            triton_api.intercept_launches(recorded)
-            try:
-                module.dropout_add(*tensors, p, s, offset=offset)
-                module.dropout_add(*tensors, p, s + 1, offset=offset)
-                module.dropout_add(*tensors, p, s, offset=offset + case.extra["shift"])
-            finally:
-                JITFunction.run, autotuner.Autotuner.run = run, tuned
-            keys = set()
-            for jit_fn, args, kwargs in recorded:
-                signature, constexprs, attrs, options = triton_api.bind_launch(jit_fn, args, kwargs)
-                keys.add((str(signature), str(sorted(constexprs.items())), str(sorted(attrs)), str(options)))
-            assert len(recorded) == 3 and len(keys) == 1, (case.name, keys)
-    assert "dropout_solution_launches" not in sys.modules
+    src = Path(__file__).resolve().parent.parent / "src"
+    env = dict(
+        os.environ,
+        TRITON_INTERPRET="0",
+        PYTHONPATH=os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCH_KEYS], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(rows) >= 20, rows
+    assert all(launched == 3 and keys == 1 for _name, launched, keys in rows), rows
 
 
 # ---- cumsum ------------------------------------------------------------------------------------------------
