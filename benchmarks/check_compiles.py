@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -43,9 +44,8 @@ def cpu_seconds() -> float:
 def load(path: Path, name: str) -> object:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = (
-        module  # a contract's run_case finds the file's other functions as the harness's "learner"
-    )
+    # a contract's run_case finds the file's other functions as the harness's "learner"
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -68,7 +68,6 @@ def variant_key(jit_fn: object, args: tuple, kwargs: dict) -> tuple[tuple, tuple
 
 def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list, list[str]]:
     """(cases, launches, distinct launches, problems) of one GPU check of the course's file, launches recorded."""
-    import numpy as np  # noqa: F401 - the cases are numpy
     from triton.runtime import autotuner
     from triton.runtime.jit import JITFunction
 
@@ -113,8 +112,6 @@ def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list
                 key, launch = variant_key(jit_fn, args, kwargs)
                 distinct.setdefault(key, launch)
     finally:
-        import shutil
-
         shutil.rmtree(run_dir, ignore_errors=True)
     return len(cases), launched, list(distinct.values()), problems
 
@@ -156,9 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-only", action="store_true", help="count the kernels, compile nothing")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON")
     args = parser.parse_args(argv)
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(
-        prefix="check-compiles-cache-"
-    )  # every kernel compiled anew
+    # an empty cache: every kernel compiled anew
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="check-compiles-cache-")
     sys.path.insert(0, str(ROOT / "src"))
     from tritonlab.content.course import load_course
 

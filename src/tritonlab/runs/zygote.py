@@ -61,10 +61,11 @@ PRELOAD = "tritonlab.grading.preload:zygote_preload"  # computed once here, inhe
 # that execute kernels and never read one's IR back, whose entries stay in the replay's cache. An entry's TTIR,
 # TTGIR, LLVM IR and PTX are two thirds of what it holds (one compile of every course solution's GPU kernels,
 # benchmarks/check_compiles.py: 85.5 MiB of disk, 2592 files; stored binary-only 28.9 MiB, 1296 files), and
-# that cache, shared by a whole class, is a capped tmpfs in memory. Not the precompile: its entries are copied into a learner's cache, where the learner's own
-# code may read `compiled.asm["ptx"]` (lesson 1's example does), and caches.copy_entries copies whole entries
-# only. Nor any other mode. The variable is not in Triton's cache key, so the trusted `compile` can meet such
-# an entry: it compiles again (grading/kernel_compile.py `compile_for`).
+# that cache, shared by a whole class, is a capped tmpfs in memory. Not the precompile: its entries are copied
+# into a learner's cache, where the learner's own code may read `compiled.asm["ptx"]` (lesson 1's example
+# does), and caches.copy_entries copies whole entries only. Nor any other mode. The variable is not in
+# Triton's cache key, so the trusted `compile` can meet such an entry: it compiles again
+# (grading/kernel_compile.py `compile_for`).
 BINARY_ONLY_MODES = frozenset({"replay", "speed"})
 WALLS = pidns.Walls()  # what every run of this worker gets, proved at start (basicwalls.self_check)
 

@@ -180,6 +180,7 @@ def _e4m3_values(b: np.ndarray) -> np.ndarray:
 
 
 _E4M3_TABLE = _e4m3_values(np.arange(256, dtype=np.int64))  # every one of the 256 bit patterns
+_CHUNK = 1 << 15  # elements f64_to_e4m3_bits rounds at a time
 
 
 def e4m3_bits_to_f64(bits: np.ndarray) -> np.ndarray:
@@ -199,9 +200,6 @@ def f64_to_e4m3_bits(values: np.ndarray) -> np.ndarray:
     for start in range(0, v.size, _CHUNK):  # a chunk's dozen passes stay in the CPU's cache
         out[start : start + _CHUNK] = _e4m3_chunk(v[start : start + _CHUNK])
     return out.reshape(np.shape(values))
-
-
-_CHUNK = 1 << 15
 
 
 def _e4m3_chunk(v: np.ndarray) -> np.ndarray:
