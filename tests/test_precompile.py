@@ -344,9 +344,11 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
         "vector-copy", "", solution.parent, contracts.get("vector-copy").FUNCTION, {}, {}, {}, ()
     )
     cache = caches.learner_name("precompile-test")
+    monkeypatch.setenv("TRITONLAB_PREDICT", "0")  # a first check compiles nothing ahead without a prediction
     first = pipeline.check(exercise, solution, "interpreter", zygote, seed=4, cache=cache)
     assert first.passed, first.failures
     assert "precompile_wait_s" not in first.timings  # nothing stored before the first check
+    monkeypatch.delenv("TRITONLAB_PREDICT")
     kept = VariantStore().load(cache, "vector-copy")
     assert kept and all(v["kernel"] for v in kept)
     # the learner's own module, as it is imported, counts the compiled entries in its cache
@@ -354,6 +356,7 @@ def test_a_check_keeps_its_replays_variants_and_the_next_check_precompiles_them(
     second = pipeline.check(exercise, solution, "interpreter", zygote, seed=5, cache=cache, source=probe)
     assert second.passed, second.failures
     assert second.timings["precompiled"] == len(kept) and second.timings["precompile_wait_s"] >= 0
+    assert "precompile_predicted" not in second.timings  # its own previous variants, not the reference's
     # what it compiled (distinct keys: fewer than the variants) copied into the learner's own cache, before
     # the check child started: one compile for both
     copied = second.timings["precompile_copied"]
@@ -455,3 +458,106 @@ def test_on_the_gpu_an_edited_kernels_replay_finds_its_kernels_precompiled(
     timings = second.timings
     assert timings.get("precompiled", 0) >= 1 and not timings.get("precompile_problem"), timings
     assert timings.get("replay_compiled") == 0, timings
+
+
+def test_a_first_check_compiles_the_references_variants_once_for_both_caches(
+    any_zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A learner's first check of an exercise has no previous variants: the precompile child calls the reference
+    solution on the check's own cases (replay/predict.py), compiles those variants from the learner's text and
+    the parent copies them into the learner's cache before the check child starts, which finds them at import.
+    Hardened too: the reference reaches the trusted child only as a copy in its own run folder."""
+    zygote = any_zygote
+    monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    solution = ROOT / "course/05-vector-add/exercises/vector-add/solution.py"
+    exercise = Exercise(
+        "vector-add", "", solution.parent, contracts.get("vector-add").FUNCTION, {}, {}, {}, ()
+    )
+    cache = caches.learner_name(f"first-{os.urandom(4).hex()}")
+    probe = solution.read_text() + PROBE
+    first = pipeline.check(exercise, solution, "interpreter", zygote, seed=7, cache=cache, source=probe)
+    assert first.passed, first.failures
+    timings = first.timings
+    assert timings.get("precompile_predicted", 0) >= 2, timings  # several shapes' specializations
+    assert timings["precompiled"] == timings["precompile_predicted"], timings
+    assert not timings.get("precompile_problem"), timings
+    copied = timings["precompile_copied"]
+    assert copied >= 2 and f"compiled entries at import: {copied}" in first.output, first.output[-2000:]
+    # the reference's launches are the replay's own: what the replay kept for the next check is what was predicted
+    kept = VariantStore().load(cache, "vector-add")
+    assert len(kept) == timings["precompile_predicted"], (kept, timings)
+    monkeypatch.setenv("TRITONLAB_PREDICT", "0")
+    other = caches.learner_name(f"first-{os.urandom(4).hex()}")
+    off = pipeline.check(exercise, solution, "interpreter", zygote, seed=7, cache=other, source=probe)
+    assert off.passed and "precompile_predicted" not in off.timings and "precompile_copied" not in off.timings
+    assert "compiled entries at import: 0" in off.output, off.output[-2000:]
+
+
+PREDICT = r"""
+import json, shutil, sys
+from pathlib import Path
+from tritonlab.content.course import load_course
+from tritonlab.grading import contracts
+from tritonlab.grading.check import cases, job
+from tritonlab.grading.replay import predict
+
+exercise_id, seed, run_dir = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+exercise = next(e for e in load_course().exercises() if e.id == exercise_id)
+contract = contracts.get(exercise_id)
+made = cases.make_cases(contract, seed, "interpreter")
+job.write_job(exercise, exercise.solution, "interpreter", made, run_dir, getattr(contract, "ARG_NAMES", None))
+shutil.copyfile(exercise.solution, run_dir / predict.REFERENCE)
+spec = {"exercise": exercise_id, "function": exercise.function, "backend": "interpreter",
+        "cases": json.loads((run_dir / "job.json").read_text())["cases"]}
+print(json.dumps(predict.predict(spec, run_dir)))
+"""
+
+
+@pytest.mark.parametrize("exercise_id", ["softmax", "rmsnorm-backward", "dropout", "transpose"])
+def test_the_predicted_variants_are_the_replays_own(
+    zygote: sandbox.Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, exercise_id: str
+) -> None:
+    """For a check of the reference solution, the variants predicted from the reference on the check's cases
+    (replay/predict.py, in a child with the interpreter off, as the precompile child is) are exactly the
+    variants its replay launched: the same kernels, pointer dtypes and alignments, integer values and
+    constexprs, several kernels per case included (rmsnorm-backward, dropout)."""
+    from tritonlab.content.course import load_course
+
+    monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    monkeypatch.setenv("TRITONLAB_PREDICT", "0")  # the replay's variants alone; nothing compiled here
+    exercise = next(e for e in load_course().exercises() if e.id == exercise_id)
+    cache = caches.learner_name(f"predict-{os.urandom(4).hex()}")
+    verdict = pipeline.check(exercise, exercise.solution, "interpreter", zygote, seed=9, cache=cache)
+    assert verdict.passed, verdict.failures
+    replayed = VariantStore().load(cache, exercise_id)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_INTERPRET": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", PREDICT, exercise_id, "9", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    predicted, problems = json.loads(done.stdout.strip().splitlines()[-1])
+    assert problems == []
+    key = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731
+    assert replayed and sorted(map(key, predicted)) == sorted(map(key, replayed))
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_first_check_compiles_each_kernel_once(
+    gpu_zygote: sandbox.Zygote, tmp_path: Path
+) -> None:
+    """A learner's first check of matmul on the GPU's own Triton: the variants predicted from the reference are
+    compiled once by the precompile and copied into the learner's cache, so neither the check child nor the
+    replay compiles a kernel itself (new entries in either cache: none)."""
+    exercise = Exercise("matmul", "", MATMUL.parent, contracts.get("matmul").FUNCTION, {}, {}, {}, ())
+    learner = tmp_path / "solution.py"
+    marker = "pid = tl.program_id(0)"
+    learner.write_text(
+        MATMUL.read_text().replace(marker, marker + "  # " + os.urandom(6).hex())
+    )  # never compiled
+    cache = caches.learner_name(f"first-{os.urandom(4).hex()}")
+    verdict = pipeline.check(exercise, learner, "gpu", gpu_zygote, seed=12, timeout=180, cache=cache)
+    assert verdict.passed, [f.to_json() for f in verdict.failures[:3]]
+    timings = verdict.timings
+    assert timings.get("precompile_predicted", 0) >= 1 and not timings.get("precompile_problem"), timings
+    assert timings.get("check_compiled") == 0 and timings.get("replay_compiled") == 0, timings

@@ -108,6 +108,10 @@ def children(judged: list[dict]) -> dict:
         for figure in CHILD_FIGURES
     }
     out["replay_compiled"] = percentile(_timing(judged, "replay_compiled", int), 50)
+    out["check_compiled"] = percentile(_timing(judged, "check_compiled", int), 50)
+    # the share of checks whose precompile predicted a first check's kernels from the reference
+    predicted = _timing(judged, "precompile_predicted", int)
+    out["predicted_share"] = round(len(predicted) / len(judged), 3) if judged else None
     return out
 
 
@@ -167,8 +171,9 @@ def child_cell(c: dict) -> str:
         ]
         return f"{shown[0]} s, {shown[1]} faults, {shown[2]} switches"
 
-    compiled = c.get("replay_compiled")
+    compiled, own = c.get("replay_compiled"), c.get("check_compiled")
     tail = "" if compiled is None else f"; the replay compiled {compiled:.0f} kernels"
+    tail += "" if own is None else f", the check child {own:.0f}"
     return f"{one('check')} / {one('replay')}{tail}"
 
 

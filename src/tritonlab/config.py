@@ -10,6 +10,8 @@ TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (defau
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 TRITONLAB_PRECOMPILE  0 turns off compiling a GPU check's kernels ahead (beside the check child, and all at once
                   in the replay child; default on; grading/check/precompile.py)
+TRITONLAB_PREDICT  0 turns off compiling ahead a learner's first check of an exercise, whose kernels are predicted
+                  from the reference solution on the check's own cases (default on; grading/replay/predict.py)
 TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the driver chooses (a process with one
                   context spins a core); default: they wait asleep (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py)
 TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
@@ -161,3 +163,9 @@ def argon2_is_weak(cost: dict[str, int]) -> bool:
 def precompile_enabled() -> bool:
     """TRITONLAB_PRECOMPILE (default on): compile a GPU check's kernels ahead (grading/check/precompile.py)."""
     return os.environ.get("TRITONLAB_PRECOMPILE", "").strip() != "0"
+
+
+def predict_enabled() -> bool:
+    """TRITONLAB_PREDICT (default on): a first check's kernels, predicted from the reference solution, are
+    compiled ahead like a next check's (grading/replay/predict.py); TRITONLAB_PRECOMPILE=0 turns this off too."""
+    return precompile_enabled() and os.environ.get("TRITONLAB_PREDICT", "").strip() != "0"

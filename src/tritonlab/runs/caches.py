@@ -187,6 +187,15 @@ def warm_plan(
     return plan
 
 
+def entry_count(name: str, hardened: bool) -> int | None:
+    """How many compiled entries (folders named by a kernel's hash) cache `name` holds now; None when it cannot
+    be read. A check counts them around its check child: the kernels that child compiled itself."""
+    try:
+        return sum(1 for e in os.scandir(folder(name, hardened)) if ENTRY.match(e.name) and e.is_dir())
+    except (OSError, ValueError):
+        return None
+
+
 def copy_entries(source: Path, dest: Path, names: list[str], budget: int = CACHE_BYTES[LEARNER] // 4) -> int:
     """Copy the compiled kernels `names` from the cache `source` (the replay's: trusted) into `dest` (a
     learner's: theirs to write, so hostile) and return how many entries now have a group file there that the

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tritonlab import config
 from tritonlab.grading import contracts
 from tritonlab.grading.check import cases, job, judge, precompile, read, replay, run
 from tritonlab.grading.check.failures import malformed_failure
@@ -189,10 +190,18 @@ class CheckRun:
                 self.on_start(handle)
 
         limits = run.run_limits(self.backend, self.timeout, self.cases)
+        counting = self.precompiles() and (
+            self.precompiling is None or not self.precompiling.thread.is_alive()
+        )
+        before = caches.entry_count(self.cache, self.zygote.hardened) if counting else None
         self.run_result = run.run(
             self.zygote, self.run_dir, limits, self.verdict.timings, started, self.on_output
         )
         self.verdict.output = self.run_result.output
+        if before is not None:  # kernels the check child compiled itself (a precompile that matched: none)
+            after = caches.entry_count(self.cache, self.zygote.hardened)
+            if after is not None:
+                self.verdict.timings["check_compiled"] = max(0, after - before)
 
     def precompiles(self) -> bool:
         return not precompile.why_not(self.contract, self.backend, self.precompile_target)
@@ -201,15 +210,20 @@ class CheckRun:
         """3, before the check child: the kernels of the variants the replay of the learner's previous check of
         this exercise launched (edited code almost always launches the same ones) compiled into the replay's
         cache by a trusted child, then copied into the learner's own (precompile.py), so that the check child's
-        launches and the replay's find them: one compile for both. Waited for at most FIRST_WAIT_S; past that
-        the check child starts and the precompile goes on beside it, for the replay."""
+        launches and the replay's find them: one compile for both. A first check has no previous variants: the
+        child predicts them from the reference solution on this check's cases (replay/predict.py). Waited for
+        at most FIRST_WAIT_S; past that the check child starts and the precompile goes on beside it, for the
+        replay."""
         if not self.precompiles():
             return
         if self.compiled_ahead:
             self.verdict.timings["precompile_skipped"] = "compiled ahead"
             return
         wanted = precompile.VariantStore().load(self.cache, self.exercise.id)
-        if not wanted:
+        first = None
+        if not wanted and config.predict_enabled():
+            first = precompile.FirstCheck.of(self.exercise, self.run_dir)
+        if not wanted and first is None:
             return
         self.precompiling = precompile.PrecompileAndCopy(
             self.zygote,
@@ -220,6 +234,7 @@ class CheckRun:
             self.timeout,
             self.precompile_target,
             self.cache,
+            first,
         )
         mark = time.monotonic()
         self.precompiling.thread.join(precompile.FIRST_WAIT_S)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from pathlib import Path
 from tritonlab import config
 from tritonlab.grading.check.run import usage
 from tritonlab.grading.replay import variants as _variants
+from tritonlab.models import Exercise
 from tritonlab.runs import caches, rundir, runfolder, sandbox
 from tritonlab.runs.collect import Run, RunResult
 from tritonlab.runs.limits import default_limits
@@ -102,6 +104,53 @@ class VariantStore:
         return len(kept)
 
 
+class FirstCheck:
+    """What a learner's first check of an exercise hands its precompile to predict the variants from
+    (grading/replay/predict.py): the reference solution's text and the check's own cases, whose input files
+    the parent wrote into the check's run directory before the check child starts. `hand_over` puts copies in
+    the precompile's run directory (runs never see the course's solutions; a run sees only its own folder) and
+    returns the job's `predict`. The check's job.json is the parent's own, read back before any run used the
+    folder."""
+
+    def __init__(self, exercise: Exercise, check_dir: Path) -> None:
+        self.exercise_id = str(exercise.id)
+        self.function = str(exercise.function)
+        self.reference = Path(exercise.solution).read_bytes()
+        self.check_dir = check_dir
+        written = json.loads((check_dir / "job.json").read_text())
+        self.cases, self.backend = written["cases"], written["backend"]
+
+    @classmethod
+    def of(cls, exercise: Exercise, check_dir: Path) -> FirstCheck | None:
+        """None when there is nothing to predict from (no reference solution here, or no job yet)."""
+        try:
+            return cls(exercise, check_dir)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def files(self) -> list[str]:
+        names = []
+        for case in self.cases:
+            for spec in [*case.get("args", []), *case.get("kwargs", {}).values()]:
+                if isinstance(spec, dict) and isinstance(spec.get("tensor"), str):
+                    names.append(spec["tensor"])
+        return names
+
+    def hand_over(self, run_dir: Path) -> dict:
+        from tritonlab.grading.replay.predict import REFERENCE
+
+        (run_dir / REFERENCE).write_bytes(self.reference)
+        for name in self.files():
+            if "/" in name or name.startswith("."):
+                raise ValueError(f"not a case file: {name!r}")
+            try:  # the same folder system: a link; each run folder its own tmpfs (as root): a copy
+                os.link(self.check_dir / name, run_dir / name, follow_symlinks=False)
+            except OSError:
+                shutil.copyfile(self.check_dir / name, run_dir / name, follow_symlinks=False)
+        return {"exercise": self.exercise_id, "function": self.function, "backend": self.backend,
+                "cases": self.cases}  # fmt: skip
+
+
 class Precompile:
     """The trusted precompile of stored variants into the replay's cache, for a check (PrecompileAndCopy).
 
@@ -121,6 +170,7 @@ class Precompile:
         target: str | None = None,
         cache: str = caches.REPLAY,
         workers: int | None = None,
+        predict: FirstCheck | None = None,
     ) -> None:
         self.started = time.monotonic()
         self.report: dict = {}
@@ -136,6 +186,8 @@ class Precompile:
                 job["target"] = target
             if workers:
                 job["workers"] = workers  # compile processes (default: replay/precompile.py worker_count)
+            if predict is not None:
+                job["predict"] = predict.hand_over(self.run_dir)
             (self.run_dir / "job.json").write_text(json.dumps(job))
             self.handle = zygote.start(self.run_dir, default_limits(backend, timeout))
         except BaseException:
@@ -167,7 +219,8 @@ class Precompile:
             except rundir.Malformed:
                 data = None
             if isinstance(data, dict):
-                self.report = {k: data.get(k) for k in ("compiled", "processes", "seconds")}
+                keys = ("compiled", "processes", "seconds", "predicted", "predict_seconds")
+                self.report = {k: data.get(k) for k in keys}
                 errors = data.get("errors")
                 self.report["errors"] = [str(e)[:300] for e in errors[:8]] if isinstance(errors, list) else []
                 entries = data.get("entries")
@@ -209,6 +262,11 @@ def timings_of(pre: Precompile, waited: float, timings: dict) -> None:
     compiled = pre.report.get("compiled")
     if isinstance(compiled, int) and not isinstance(compiled, bool):
         timings["precompiled"] = compiled
+    predicted, predict_s = pre.report.get("predicted"), pre.report.get("predict_seconds")
+    if isinstance(predicted, int) and not isinstance(predicted, bool) and 0 <= predicted < 1000:
+        timings["precompile_predicted"] = predicted  # a first check: the reference's variants (FirstCheck)
+    if isinstance(predict_s, int | float) and not isinstance(predict_s, bool) and 0 <= predict_s < 1e6:
+        timings["predict_s"] = round(float(predict_s), 3)
     usage(timings, "precompile", pre.run)
 
 
@@ -221,7 +279,8 @@ class PrecompileAndCopy:
     early). A precompile that cannot start is only noted: it decides nothing."""
 
     def __init__(self, zygote: sandbox.Zygote, source: str, file: Path, wanted: list[dict], backend: str,
-                 timeout: float, target: str | None, learner_cache: str) -> None:  # fmt: skip
+                 timeout: float, target: str | None, learner_cache: str,
+                 predict: FirstCheck | None = None) -> None:  # fmt: skip
         self.replay: Precompile | None = None
         self.copied: int | None = None  # entries copied into the learner's cache, once copied
         self.problem = ""
@@ -229,7 +288,9 @@ class PrecompileAndCopy:
 
         def start() -> None:
             try:
-                self.replay = Precompile(zygote, source, file, wanted, backend, timeout, target)
+                self.replay = Precompile(
+                    zygote, source, file, wanted, backend, timeout, target, predict=predict
+                )
             except Exception as exc:  # noqa: BLE001 - e.g. no run directory left: the check goes on without
                 self.problem = f"{type(exc).__name__}: {str(exc)[:200]}"
                 return

@@ -14,8 +14,11 @@ mode either way. The kernels are built as the check child's import makes them (r
 entries compiled here are also the ones the check child looks up: the parent copies them into the learner's
 own cache (runs/caches.py `copy_entries`, grading/check/precompile.py), one compile for both.
 
+A learner's first check of an exercise has no stored variants: `job["predict"]` then names the check's cases,
+and the variants are those the reference solution launches on them (predict.py).
+
 Writes `precompile.json`: {"compiled": n, "errors": [...], "entries": [the cache folders of the variants
-compiled or found], "seconds": s, "processes": n}.
+compiled or found], "seconds": s, "processes": n, and for a prediction "predicted": n, "predict_seconds": s}.
 """
 
 from __future__ import annotations
@@ -158,14 +161,25 @@ def run_precompile(job: dict, run_dir: Path) -> int:
 
     started = time.perf_counter()
     out: dict[str, Any] = {"compiled": 0, "errors": [], "processes": 0, "entries": []}
+    noted: list[str] = []
     try:
         wanted = _variants.validate(job.get("variants"))
+        if isinstance(job.get("predict"), dict):  # a first check: the reference's launches (predict.py)
+            from tritonlab.grading.replay.predict import predict
+
+            mark = time.perf_counter()
+            predicted, problems = predict(job["predict"], run_dir)
+            wanted = _variants.validate(_variants.unique(wanted + predicted)[: _variants.MAX_VARIANTS])
+            out["predicted"] = len(predicted)
+            out["predict_seconds"] = round(time.perf_counter() - mark, 3)
+            noted = [f"predict: {p}" for p in problems[:4]]
         source = (run_dir / job["source"]).read_text(encoding="utf-8", errors="surrogateescape")
         use_target(job.get("target"))
         kernels, _lower = build_kernels(source, job.get("file") or "learner.py")
         workers = max(1, min(WORKERS, int(job.get("workers") or worker_count())))
         compiled = compile_variants(kernels, wanted, workers)
         out["compiled"], out["errors"], out["processes"], out["entries"] = compiled
+        out["errors"] = noted + out["errors"]
     except Exception as exc:  # noqa: BLE001 - nothing here is judged: the replay compiles what is missing
         out["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")
     out["seconds"] = round(time.perf_counter() - started, 3)

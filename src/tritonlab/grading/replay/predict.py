@@ -1,0 +1,96 @@
+"""A first check's kernel variants, predicted from the reference solution (child side, trusted: the precompile's
+`job["predict"]`, grading/replay/precompile.py).
+
+A learner's next check of an exercise precompiles the variants their previous replay launched
+(grading/check/precompile.py). A first check has none, so the check child compiled every kernel in the learner's
+cache and the replay compiled each one again in its own. The exercise's starter fixes the kernels' names and
+parameters and usually their block sizes, so the reference solution, called on this very check's inputs, launches
+what a learner's working file launches: each kernel with the same argument types, the same integer
+specializations and the same constexprs. So the precompile child imports the solution (a copy the parent put in
+its run directory: runs never see the course's solutions), calls it on the check's cases with every launch
+recorded instead of run (CPU tensors made as the check child makes them, `harness.Tools`, so each pointer's
+16-byte alignment is the same), and compiles those variants from the *learner's* text. A learner whose file
+launches something else (another block size, another kernel name) wastes at most that bounded compile: the
+check child compiles what it launches, as before, and their next check uses their own variants.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from tritonlab.grading.replay import variants as _variants
+from tritonlab.grading.replay.replayer import LAUNCH_OPTIONS
+
+REFERENCE = "reference.py"  # the solution's copy in the precompile's run directory
+MODULE = "tritonlab_reference"
+
+
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(MODULE, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[MODULE] = module  # a contract's run_case finds the file's other functions through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def as_variant(jit_fn: Any, args: tuple, kwargs: dict) -> dict:
+    """A recorded launch (`triton_api.intercept_launches`) in the replay's variant form (variants.describe)."""
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
+    rest = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    return _variants.describe(jit_fn.fn.__name__, list(args), rest, options)
+
+
+def _generated(spec: Any) -> bool:
+    return isinstance(spec, dict) and "generated" in spec
+
+
+def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
+    """(the variants the reference launches on the job's cases, problems). `job`: {"exercise", "function",
+    "backend", "cases": the check's own job cases, their .npy files in `run_dir`}. A huge case (inputs generated on the
+    device) is left out; a case the reference refuses or whose host step needs real results stops at that
+    launch, its earlier launches kept."""
+    from triton.runtime import autotuner
+    from triton.runtime.jit import JITFunction
+
+    from tritonlab.grading import contracts, triton_api
+    from tritonlab.grading.harness import Tools
+
+    contract = contracts.get(str(job["exercise"]))
+    fn = getattr(_load(run_dir / REFERENCE), str(job["function"]))
+    found: list[dict] = []
+    problems: list[str] = []
+    run, tuned = JITFunction.run, autotuner.Autotuner.run
+    for index, spec in enumerate(job["cases"]):
+        if any(_generated(a) for a in [*spec["args"], *spec["kwargs"].values()]):
+            continue
+        if (spec.get("extra") or {}).get("bf16_arithmetic") and job.get("backend") != "gpu":
+            continue  # the check child skips it where the interpreter cannot add bf16 (harness.py)
+        recorded: list = []
+        triton_api.intercept_launches(recorded)
+        try:
+            tools = Tools("cpu", run_dir, index)
+            if hasattr(contract, "run_case"):
+                contract.run_case(fn, spec, tools)
+            else:
+                fn(*[tools.build_arg(a) for a in spec["args"]],
+                   **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()})  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - a refused case, or a host step that needs launched results
+            if not spec.get("expect_error"):
+                problems.append(f"{str(spec.get('name'))[:60]}: {type(exc).__name__}: {str(exc)[:120]}")
+        finally:
+            JITFunction.run, autotuner.Autotuner.run = run, tuned  # the compile below launches for real
+        for jit_fn, args, kwargs in recorded:
+            try:
+                variant = as_variant(jit_fn, args, kwargs)
+            except ValueError:
+                continue
+            if variant not in found:
+                found.append(variant)
+        if len(found) >= _variants.MAX_VARIANTS:
+            break
+    return found[: _variants.MAX_VARIANTS], problems[:8]
