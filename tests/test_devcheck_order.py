@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,27 @@ def test_more_than_eight_checks_at_once_is_refused() -> None:
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--jobs" in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+
+def test_each_exercise_checks_in_a_compile_cache_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dev check gives each exercise's starter and solution a compile cache of their own (16 checks at once
+    filled the one shared learner cache on an H100: ENOSPC). Seen through what the check keeps per cache on a
+    compile target (the replay's variants, grading/check/precompile.py): under the exercise's cache, none
+    under the one user's."""
+    from rich.console import Console
+
+    from tritonlab.grading.check import pipeline
+    from tritonlab.grading.check.precompile import VariantStore
+    from tritonlab.runs import caches
+
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path))
+    monkeypatch.setenv("TRITONLAB_PREDICT", "0")  # nothing compiled ahead: the variants are only kept
+    monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    problems = devcheck.run_dev_check(
+        Console(file=open(os.devnull, "w")), only=["vector-copy"], backend="interpreter", jobs=2
+    )
+    assert problems == []
+    assert VariantStore().load(caches.learner_name("dev-vector-copy"), "vector-copy")
+    assert VariantStore().load(caches.LEARNER, "vector-copy") == []

@@ -24,8 +24,8 @@ def default_jobs(backend: str) -> int:
     heaviest check started 38 s in (H200 runs 2026-12-02 (accb35e) and 2026-12-02 (907ab44)). On the interpreter the
     service's own two runs at once. Not more than 8: on an H100 (16 cores) 16 at once took 111.6 s against
     131.9 s for 8, the host's CPU 79% busy either way, but 11 examples failed with ENOSPC (H100-80GB-HBM3 run
-    2026-12-05 (5725d86)); of what the runs write, only the learner compile cache (128 MiB) is shared between
-    them, so most likely it filled."""
+    2026-12-05 (5725d86)); of what the runs write, only the learner compile cache (128 MiB) was shared between
+    them, so most likely it filled. Each exercise now checks in a compile cache of its own (`cache_key`)."""
     if backend == "gpu":
         return max(1, min(8, (os.cpu_count() or 4) // 2))
     return 2
@@ -93,8 +93,8 @@ def run_dev_check(
     jobs: int | None = None,
 ) -> list[str]:
     """Every starter fails and every solution passes, checked `jobs` at a time through one warm Service (one
-    zygote, its warm pool sized to match; the learner's Triton cache shared by the runs, so a kernel compiled
-    once is reused); then quizzes (in this process, meanwhile) and examples. Rows print in course order."""
+    zygote, its warm pool sized to match; a Triton cache per exercise, shared by its starter's and solution's
+    runs and kept for the next dev check); then quizzes (in this process, meanwhile) and examples. Rows print in course order."""
     from tritonlab.service import Service
 
     problems: list[str] = []
@@ -153,6 +153,9 @@ def run_dev_check(
                         # on a GPU, solutions also meet the ≥ 2³¹-element cases of the 1-D exercises
                         # (grading/huge.py)
                         huge=service.backend == "gpu" and kind == "solution",
+                        # a compile cache per exercise (its starter and solution): checks at once no longer
+                        # fill one shared cache, which no run leaves idle long enough to be emptied
+                        cache_key=f"dev-{exercise.id}",
                     )
                 # with --json, one line per finished item on stderr, in the order they end (stdout: the report)
                 if json_out:

@@ -50,6 +50,7 @@ class ServiceCheckRun(CheckRun):
         on_start: Callable[[Run], None] | None,
         on_wait: Callable[[int], None] | None,
         on_verdict: Callable[[Verdict], None] | None,
+        cache: str | None = None,
     ) -> None:
         super().__init__(
             exercise,
@@ -62,7 +63,7 @@ class ServiceCheckRun(CheckRun):
             on_start=self._started,
             source=source,
             huge_cases=huge,
-            cache=service.cache_name,
+            cache=cache or service.cache_name,
         )
         self.service, self.target, self.began = service, target, began
         self.wants_record, self.wants_speed = record, speed

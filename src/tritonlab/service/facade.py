@@ -154,6 +154,7 @@ class Service(Workers, Jobs, Speed, Progress):
         speed: bool = True,
         on_verdict: Callable[[Verdict], None] | None = None,
         huge: bool = False,
+        cache_key: str | None = None,
     ) -> Verdict:
         """Grade `text` when given (the text a request sent), else the file's text as it is now — read before
         waiting in the queue, so a later save never changes what this check grades. On a GPU a passing file
@@ -161,13 +162,15 @@ class Service(Workers, Jobs, Speed, Progress):
         so an interface can show it at once and the speed line after. With `record`, the attempt is saved
         before `on_verdict` sees it (nothing is shown that is not saved: a timing run that fails, or a server
         killed while it waits, loses no attempt) and the speed is added to that saved attempt afterwards.
-        `huge`: the cases past 2³¹ elements (a GPU only)."""
+        `huge`: the cases past 2³¹ elements (a GPU only). `cache_key`: this check's runs use the compile cache
+        of that key (runs/caches.py `learner_name`) instead of the service's (`dev check`: one per exercise)."""
         if huge and self.backend != "gpu":
             raise ValueError(
                 f"huge cases (≥ 2³¹ elements) run on a GPU only, not on the {self.backend} backend"
             )
         began = time.monotonic()
-        self.ahead.stop(self.cache_name, exercise.id)  # this check compiles what the compile ahead had not
+        cache = caches.learner_name(cache_key) if cache_key else self.cache_name
+        self.ahead.stop(cache, exercise.id)  # this check compiles what the compile ahead had not
         target = Path(file) if file else self.learner_file(exercise)
         source = text if text is not None else check_job.read_source(target)
         zygote = self.zygote()
@@ -192,9 +195,10 @@ class Service(Workers, Jobs, Speed, Progress):
             on_start=on_start,
             on_wait=on_wait,
             on_verdict=on_verdict,
+            cache=cache,
         )
         # the saved text's kernels were compiled ahead into both caches: no second precompile to find them
-        run.compiled_ahead = self.ahead.compiled(self.cache_name, exercise.id, source)
+        run.compiled_ahead = self.ahead.compiled(cache, exercise.id, source)
         return run()
 
     def _make_cases_soon(self, exercise: Exercise, seed: int) -> threading.Thread:

@@ -30,6 +30,8 @@ Modules:
   (`arguments`): what the replay child reports and the next check's precompile compiles.
 - `precompile.py`: the precompile job's entry (mode `precompile`, beside the next check child): the kernels
   rebuilt from the text, the stored variants compiled into the replay's cache, in parallel where Triton can.
+- `predict.py`: a learner's first check of an exercise: the variants the reference solution launches on
+  the check's own cases, for the precompile to compile from the learner's text.
 
 No module here imports torch or triton at its top: they are imported inside the functions, in the child.
 """
