@@ -469,6 +469,9 @@ def test_a_first_check_compiles_the_references_variants_once_for_both_caches(
     Hardened too: the reference reaches the trusted child only as a copy in its own run folder."""
     zygote = any_zygote
     monkeypatch.setattr(pipeline.CheckRun, "precompile_target", "cuda:90")
+    monkeypatch.setenv(
+        "TRITONLAB_PREDICT", "1"
+    )  # off by default (config.py: under load it cost more than it saved)
     solution = ROOT / "course/05-vector-add/exercises/vector-add/solution.py"
     exercise = Exercise(
         "vector-add", "", solution.parent, contracts.get("vector-add").FUNCTION, {}, {}, {}, ()
@@ -486,7 +489,7 @@ def test_a_first_check_compiles_the_references_variants_once_for_both_caches(
     # the reference's launches are the replay's own: what the replay kept for the next check is what was predicted
     kept = VariantStore().load(cache, "vector-add")
     assert len(kept) == timings["precompile_predicted"], (kept, timings)
-    monkeypatch.setenv("TRITONLAB_PREDICT", "0")
+    monkeypatch.delenv("TRITONLAB_PREDICT")  # the default: no prediction
     other = caches.learner_name(f"first-{os.urandom(4).hex()}")
     off = pipeline.check(exercise, solution, "interpreter", zygote, seed=7, cache=other, source=probe)
     assert off.passed and "precompile_predicted" not in off.timings and "precompile_copied" not in off.timings
@@ -544,11 +547,12 @@ def test_the_predicted_variants_are_the_replays_own(
 
 @pytest.mark.gpu
 def test_on_the_gpu_a_first_check_compiles_each_kernel_once(
-    gpu_zygote: sandbox.Zygote, tmp_path: Path
+    gpu_zygote: sandbox.Zygote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A learner's first check of matmul on the GPU's own Triton: the variants predicted from the reference are
     compiled once by the precompile and copied into the learner's cache, so neither the check child nor the
     replay compiles a kernel itself (new entries in either cache: none)."""
+    monkeypatch.setenv("TRITONLAB_PREDICT", "1")
     exercise = Exercise("matmul", "", MATMUL.parent, contracts.get("matmul").FUNCTION, {}, {}, {}, ())
     learner = tmp_path / "solution.py"
     marker = "pid = tl.program_id(0)"

@@ -10,8 +10,9 @@ TRITONLAB_DAEMON_IDLE  seconds the check daemon waits idle before it ends (defau
 TRITONLAB_CASE_CACHE_MB  memory for cases kept per seed (default 2048; grading/case_cache.py)
 TRITONLAB_PRECOMPILE  0 turns off compiling a GPU check's kernels ahead (beside the check child, and all at once
                   in the replay child; default on; grading/check/precompile.py)
-TRITONLAB_PREDICT  0 turns off compiling ahead a learner's first check of an exercise, whose kernels are predicted
-                  from the reference solution on the check's own cases (default on; grading/replay/predict.py)
+TRITONLAB_PREDICT  1 compiles ahead a learner's first check of an exercise, its kernels predicted from the
+                  reference solution on the check's own cases (default off: under load it cost more CPU than it
+                  saved, docs/grader.md "Compiled ahead"; grading/replay/predict.py)
 TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the driver chooses (a process with one
                   context spins a core); default: they wait asleep (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py)
 TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
@@ -166,6 +167,6 @@ def precompile_enabled() -> bool:
 
 
 def predict_enabled() -> bool:
-    """TRITONLAB_PREDICT (default on): a first check's kernels, predicted from the reference solution, are
+    """TRITONLAB_PREDICT=1 (default off): a first check's kernels, predicted from the reference solution, are
     compiled ahead like a next check's (grading/replay/predict.py); TRITONLAB_PRECOMPILE=0 turns this off too."""
-    return precompile_enabled() and os.environ.get("TRITONLAB_PREDICT", "").strip() != "0"
+    return precompile_enabled() and os.environ.get("TRITONLAB_PREDICT", "").strip() == "1"

@@ -132,12 +132,12 @@ def dev_check(
     jobs: Annotated[
         int | None,
         typer.Option(
-            # at most 8: with 16 at once 11 examples failed with ENOSPC (H100-80GB-HBM3 run 2026-12-05 (5725d86));
-            # of what runs write, only the learner compile cache (128 MiB) is shared, so most likely it filled
+            # with 16 at once 11 examples failed with ENOSPC when every check shared one learner compile cache
+            # (H100-80GB-HBM3 run 2026-12-05 (5725d86)); each exercise now has its own (cli/devcheck.py)
             "--jobs",
             min=1,
-            max=8,
-            help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8).",
+            max=16,
+            help="Checks at once (default: 2; on a GPU one per 2 CPU cores, ≤ 8; at most 16).",
         ),
     ] = None,
 ) -> None:

@@ -187,11 +187,18 @@ def warm_plan(
     return plan
 
 
-def entry_count(name: str, hardened: bool) -> int | None:
-    """How many compiled entries (folders named by a kernel's hash) cache `name` holds now; None when it cannot
+def kernel_count(name: str, hardened: bool) -> int | None:
+    """How many compiled kernels cache `name` holds now (entries with a group file: a launcher's entry, the C
+    stub Triton builds for each argument signature at a kernel's first launch, has none); None when it cannot
     be read. A check counts them around its check child: the kernels that child compiled itself."""
     try:
-        return sum(1 for e in os.scandir(folder(name, hardened)) if ENTRY.match(e.name) and e.is_dir())
+        return sum(
+            1
+            for e in os.scandir(folder(name, hardened))
+            if ENTRY.match(e.name)
+            and e.is_dir(follow_symlinks=False)
+            and any(f.name.startswith(GROUP) for f in os.scandir(e.path))
+        )
     except (OSError, ValueError):
         return None
 

@@ -193,13 +193,13 @@ class CheckRun:
         counting = self.precompiles() and (
             self.precompiling is None or not self.precompiling.thread.is_alive()
         )
-        before = caches.entry_count(self.cache, self.zygote.hardened) if counting else None
+        before = caches.kernel_count(self.cache, self.zygote.hardened) if counting else None
         self.run_result = run.run(
             self.zygote, self.run_dir, limits, self.verdict.timings, started, self.on_output
         )
         self.verdict.output = self.run_result.output
         if before is not None:  # kernels the check child compiled itself (a precompile that matched: none)
-            after = caches.entry_count(self.cache, self.zygote.hardened)
+            after = caches.kernel_count(self.cache, self.zygote.hardened)
             if after is not None:
                 self.verdict.timings["check_compiled"] = max(0, after - before)
 
