@@ -54,10 +54,16 @@ def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
     "backend", "cases": the check's own job cases, their .npy files in `run_dir`}. A huge case (inputs generated on the
     device) is left out; a case the reference refuses or whose host step needs real results stops at that
     launch, its earlier launches kept."""
+    import torch
     from triton.runtime import autotuner
     from triton.runtime.jit import JITFunction
 
     from tritonlab.grading import contracts, triton_api
+
+    # The reference's host code runs on CPU tensors here: one thread. Torch's default, a thread per core, made
+    # every prediction of a loaded 16-core host spin up 16 (predict_s up to 38 s there, H100-80GB-HBM3 run
+    # 2026-12-06 (16a010a)); this child compiles, it has no use for them.
+    torch.set_num_threads(1)
     from tritonlab.grading.harness import Tools
 
     contract = contracts.get(str(job["exercise"]))
