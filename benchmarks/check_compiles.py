@@ -68,13 +68,10 @@ def variant_key(jit_fn: object, args: tuple, kwargs: dict) -> tuple[tuple, tuple
 
 def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list, list[str]]:
     """(cases, launches, distinct launches, problems) of one GPU check of the course's file, launches recorded."""
-    from triton.runtime import autotuner
-    from triton.runtime.jit import JITFunction
-
-    from tritonlab.grading import contracts, triton_api
+    from tritonlab.grading import contracts
     from tritonlab.grading.check import cases as check_cases
     from tritonlab.grading.check import job
-    from tritonlab.grading.harness import Tools
+    from tritonlab.grading.replay.predict import record_case
 
     contract = contracts.get(exercise.id)
     cases = check_cases.make_cases(contract, seed, "gpu")
@@ -91,22 +88,10 @@ def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list
             exercise, getattr(exercise, which), "gpu", cases, run_dir, getattr(contract, "ARG_NAMES", None)
         )
         specs = json.loads((run_dir / "job.json").read_text())["cases"]
-        run, tuned = JITFunction.run, autotuner.Autotuner.run
         for index, spec in enumerate(specs):
-            recorded: list = []
-            tools = Tools("cpu", run_dir, index)
-            triton_api.intercept_launches(recorded)
-            try:
-                if hasattr(contract, "run_case"):
-                    contract.run_case(fn, spec, tools)
-                else:
-                    fn(*[tools.build_arg(a) for a in spec["args"]],
-                       **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()})  # fmt: skip
-            except Exception as exc:  # noqa: BLE001 - a refused case (expect_error) or a host step needing results
-                if not spec.get("expect_error"):
-                    problems.append(f"{spec['name']}: {type(exc).__name__}: {str(exc)[:120]}")
-            finally:
-                JITFunction.run, autotuner.Autotuner.run = run, tuned
+            recorded, problem = record_case(contract, fn, spec, run_dir, index)
+            if problem:
+                problems.append(problem)
             for jit_fn, args, kwargs in recorded:
                 launched += 1
                 key, launch = variant_key(jit_fn, args, kwargs)

@@ -96,7 +96,8 @@ def run_dev_check(
 ) -> list[str]:
     """Every starter fails and every solution passes, checked `jobs` at a time through one warm Service (one
     zygote, its warm pool sized to match; a Triton cache per exercise, shared by its starter's and solution's
-    runs and kept for the next dev check); then quizzes (in this process, meanwhile) and examples. Rows print in course order."""
+    runs and kept for the next dev check); then quizzes (in this process, meanwhile) and examples. Rows print
+    in course order."""
     from tritonlab.service import Service
 
     problems: list[str] = []

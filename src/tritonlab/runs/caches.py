@@ -187,18 +187,24 @@ def warm_plan(
     return plan
 
 
+def kernels_in(path: Path | str) -> int:
+    """How many compiled kernels the cache folder `path` holds (entries with a group file: a launcher's entry,
+    the C stub Triton builds for each argument signature at a kernel's first launch, has none). OSError when
+    it cannot be read."""
+    return sum(
+        1
+        for e in os.scandir(path)
+        if ENTRY.match(e.name)
+        and e.is_dir(follow_symlinks=False)
+        and any(f.name.startswith(GROUP) for f in os.scandir(e.path))
+    )
+
+
 def kernel_count(name: str, hardened: bool) -> int | None:
-    """How many compiled kernels cache `name` holds now (entries with a group file: a launcher's entry, the C
-    stub Triton builds for each argument signature at a kernel's first launch, has none); None when it cannot
-    be read. A check counts them around its check child: the kernels that child compiled itself."""
+    """`kernels_in` the cache `name`, None when it cannot be read. A check counts them around its check
+    child: the kernels that child compiled itself."""
     try:
-        return sum(
-            1
-            for e in os.scandir(folder(name, hardened))
-            if ENTRY.match(e.name)
-            and e.is_dir(follow_symlinks=False)
-            and any(f.name.startswith(GROUP) for f in os.scandir(e.path))
-        )
+        return kernels_in(folder(name, hardened))
     except (OSError, ValueError):
         return None
 

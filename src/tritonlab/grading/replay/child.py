@@ -182,16 +182,15 @@ def compile_ahead(kernels: dict, ahead: list[dict]) -> dict:
 
 
 def cache_entries() -> int:
-    """The number of compiled kernels in this child's compile cache (entries with a group file; a launcher's
-    entry, built at a signature's first launch, has none). The replay's cache is shared by the grader's
-    children: under load, what other checks compiled meanwhile counts too."""
+    """The number of compiled kernels in this child's compile cache (runs/caches.py `kernels_in`). The
+    replay's cache is shared by the grader's children: under load, what other checks compiled meanwhile
+    counts too."""
     import os
 
+    from tritonlab.runs.caches import kernels_in
+
     try:
-        found = os.scandir(os.environ.get("TRITON_CACHE_DIR") or ".")
-        return sum(
-            1 for e in found if e.is_dir() and any(f.startswith("__grp__") for f in os.listdir(e.path))
-        )
+        return kernels_in(os.environ.get("TRITON_CACHE_DIR") or ".")
     except OSError:
         return 0
 

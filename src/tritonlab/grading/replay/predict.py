@@ -49,47 +49,60 @@ def _generated(spec: Any) -> bool:
     return isinstance(spec, dict) and "generated" in spec
 
 
-def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
-    """(the variants the reference launches on the job's cases, problems). `job`: {"exercise", "function",
-    "backend", "cases": the check's own job cases, their .npy files in `run_dir`}. A huge case (inputs generated on the
-    device) is left out; a case the reference refuses or whose host step needs real results stops at that
-    launch, its earlier launches kept."""
-    import torch
+def record_case(contract: Any, fn: Any, spec: dict, run_dir: Path, index: int) -> tuple[list, str]:
+    """Call `fn` (a trusted course file's function) on one job case, its inputs built from `run_dir` as the
+    check child builds them on CPU tensors, with every launch recorded instead of run: ([(jit_fn, args,
+    kwargs)], the problem, "" when none). A refused case or a host step that needs launched results stops
+    at that launch, its earlier launches kept. `benchmarks/check_compiles.py` records the same way."""
     from triton.runtime import autotuner
     from triton.runtime.jit import JITFunction
 
-    from tritonlab.grading import contracts, triton_api
+    from tritonlab.grading import triton_api
+    from tritonlab.grading.harness import Tools
+
+    recorded: list = []
+    problem = ""
+    run, tuned = JITFunction.run, autotuner.Autotuner.run
+    triton_api.intercept_launches(recorded)
+    try:
+        tools = Tools("cpu", run_dir, index)
+        if hasattr(contract, "run_case"):
+            contract.run_case(fn, spec, tools)
+        else:
+            fn(*[tools.build_arg(a) for a in spec["args"]],
+               **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()})  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - a refused case, or a host step that needs launched results
+        if not spec.get("expect_error"):
+            problem = f"{str(spec.get('name'))[:60]}: {type(exc).__name__}: {str(exc)[:120]}"
+    finally:
+        JITFunction.run, autotuner.Autotuner.run = run, tuned  # a compile after this launches for real
+    return recorded, problem
+
+
+def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
+    """(the variants the reference launches on the job's cases, problems). `job`: {"exercise", "function",
+    "backend", "cases": the check's own job cases, their .npy files in `run_dir`}. A huge case (inputs
+    generated on the device) is left out; a case is recorded as `record_case` says."""
+    import torch
+
+    from tritonlab.grading import contracts
 
     # The reference's host code runs on CPU tensors here: one thread. Torch's default, a thread per core, made
     # every prediction of a loaded 16-core host spin up 16 (predict_s up to 38 s there, H100-80GB-HBM3 run
     # 2026-12-06 (16a010a)); this child compiles, it has no use for them.
     torch.set_num_threads(1)
-    from tritonlab.grading.harness import Tools
-
     contract = contracts.get(str(job["exercise"]))
     fn = getattr(_load(run_dir / REFERENCE), str(job["function"]))
     found: list[dict] = []
     problems: list[str] = []
-    run, tuned = JITFunction.run, autotuner.Autotuner.run
     for index, spec in enumerate(job["cases"]):
         if any(_generated(a) for a in [*spec["args"], *spec["kwargs"].values()]):
             continue
         if (spec.get("extra") or {}).get("bf16_arithmetic") and job.get("backend") != "gpu":
             continue  # the check child skips it where the interpreter cannot add bf16 (harness.py)
-        recorded: list = []
-        triton_api.intercept_launches(recorded)
-        try:
-            tools = Tools("cpu", run_dir, index)
-            if hasattr(contract, "run_case"):
-                contract.run_case(fn, spec, tools)
-            else:
-                fn(*[tools.build_arg(a) for a in spec["args"]],
-                   **{k: tools.build_arg(v) for k, v in spec["kwargs"].items()})  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - a refused case, or a host step that needs launched results
-            if not spec.get("expect_error"):
-                problems.append(f"{str(spec.get('name'))[:60]}: {type(exc).__name__}: {str(exc)[:120]}")
-        finally:
-            JITFunction.run, autotuner.Autotuner.run = run, tuned  # the compile below launches for real
+        recorded, problem = record_case(contract, fn, spec, run_dir, index)
+        if problem:
+            problems.append(problem)
         for jit_fn, args, kwargs in recorded:
             try:
                 variant = as_variant(jit_fn, args, kwargs)
