@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURE_COURSE, LEARNERS, processes_with_argument
 
+from tritonlab import config
 from tritonlab.content.course import load_course
 from tritonlab.grading.check import pipeline
 from tritonlab.runs import runfolder, sandbox
@@ -51,6 +52,9 @@ def test_environment_is_allowlisted(zygote: sandbox.Zygote, monkeypatch: pytest.
     child_env = json.loads(result.output)
     assert child_env["TRITON_INTERPRET"] == "1"
     assert not any("TOKEN" in k or "SECRET" in k for k in child_env)
+    # Idle CPU thread pools sleep at once in every run (config.thread_wait_env) unless the host set otherwise.
+    for key, value in config.THREAD_WAIT_DEFAULTS.items():
+        assert child_env[key] == os.environ.get(key, value)
 
 
 def test_timeout_kills_a_hang(zygote: sandbox.Zygote) -> None:

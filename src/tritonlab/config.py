@@ -15,6 +15,9 @@ TRITONLAB_PREDICT  1 compiles ahead a learner's first check of an exercise, its 
                   saved, docs/grader.md "Compiled ahead"; grading/replay/predict.py)
 TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the driver chooses (a process with one
                   context spins a core); default: they wait asleep (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py)
+TRITONLAB_THREAD_WAIT  spin: the CPU thread pools (OpenMP's for torch, OpenBLAS's for numpy) keep their libraries'
+                  habit of spinning after each parallel call; default: they sleep at once (OMP_WAIT_POLICY,
+                  OPENBLAS_THREAD_TIMEOUT, unless set; `thread_wait_env`)
 TRITONLAB_ARGON2  classroom password hashing cost `t=2,m=32768,p=1` (time cost, memory KiB, lanes; the default:
                   above OWASP's minimum, cheap enough for a class's log-in burst; docs/classroom.md,
                   "Password hashing cost")
@@ -29,6 +32,27 @@ LANGUAGES = ("en", "pt", "es")
 BACKENDS = ("auto", "interpreter", "gpu")
 # The largest learner file accepted (a save, a check's text): the workspace enforces it, the web sizes bodies by it.
 MAX_SOURCE_BYTES = 512 * 1024
+
+
+# The CPU thread pools' idle habit, made a sleep instead of a spin (`thread_wait_env`). After each parallel call,
+# OpenBLAS's workers (numpy's matrix products: the server's float64 references) spin about 2**28 cycles each
+# (~0.1 s) and libgomp's (torch's CPU operations) spin too: on a 16-core host every such call burns up to 1.5
+# core-seconds of waiting, which a loaded server or run pays in real CPU (docs/scale.md, "Threads that wait").
+THREAD_WAIT_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
+
+
+def thread_wait_env() -> dict[str, str]:
+    """The variables that make idle CPU thread pools sleep at once, less those already set; {} with
+    TRITONLAB_THREAD_WAIT=spin. Read by the libraries when they load: `quiet_thread_pools` sets them in this
+    process before numpy or torch is imported (the CLI's start), runs/limits.py in every run's environment."""
+    if os.environ.get("TRITONLAB_THREAD_WAIT", "").strip().lower() == "spin":
+        return {}
+    return {k: v for k, v in THREAD_WAIT_DEFAULTS.items() if k not in os.environ}
+
+
+def quiet_thread_pools() -> None:
+    """Set `thread_wait_env` in this process's environment (effective only before numpy and torch load)."""
+    os.environ.update(thread_wait_env())
 
 
 def home() -> Path:

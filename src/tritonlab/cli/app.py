@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from tritonlab import __version__
+from tritonlab import __version__, config
 from tritonlab.cli import check, course
 from tritonlab.cli.common import BackendOpt, State, console, lang, tr
 
@@ -192,6 +192,7 @@ def full_disk(exc: BaseException) -> BaseException | None:
 
 
 def main() -> None:
+    config.quiet_thread_pools()  # before anything loads numpy or torch (config.THREAD_WAIT_DEFAULTS)
     try:
         app()
     except KeyboardInterrupt:
@@ -201,8 +202,6 @@ def main() -> None:
         cause = full_disk(exc)
         if cause is None:
             raise
-        from tritonlab import config
-
         detail = getattr(cause, "strerror", None) or str(cause)
         filename = getattr(cause, "filename", None)  # the file it could not write, when the error says
         where = Path(filename).parent if isinstance(filename, str) else config.home()

@@ -36,6 +36,9 @@ ENV_ALLOW = {
     "OPENBLAS_CORETYPE",
     "OPENBLAS_L2_SIZE",
     "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_THREAD_TIMEOUT",
+    "OMP_WAIT_POLICY",
+    "TRITONLAB_THREAD_WAIT",
     "NCCL_NVLS_ENABLE",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     "NVSHMEM_DISABLE_NVLS",
@@ -76,6 +79,8 @@ def child_environment(backend: str) -> dict[str, str]:
         if allowed and not any(marker in key for marker in ENV_DENY_MARKERS):
             env[key] = value
     env.pop("TRITON_INTERPRET", None)
+    for key, value in config.thread_wait_env().items():  # idle thread pools sleep (config.py)
+        env.setdefault(key, value)
     home = config.home() / "sandbox-home"
     home.mkdir(parents=True, exist_ok=True)
     env.update(

@@ -14,6 +14,12 @@ Modules:
   exercise files and of the package), reported at its self-check; a worker that differs is refused.
 - `transfer.py`: what crosses the wire, data only both ways, and how each end checks it (no ray import).
 
-Imported only when the ray executor is chosen (`Service.remote`), and this `__init__` imports nothing, so the
-CLI's start-up never imports ray. May import: `tritonlab.config` and the rest of `tritonlab.runs`.
+Imported only when the ray executor is chosen (`Service.remote`), and this `__init__` imports only `config`, so
+the CLI's start-up never imports ray. May import: `tritonlab.config` and the rest of `tritonlab.runs`.
 """
+
+from tritonlab import config
+
+# A Ray worker process first meets tritonlab here, when it unpickles the actor, before `actor.py` loads numpy:
+# its CPU thread pools sleep when idle, as the CLI's and every run's do (config.thread_wait_env).
+config.quiet_thread_pools()
