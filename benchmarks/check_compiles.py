@@ -8,8 +8,9 @@ launch had (its argument types, the integers Triton specialises — equal to 1, 
 constexprs and launch options) is a kernel compiled of its own, once in the learner's compile cache by the
 check child and once more in the replay's (docs/scale.md, "Where a check's CPU goes"). This script makes the
 GPU backend's cases for a seed, calls the course's own file (`--file`: the solution by default, or the
-starter) on each case in this process with every launch recorded instead of run (CPU tensors, no GPU), and
-compiles each distinct launch once for `cuda:90` with Triton's bundled ptxas into an empty cache, counting
+starter) on each case in this process with every launch recorded instead of run (on GPU tensors where there is a
+GPU, else CPU tensors: a file whose host code branches on the device, as matmul's solution does, then counts
+its CPU branch's launches), and compiles each distinct launch once for `cuda:90` with Triton's bundled ptxas into an empty cache, counting
 this process's and its children's CPU. Prints, per exercise: cases, launches, kernels, the compile's CPU
 seconds (one cache's worth: a first check pays about twice that), per kernel, and the MiB its entries take
 in the cache (4 KiB blocks, as a tmpfs counts them; with TRITON_STORE_BINARY_ONLY=1 as the replay stores
@@ -68,6 +69,8 @@ def variant_key(jit_fn: object, args: tuple, kwargs: dict) -> tuple[tuple, tuple
 
 def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list, list[str]]:
     """(cases, launches, distinct launches, problems) of one GPU check of the course's file, launches recorded."""
+    import torch
+
     from tritonlab.grading import contracts
     from tritonlab.grading.check import cases as check_cases
     from tritonlab.grading.check import job
@@ -88,8 +91,9 @@ def launches_of(exercise: object, which: str, seed: int) -> tuple[int, int, list
             exercise, getattr(exercise, which), "gpu", cases, run_dir, getattr(contract, "ARG_NAMES", None)
         )
         specs = json.loads((run_dir / "job.json").read_text())["cases"]
+        device = "cuda" if torch.cuda.is_available() else "cpu"  # host code may branch on the device
         for index, spec in enumerate(specs):
-            recorded, problem = record_case(contract, fn, spec, run_dir, index)
+            recorded, problem = record_case(contract, fn, spec, run_dir, index, device)
             if problem:
                 problems.append(problem)
             for jit_fn, args, kwargs in recorded:

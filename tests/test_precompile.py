@@ -566,3 +566,27 @@ def test_on_the_gpu_a_first_check_compiles_each_kernel_once(
     said = json.dumps(timings, sort_keys=True)  # whole: pytest shortens a dict's repr
     assert timings.get("precompile_predicted", 0) >= 1 and not timings.get("precompile_problem"), said
     assert timings.get("check_compiled") == 0 and timings.get("replay_compiled") == 0, said
+
+
+@pytest.mark.parametrize(("backend", "has_gpu", "device"), [
+    ("gpu", True, "cuda"), ("gpu", False, "cpu"), ("interpreter", True, "cpu"),
+])  # fmt: skip
+def test_a_gpu_checks_prediction_runs_the_reference_on_the_gpus_tensors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str, has_gpu: bool, device: str
+) -> None:
+    """A course file's host code may branch on the device (matmul's solution: another BLOCK_K and no upcast
+    when `a.is_cuda`), so a GPU check's launches are predicted on the GPU's tensors where the precompile child
+    has a GPU: on CPU tensors the prediction gave the interpreter's variants, none of which the GPU check
+    launched (H100-80GB-HBM3 run 2026-12-06 (2bb25b4)). The GPU itself is what the GPU test above runs on."""
+    import torch
+
+    from tritonlab.grading.replay import predict
+
+    seen: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: has_gpu)
+    monkeypatch.setattr(predict, "record_case", lambda *a: (seen.append(a[5]), ([], ""))[1])
+    (tmp_path / predict.REFERENCE).write_text("def copy(x):\n    return x\n")
+    job = {"exercise": "vector-copy", "function": "copy", "backend": backend,
+           "cases": [{"name": "a", "args": [], "kwargs": {}}]}  # fmt: skip
+    assert predict.predict(job, tmp_path) == ([], [])
+    assert seen == [device]

@@ -8,10 +8,15 @@ parameters and usually their block sizes, so the reference solution, called on t
 what a learner's working file launches: each kernel with the same argument types, the same integer
 specializations and the same constexprs. So the precompile child imports the solution (a copy the parent put in
 its run directory: runs never see the course's solutions), calls it on the check's cases with every launch
-recorded instead of run (CPU tensors made as the check child makes them, `harness.Tools`, so each pointer's
-16-byte alignment is the same), and compiles those variants from the *learner's* text. A learner whose file
-launches something else (another block size, another kernel name) wastes at most that bounded compile: the
-check child compiles what it launches, as before, and their next check uses their own variants.
+recorded instead of run (tensors made as the check child makes them, `harness.Tools`, so each pointer's
+16-byte alignment is the same), and compiles those variants from the *learner's* text. For a GPU check the
+tensors are the GPU's own, as the check child's are: a course file's host code may branch on the device
+(matmul's solution picks another BLOCK_K and no upcast when `a.is_cuda`), so CPU tensors predicted the
+interpreter's variants, none of which a GPU check launched (H100-80GB-HBM3 run 2026-12-06 (2bb25b4): 18
+predicted, and still the check child compiled 13 kernels, the replay 12); the host code's own arithmetic then
+runs on the GPU too. A learner whose file launches something else (another block size, another kernel name)
+wastes at most that bounded compile: the check child compiles what it launches, as before, and their next check
+uses their own variants.
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ def _generated(spec: Any) -> bool:
     return isinstance(spec, dict) and "generated" in spec
 
 
-def record_case(contract: Any, fn: Any, spec: dict, run_dir: Path, index: int) -> tuple[list, str]:
-    """Call `fn` (a trusted course file's function) on one job case, its inputs built from `run_dir` as the
-    check child builds them on CPU tensors, with every launch recorded instead of run: ([(jit_fn, args,
+def record_case(
+    contract: Any, fn: Any, spec: dict, run_dir: Path, index: int, device: str = "cpu"
+) -> tuple[list, str]:
+    """Call `fn` (a trusted course file's function) on one job case, its inputs built from `run_dir` on `device`
+    as the check child builds them, with every launch recorded instead of run: ([(jit_fn, args,
     kwargs)], the problem, "" when none). A refused case or a host step that needs launched results stops
     at that launch, its earlier launches kept. `benchmarks/check_compiles.py` records the same way."""
     from triton.runtime import autotuner
@@ -65,7 +72,7 @@ def record_case(contract: Any, fn: Any, spec: dict, run_dir: Path, index: int) -
     run, tuned = JITFunction.run, autotuner.Autotuner.run
     triton_api.intercept_launches(recorded)
     try:
-        tools = Tools("cpu", run_dir, index)
+        tools = Tools(device, run_dir, index)
         if hasattr(contract, "run_case"):
             contract.run_case(fn, spec, tools)
         else:
@@ -82,15 +89,17 @@ def record_case(contract: Any, fn: Any, spec: dict, run_dir: Path, index: int) -
 def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
     """(the variants the reference launches on the job's cases, problems). `job`: {"exercise", "function",
     "backend", "cases": the check's own job cases, their .npy files in `run_dir`}. A huge case (inputs
-    generated on the device) is left out; a case is recorded as `record_case` says."""
+    generated on the device) is left out; a case is recorded as `record_case` says, on the GPU for a GPU check
+    where this process has one (the precompile child of a GPU check does), else on CPU tensors."""
     import torch
 
     from tritonlab.grading import contracts
 
-    # The reference's host code runs on CPU tensors here: one thread. Torch's default, a thread per core, made
+    # Where the reference's host code runs on CPU tensors: one thread. Torch's default, a thread per core, made
     # every prediction of a loaded 16-core host spin up 16 (predict_s up to 38 s there, H100-80GB-HBM3 run
     # 2026-12-06 (16a010a)); this child compiles, it has no use for them.
     torch.set_num_threads(1)
+    device = "cuda" if job.get("backend") == "gpu" and torch.cuda.is_available() else "cpu"
     contract = contracts.get(str(job["exercise"]))
     fn = getattr(_load(run_dir / REFERENCE), str(job["function"]))
     found: list[dict] = []
@@ -100,7 +109,7 @@ def predict(job: dict, run_dir: Path) -> tuple[list[dict], list[str]]:
             continue
         if (spec.get("extra") or {}).get("bf16_arithmetic") and job.get("backend") != "gpu":
             continue  # the check child skips it where the interpreter cannot add bf16 (harness.py)
-        recorded, problem = record_case(contract, fn, spec, run_dir, index)
+        recorded, problem = record_case(contract, fn, spec, run_dir, index, device)
         if problem:
             problems.append(problem)
         for jit_fn, args, kwargs in recorded:
