@@ -8,10 +8,10 @@ launch had (its argument types, the integers Triton specialises — equal to 1, 
 constexprs and launch options) is a kernel compiled of its own, once in the learner's compile cache by the
 check child and once more in the replay's (docs/scale.md, "Where a check's CPU goes"). This script makes the
 GPU backend's cases for a seed, calls the course's own file (`--file`: the solution by default, or the
-starter) on each case in this process with every launch recorded instead of run (on GPU tensors where there is a
-GPU, else CPU tensors: a file whose host code branches on the device, as matmul's solution does, then counts
-its CPU branch's launches), and compiles each distinct launch once for `cuda:90` with Triton's bundled ptxas into an empty cache, counting
-this process's and its children's CPU. Prints, per exercise: cases, launches, kernels, the compile's CPU
+starter) on each case in this process with every launch recorded instead of run (on GPU tensors where there is
+a GPU, else CPU tensors: a file whose host code branches on the device, as matmul's solution does, then counts
+its CPU branch's launches), and compiles each distinct launch once for `cuda:90` with Triton's bundled ptxas
+into an empty cache, counting this process's and its children's CPU. Prints, per exercise: cases, launches, kernels, the compile's CPU
 seconds (one cache's worth: a first check pays about twice that), per kernel, and the MiB its entries take
 in the cache (4 KiB blocks, as a tmpfs counts them; with TRITON_STORE_BINARY_ONLY=1 as the replay stores
 them: runs/zygote.py BINARY_ONLY_MODES).
