@@ -45,21 +45,23 @@ def save(who: As, text: str) -> None:
 
 
 def check_seconds(who: As) -> float:
-    """One check through the web API, from the POST to its verdict event; it must pass."""
+    """One check through the web API, from the POST to its verdict event; it must pass. The stream is read
+    to its `end`: until then the check is the learner's run in flight, and a next one would be refused (429)."""
     started = time.monotonic()
     r = who.post("/api/exercises/vector-copy/check")
     assert r.status_code == 200, r.text
-    verdict = None
+    verdict, elapsed = None, None
     with who.client.stream("GET", r.json()["events"], timeout=WAIT_S) as response:
         name = None
         for line in response.iter_lines():
             if line.startswith("event: "):
                 name = line[7:]
+                if name == "end":
+                    break
             elif line.startswith("data: ") and name == "verdict":
                 verdict = json.loads(line[6:])
-                break
-    elapsed = time.monotonic() - started
-    assert verdict is not None and verdict["passed"], verdict
+                elapsed = time.monotonic() - started
+    assert verdict is not None and verdict["passed"] and elapsed is not None, verdict
     return elapsed
 
 
