@@ -383,3 +383,48 @@ def test_inspect_keeps_only_known_instruction_counts() -> None:
         ]
         == {}
     )
+
+
+PEER_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-06-h100-80gb-hbm3-92a71f8" / "peer-kernels.json"
+BENCH_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-05-h100-80gb-hbm3-8b0198d" / "bench-all.json"
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_what_the_libraries_launch_is_the_recorded_profile(lang: str) -> None:
+    """The section on what cuBLAS and cuDNN launch quotes the recorded profile (benchmarks/peer_kernels.py):
+    every library kernel it names has 12 warps and 168 registers a thread, and each TFLOP/s figure and `bench`
+    ratio it gives is the recorded one, rounded as printed."""
+    text = (LESSON / f"lesson.{lang}.md").read_text(encoding="utf-8")
+    assert str(PEER_RUN.relative_to(ROOT)) in text
+    rows = {(r["case"], r["impl"]): r for r in json.loads(PEER_RUN.read_text())["rows"] if "error" not in r}
+    quoted = {
+        ("matmul_tma bf16 4096x4096x4096", "ours"): None,
+        ("matmul_tma bf16 4096x4096x4096", "cuBLAS"): (12, 168),
+        ("attention bf16 4x32x4096x128", "ours"): None,
+        ("attention bf16 4x32x4096x128", "sdpa_cudnn"): (12, 168),
+        ("matmul_fp8 fp8e4m3 4096x4096x4096", "ours"): None,
+        ("matmul_fp8 fp8e4m3 4096x4096x4096", "scaled_mm blockwise"): (12, 168),
+    }
+    for key, shape in quoted.items():
+        row = rows[key]
+        assert f"{row['tflops']:.0f}" in text, (lang, key, row["tflops"])
+        main = row["kernels"][0]
+        if shape:
+            assert (main["warps"], main["regs"]) == shape, (key, main)
+        else:  # ours: one role, 4 or 8 warps, as the text says
+            assert main["warps"] in (4, 8), (key, main)
+    for key in rows:  # cuDNN's backward too: every cuDNN and cuBLAS main kernel has that shape
+        if key[1] in ("sdpa_cudnn", "cuBLAS", "scaled_mm blockwise"):
+            assert (rows[key]["kernels"][0]["warps"], rows[key]["kernels"][0]["regs"]) == (12, 168), key
+    bench = {
+        (r["kernel"], tuple(r["shape"]), bool(r.get("causal"))): r["speedup"]
+        for r in json.loads(BENCH_RUN.read_text())["rows"]
+    }
+    ratios = (
+        bench[("matmul_tma", (4096, 4096, 4096), False)]["cuBLAS"],
+        bench[("attention", (4, 32, 4096, 128), False)]["sdpa_cudnn"],  # full attention, as profiled
+        bench[("matmul_fp8", (4096, 4096, 4096), False)]["scaled_mm blockwise"],
+    )
+    printed = [f"{x:.2f}×" if lang == "en" else f"{x:.2f}×".replace(".", ",") for x in ratios]
+    assert ", ".join(printed[:2]) in text, (lang, printed)
+    assert printed[2] in text, (lang, printed)
