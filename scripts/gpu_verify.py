@@ -14,8 +14,8 @@ record's header, runs with any `--only`):
    imported (no torch, triton or NumPy);
 7. `service`: repeated checks through one long-lived Service (the web path);
 8. `breakdown`: the fixed costs of a GPU run in a fresh process (imports, CUDA context, first launch);
-9. `gpu_tests`: the GPU-marked tests (test files in parallel pytest processes) while, beside them, every
-   kernel of `bench --all` and its torch.compile peer compiles once, untimed, into the caches step 11 reads;
+9. `gpu_tests`: the GPU-marked tests (in parallel pytest processes, planned by each file's recorded seconds
+   per test: `plan_shards`) while, beside them, every kernel of `bench --all` and its torch.compile peer compiles once, untimed, into the caches step 11 reads;
 10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
 11. `edited_kernel`: the first check of an edited vector-copy, softmax and matmul solution
     (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
@@ -43,6 +43,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -426,6 +427,11 @@ def breakdown(env: dict, limit: float) -> dict:
 
 
 OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
+#: pytest's `--durations` table lists each test phase that took at least this long (the shard plan's record)
+DURATIONS_MIN_S = 0.5
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (?:setup|call|teardown)\s+(\S+?\.py)::")
+_SUMMARY_SECONDS = re.compile(r" in (\d+(?:\.\d+)?)s")
+_SUMMARY_COUNT = re.compile(r"(\d+) (?:passed|failed|skipped|errors?|xfailed|xpassed)")
 
 
 def shard_argv(files: list[str], basetemp: str) -> list[str]:
@@ -443,6 +449,8 @@ def shard_argv(files: list[str], basetemp: str) -> list[str]:
         "-p",
         "no:cacheprovider",
         f"--basetemp={basetemp}",
+        "--durations=0",
+        f"--durations-min={DURATIONS_MIN_S}",
         *files,
     ]
 
@@ -462,15 +470,84 @@ def read_shard(out: str, code: int | str) -> dict:
             failed.append(name)
         stopped_in = "" if outcome else name
     last = (out.strip().splitlines() or [""])[-1].strip("= ")
+    file_seconds: dict[str, float] = {}
+    for line in out.splitlines():
+        m = _DURATION.match(line.strip())
+        if m:
+            file_seconds[m.group(2)] = round(file_seconds.get(m.group(2), 0.0) + float(m.group(1)), 2)
     return {
         "summary": last[:300],
         "failed": failed,
         "stopped_in": stopped_in if code == "timeout" else "",
+        "file_seconds": file_seconds,
     }
 
 
+def recorded_rates(runs_dir: Path = ROOT / "docs" / "gpu-runs") -> dict[str, float]:
+    """Seconds per GPU test of each test file, from the newest recorded run whose report holds the GPU tests'
+    shards: a shard's `file_seconds` (pytest's durations table) where it has them, else the shard's seconds
+    (its summary line) spread evenly over the tests it ran. Empty where no run recorded them."""
+    found = []
+    for report in runs_dir.glob("*/*verify.json"):
+        try:
+            data = json.loads(report.read_text())
+            shards = data.get("gpu_tests", {}).get("shards", [])
+            when = (data.get("environment") or {}).get("date") or report.parent.name[:10]
+        except (OSError, ValueError, AttributeError):
+            continue
+        if shards:
+            found.append((str(when), shards))
+    for _, shards in sorted(found, key=lambda x: x[0], reverse=True):  # the newest run first
+        rates: dict[str, list[float]] = {}
+        for shard in shards:
+            summary = shard.get("summary", "")
+            seconds, counts = _SUMMARY_SECONDS.search(summary), _SUMMARY_COUNT.findall(summary)
+            ran = sum(int(c) for c in counts)
+            if not seconds or not ran:
+                continue
+            files = sorted({f.split("::", 1)[0] for f in shard.get("files", [])})
+            measured = shard.get("file_seconds") or {}
+            for f in files:
+                if f in measured:
+                    tests = max(1, shard.get("file_tests", {}).get(f, 0) or ran // max(1, len(files)))
+                    rates.setdefault(f, []).append(measured[f] / tests)
+                else:
+                    rates.setdefault(f, []).append(float(seconds.group(1)) / ran)
+        if rates:
+            return {f: statistics.mean(v) for f, v in rates.items()}
+    return {}
+
+
+def plan_shards(
+    by_file: dict[str, list[str]], shards: int, rates: dict[str, float]
+) -> list[tuple[list[str], float]]:
+    """The GPU tests' shards: each test file weighed by its recorded seconds per test (`recorded_rates`; a
+    file with no record, by the median rate, or by its count where nothing was recorded), a file heavier than
+    an even share split into that many runs of its own tests (pytest node ids), then the pieces given out
+    heaviest first, each to the shard with the least so far. Returns (pytest targets, estimated seconds)."""
+    default = statistics.median(rates.values()) if rates else 1.0
+    weight = {f: len(ids) * rates.get(f, default) for f, ids in by_file.items()}
+    share = sum(weight.values()) / max(1, shards)
+    pieces: list[tuple[list[str], float]] = []
+    for f, ids in by_file.items():
+        parts = min(len(ids), max(1, -(-int(weight[f] * 1000) // max(1, int(share * 1000)))))
+        if parts == 1:
+            pieces.append(([f], weight[f]))
+            continue
+        size = -(-len(ids) // parts)
+        for i in range(0, len(ids), size):
+            chunk = ids[i : i + size]
+            pieces.append((chunk, weight[f] * len(chunk) / len(ids)))
+    groups: list[tuple[list[str], float]] = [([], 0.0) for _ in range(min(shards, len(pieces)))]
+    for targets, w in sorted(pieces, key=lambda p: -p[1]):
+        i = min(range(len(groups)), key=lambda g: groups[g][1])
+        groups[i] = (groups[i][0] + targets, groups[i][1] + w)
+    return [g for g in groups if g[0]]
+
+
 def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
-    """The GPU-marked tests, a test file never split, in `shards` pytest processes at once (default: one per
+    """The GPU-marked tests in `shards` pytest processes at once (`plan_shards`: by the seconds the newest
+    recorded run took per test of each file, a file longer than an even share split; default: one per
     four CPU cores, at most 4: correctness tests, each mostly waiting on its own compiles and child runs, beside
     the bench's compile warm-up. None of them compares speeds: a shared GPU times nothing fairly (H200
     run 2026-12-03 (f798116)); whether attention keeps up with SDPA is one of the bench step's targets)."""
@@ -493,12 +570,10 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
             "stdout": listed["stdout"][-3000:],
             "stderr": listed["stderr"],
         }
-    groups: list[list[str]] = [[] for _ in range(min(shards, len(by_file)))]
-    for name in sorted(by_file, key=lambda f: -len(by_file[f])):  # most tests first, to the emptiest shard
-        min(groups, key=lambda g: sum(len(by_file[f]) for f in g)).append(name)
+    plan = plan_shards(by_file, shards, recorded_rates())
     left = max(5.0, limit - (time.monotonic() - started))
     procs = []
-    for i, files in enumerate(groups):
+    for i, (files, _) in enumerate(plan):
         argv = shard_argv(files, f"{tempfile.gettempdir()}/gpu-verify-tests-{i}")
         procs.append(
             (
@@ -517,7 +592,20 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, code = _text(proc.communicate()[0]), "timeout"
-        runs.append({"files": files, "code": code, **read_shard(out, code), "output": out[-4000:]})
+        file_tests: dict[str, int] = {}
+        for target in files:
+            f = target.split("::", 1)[0]
+            file_tests[f] = file_tests.get(f, 0) + (1 if "::" in target else len(by_file.get(f, [])))
+        runs.append(
+            {
+                "files": files,
+                "file_tests": file_tests,
+                "estimated_s": round(next(w for t, w in plan if t is files), 1),
+                "code": code,
+                **read_shard(out, code),
+                "output": out[-4000:],
+            }
+        )
     codes = [r["code"] for r in runs]
     return {
         "argv": "pytest -q -m gpu (sharded by file)",
@@ -883,7 +971,12 @@ def summary_md(report: dict) -> str:
     if tests:
         lines += ["", f"## GPU-marked tests: exit {tests.get('code')}, {tests.get('tests')} tests", ""]
         for shard in tests.get("shards", []):
-            lines.append(f"- {', '.join(shard['files'])}: exit {shard['code']}: {shard['summary']}")
+            counts = shard.get("file_tests") or {f: 0 for f in shard["files"]}
+            named = ", ".join(
+                f"{f} ({n} tests)" if n and any("::" in t for t in shard["files"]) else f
+                for f, n in counts.items()
+            )
+            lines.append(f"- {named}: exit {shard['code']}: {shard['summary']}")
             # a finished shard's short summary says why each test failed; a shard stopped at the limit wrote
             # none, and its verbose lines name the failures and the test it was in
             said = [x for x in shard["output"].splitlines() if x.startswith(("FAILED ", "ERROR "))]

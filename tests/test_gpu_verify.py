@@ -290,3 +290,67 @@ def test_the_last_step_asked_for_gets_what_is_left_of_the_budget(tmp_path: Path)
     steps = json.loads((together / "gpu-verify.json").read_text())["steps"]
     assert steps["gpu_tests"]["limit_s"] == gpu_verify.LIMITS["gpu_tests"]
     assert steps["bench"]["limit_s"] >= 480  # nothing ran in a dry run: the last step has the rest
+
+
+def test_the_gpu_tests_are_sharded_by_recorded_seconds_and_a_long_file_is_split() -> None:
+    """One file whose tests take ten times as long as the others' (test_remote_check.py's, H100-80GB-HBM3 run
+    2026-12-06 (92a71f8): its shard took 480 s of a 506 s limit) is split across shards by node id, every test
+    runs exactly once, and no shard is estimated far above an even share; with nothing recorded the plan
+    weighs files by their number of tests."""
+    by_file = {"tests/test_slow.py": [f"tests/test_slow.py::t[{i}]" for i in range(20)]}
+    by_file |= {f"tests/test_f{j}.py": [f"tests/test_f{j}.py::t{i}" for i in range(10)] for j in range(4)}
+    rates = {"tests/test_slow.py": 20.0} | {f"tests/test_f{j}.py": 2.0 for j in range(4)}
+    plan = gpu_verify.plan_shards(by_file, 4, rates)
+    assert len(plan) == 4
+    share = (20 * 20.0 + 40 * 2.0) / 4
+    assert max(w for _, w in plan) <= 1.25 * share, plan
+    ran = [t for targets, _ in plan for t in targets]
+    expanded = [i for t in ran for i in (by_file[t] if t in by_file else [t])]
+    assert sorted(expanded) == sorted(i for ids in by_file.values() for i in ids)  # each test exactly once
+    assert not any(t == "tests/test_slow.py" for t in ran)  # the slow file went out by node ids
+    assert sum(1 for targets, _ in plan if any(t.startswith("tests/test_slow.py::") for t in targets)) >= 3
+    # nothing recorded: by count, so the 20-test file is still split over the 60 tests' even share
+    by_count = gpu_verify.plan_shards(by_file, 4, {})
+    assert max(w for _, w in by_count) <= 20, by_count
+
+
+def test_recorded_rates_come_from_the_newest_run_and_prefer_measured_durations(tmp_path: Path) -> None:
+    """The shard plan's seconds per test: the newest recorded run that ran the GPU tests (by its report's date),
+    from pytest's durations table where the shard has it, else the shard's seconds over its tests."""
+
+    def record(name: str, date: str, shards: list[dict]) -> None:
+        (tmp_path / name).mkdir()
+        report = {"environment": {"date": date}, "gpu_tests": {"shards": shards}}
+        (tmp_path / name / "gpu-verify.json").write_text(json.dumps(report))
+
+    record("2026-12-06-gpu-aaaaaaa", "2026-12-06T05:00:00+00:00", [
+        {"files": ["tests/a.py"], "summary": "10 passed in 100.0s"},
+    ])  # fmt: skip
+    record("2026-12-06-gpu-0000000", "2026-12-06T09:00:00+00:00", [
+        {"files": ["tests/a.py", "tests/b.py"], "summary": "3 passed, 1 skipped, 9 deselected in 40.0s"},
+        {"files": ["tests/c.py::t1", "tests/c.py::t2"], "file_tests": {"tests/c.py": 2},
+         "file_seconds": {"tests/c.py": 30.0}, "summary": "2 passed in 31.0s"},
+    ])  # fmt: skip
+    rates = gpu_verify.recorded_rates(tmp_path)
+    assert rates == {"tests/a.py": 10.0, "tests/b.py": 10.0, "tests/c.py": 15.0}, rates
+    assert gpu_verify.recorded_rates(tmp_path / "none") == {}
+
+
+def test_a_shard_reads_its_files_seconds_from_pytests_durations(tmp_path: Path) -> None:
+    """A real pytest child with the shard's arguments: the durations table it prints becomes the shard's
+    `file_seconds` (what the next run's plan reads)."""
+    (tmp_path / "test_timed.py").write_text(
+        "import time\nimport pytest\npytestmark = pytest.mark.gpu\n"
+        "def test_sleeps():\n    time.sleep(0.7)\n"
+        "def test_quick():\n    pass\n"
+    )
+    done = subprocess.run(
+        gpu_verify.shard_argv(["test_timed.py"], str(tmp_path / "base")),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    read = gpu_verify.read_shard(done.stdout, done.returncode)
+    assert read["summary"].startswith("2 passed"), done.stdout
+    assert 0.6 <= read["file_seconds"]["test_timed.py"] < 5, read
