@@ -593,3 +593,60 @@ def test_a_gpu_checks_prediction_runs_the_reference_on_the_gpus_tensors(
            "cases": [{"name": "a", "args": [], "kwargs": {}}]}  # fmt: skip
     assert predict.predict(job, tmp_path) == ([], [])
     assert seen == [device]
+
+
+COUNT_COMPILES = r"""
+import json, os, subprocess, sys
+import torch
+from tritonlab.grading.replay import precompile, variants
+from tritonlab.grading.replay.source import build_kernels
+from tritonlab.runs.caches import kernels_in
+
+SOURCE = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+cache = os.environ["TRITON_CACHE_DIR"]
+precompile.use_target("cuda:90")
+kernels, _ = build_kernels(SOURCE, "/learner/solution.py")
+x = torch.empty(64)
+def wanted(blocks):
+    return variants.validate([variants.describe("scale_kernel", [x, x, 64], {"BLOCK": b}, {"num_warps": 4})
+                              for b in blocks])
+if sys.argv[1] == "other":  # another check compiling into the same cache
+    precompile.compile_variants(kernels, wanted([1024]), 1)
+    sys.exit()
+precompile.count_compiles()
+counts = []
+precompile.compile_variants(kernels, wanted([32, 64, 128]), 2)  # two forks share three variants out
+counts.append(precompile.compiled_here())
+precompile.compile_variants(kernels, wanted([32, 64, 128]), 1)  # all three found in the cache: no compile
+counts.append(precompile.compiled_here())
+entries = kernels_in(cache)
+subprocess.run([sys.executable, __file__, "other"], check=True)  # meanwhile, another process compiles one
+kernels["scale_kernel"].warmup(x, x, 64, BLOCK=256, grid=(1,))  # and this process one more, in its own launch
+counts.append(precompile.compiled_here())
+print(json.dumps({"counts": counts, "entries_before": entries, "entries_after": kernels_in(cache)}))
+"""
+
+
+def test_the_replays_compile_count_is_its_own_not_the_shared_caches(tmp_path: Path) -> None:
+    """`replay_compiled` counts the kernels the replay child compiled itself (its compile-ahead forks included;
+    a cache hit is none), not the entries other checks add meanwhile to the replay's cache, which a class
+    shares: the whole-course load at 16 runs at once reported 63 kernels for an attention-forward replay whose
+    check child compiled 12 (H100-80GB-HBM3 run 2026-12-06 (92a71f8))."""
+    script = tmp_path / "count.py"
+    script.write_text(COUNT_COMPILES)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, str(script), "main"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["counts"] == [3, 3, 4], got
+    assert got["entries_after"] == got["entries_before"] + 2, got  # the other process's entry is in the cache

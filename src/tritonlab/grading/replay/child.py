@@ -78,6 +78,13 @@ def run_replay(job: dict, run_dir: Path) -> int:
         run_kernels, lower_kernels = {}, {}
     literals = file_literals(source)
     started = time.perf_counter()
+    try:  # kernels this process compiles, not what other checks write into the shared cache meanwhile
+        from tritonlab.grading.replay.precompile import compiled_here, count_compiles
+
+        count_compiles()
+        compiled_before: int | None = compiled_here()
+    except Exception:  # noqa: BLE001 - a Triton without a cache-manager knob: count the cache's entries
+        compiled_before = None
     entries_before = cache_entries()
     launched: list[dict] = []  # the distinct launches, as variants: the next check's precompile (variants.py)
     ahead: list[
@@ -157,9 +164,13 @@ def run_replay(job: dict, run_dir: Path) -> int:
         flush()
     out["seconds"] = round(time.perf_counter() - started, 3)
     out["variants"] = launched
-    # how many kernels this child compiled itself (new entries in its compile cache): a precompile that
-    # matched leaves none (grading/replay/precompile.py)
-    out["compiled_here"] = max(0, cache_entries() - entries_before)
+    # how many kernels this child (and its compile-ahead forks) compiled itself: a precompile that matched
+    # leaves none (grading/replay/precompile.py)
+    out["compiled_here"] = (
+        compiled_here() - compiled_before
+        if compiled_before is not None
+        else max(0, cache_entries() - entries_before)
+    )
     flush()
     return 0
 
@@ -182,9 +193,9 @@ def compile_ahead(kernels: dict, ahead: list[dict]) -> dict:
 
 
 def cache_entries() -> int:
-    """The number of compiled kernels in this child's compile cache (runs/caches.py `kernels_in`). The
-    replay's cache is shared by the grader's children: under load, what other checks compiled meanwhile
-    counts too."""
+    """The number of compiled kernels in this child's compile cache (runs/caches.py `kernels_in`): the count
+    of last resort, where `precompile.count_compiles` cannot be installed. The replay's cache is shared by the
+    grader's children: under load, what other checks compiled meanwhile counts too."""
     import os
 
     from tritonlab.runs.caches import kernels_in

@@ -33,6 +33,41 @@ from tritonlab.grading.replay import variants as _variants
 
 RESULT = "precompile.json"
 WORKERS = 8
+#: Kernels this process (and the compile forks it waited for) compiled itself: `count_compiles`.
+_compiled_here = 0
+
+
+def count_compiles() -> None:
+    """From now on, count each kernel this process compiles: Triton ends every compile by writing the entry's
+    group file into its cache (`put_group`), and a cache hit writes none. Other processes writing into the
+    same cache (the replay's is shared by a class's checks) are not counted, as a count of the cache's entries
+    would (what `replay_compiled` counted before: under load, other checks' compiles too)."""
+    from triton import knobs
+    from triton.runtime.cache import FileCacheManager
+
+    base = knobs.cache.manager_class or FileCacheManager
+    if getattr(base, "tritonlab_counts", False):
+        return
+
+    class Counting(base):  # type: ignore[misc, valid-type]
+        tritonlab_counts = True
+
+        def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
+            super().__init__(key, override=override, dump=dump)
+            self._plain = not (override or dump)  # Triton's override and dump folders are not the cache
+
+        def put_group(self, filename: str, group: dict[str, str]) -> Any:
+            global _compiled_here
+            if self._plain:
+                _compiled_here += 1
+            return super().put_group(filename, group)
+
+    knobs.cache.manager_class = Counting
+
+
+def compiled_here() -> int:
+    """Kernels compiled by this process since `count_compiles`, its compile forks' included."""
+    return _compiled_here
 
 
 class CompileOnlyDriver:
@@ -74,6 +109,7 @@ def _entry(compiled: Any) -> str | None:
 
 
 def _compile(calls: list) -> tuple[int, list[str], list[str]]:
+    """Warm up each call's variant: (variants warmed up, errors, their cache entries)."""
     done, errors, entries = 0, [], []
     for name, fn, args, kwargs in calls:
         try:
@@ -119,7 +155,8 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
             try:
                 os.close(read)
                 driver.set_active(CompileOnlyDriver(target))
-                result = _compile(calls[k::share])
+                before = _compiled_here
+                result = [*_compile(calls[k::share]), _compiled_here - before]
                 os.write(write, json.dumps(result).encode()[:60000])
             except BaseException:  # noqa: BLE001
                 code = 1
@@ -133,13 +170,19 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
             data = f.read(65536)
         os.waitpid(pid, 0)
         try:
-            count, more, found = json.loads(data)
+            count, more, found, compiled = json.loads(data)
             done += int(count)
+            _add_compiled(int(compiled))
             errors += [str(e) for e in more][:8]
             entries += [str(e) for e in found if str(e) not in entries]
         except (ValueError, TypeError):
             errors.append("a compile worker ended without a report")
     return done, errors, share, entries
+
+
+def _add_compiled(n: int) -> None:
+    global _compiled_here
+    _compiled_here += max(0, n)
 
 
 def worker_count() -> int:
