@@ -15,7 +15,8 @@ record's header, runs with any `--only`):
 7. `service`: repeated checks through one long-lived Service (the web path);
 8. `breakdown`: the fixed costs of a GPU run in a fresh process (imports, CUDA context, first launch);
 9. `gpu_tests`: the GPU-marked tests (in parallel pytest processes, planned by each file's recorded seconds
-   per test: `plan_shards`) while, beside them, every kernel of `bench --all` and its torch.compile peer compiles once, untimed, into the caches step 11 reads;
+   per test: `plan_shards`) while, beside them, every kernel of `bench --all` and its torch.compile peer
+   compiles once, untimed, into the caches step 11 reads;
 10. `dev_check`: `tritonlab dev check --backend gpu --json` (starters fail, solutions pass, several at once);
 11. `edited_kernel`: the first check of an edited vector-copy, softmax and matmul solution
     (benchmarks/edited_kernel_latency.py: a harmless change each time, so nothing is cached), against issue
@@ -506,11 +507,10 @@ def recorded_rates(runs_dir: Path = ROOT / "docs" / "gpu-runs") -> dict[str, flo
             if not seconds or not ran:
                 continue
             files = sorted({f.split("::", 1)[0] for f in shard.get("files", [])})
-            measured = shard.get("file_seconds") or {}
+            measured, tests = shard.get("file_seconds") or {}, shard.get("file_tests") or {}
             for f in files:
-                if f in measured:
-                    tests = max(1, shard.get("file_tests", {}).get(f, 0) or ran // max(1, len(files)))
-                    rates.setdefault(f, []).append(measured[f] / tests)
+                if f in measured and tests.get(f):  # written together by gpu_tests since 2026-12-06
+                    rates.setdefault(f, []).append(measured[f] / tests[f])
                 else:
                     rates.setdefault(f, []).append(float(seconds.group(1)) / ran)
         if rates:
@@ -573,11 +573,12 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
     plan = plan_shards(by_file, shards, recorded_rates())
     left = max(5.0, limit - (time.monotonic() - started))
     procs = []
-    for i, (files, _) in enumerate(plan):
+    for i, (files, estimate) in enumerate(plan):
         argv = shard_argv(files, f"{tempfile.gettempdir()}/gpu-verify-tests-{i}")
         procs.append(
             (
                 files,
+                estimate,
                 subprocess.Popen(
                     argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT
                 ),
@@ -585,7 +586,7 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
         )
     deadline = time.monotonic() + left
     runs = []
-    for files, proc in procs:
+    for files, estimate, proc in procs:
         try:
             out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
             code: int | str = proc.returncode
@@ -600,7 +601,7 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
             {
                 "files": files,
                 "file_tests": file_tests,
-                "estimated_s": round(next(w for t, w in plan if t is files), 1),
+                "estimated_s": round(estimate, 1),
                 "code": code,
                 **read_shard(out, code),
                 "output": out[-4000:],
@@ -608,7 +609,7 @@ def gpu_tests(env: dict, limit: float, shards: int = 0) -> dict:
         )
     codes = [r["code"] for r in runs]
     return {
-        "argv": "pytest -q -m gpu (sharded by file)",
+        "argv": "pytest -v -m gpu (sharded by recorded seconds: plan_shards)",
         "code": 0 if all(c == 0 for c in codes) else next(c for c in codes if c != 0),
         "seconds": round(time.monotonic() - started, 2),
         "tests": sum(len(v) for v in by_file.values()),

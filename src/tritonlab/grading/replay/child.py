@@ -85,7 +85,7 @@ def run_replay(job: dict, run_dir: Path) -> int:
         compiled_before: int | None = compiled_here()
     except Exception:  # noqa: BLE001 - a Triton without a cache-manager knob: count the cache's entries
         compiled_before = None
-    entries_before = cache_entries()
+    entries_before = cache_entries() if compiled_before is None else 0  # a scan of the cache: only if needed
     launched: list[dict] = []  # the distinct launches, as variants: the next check's precompile (variants.py)
     ahead: list[
         dict
