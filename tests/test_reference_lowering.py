@@ -57,6 +57,12 @@ tma_dq = {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 64, "num
 q, k, v, o, do = (torch.randn(1, 2, 256, 128, dtype=torch.bfloat16) for _ in range(5))
 lse = torch.randn(1, 2, 256)
 out["backward-tma-dq"] = named(lambda: ab.attention_backward(q, k, v, o, lse, do, True, config=tma_dq))
+from tritonlab.perf.kernels import attention_ws
+for d in (64, 128):
+    for causal in (False, True):
+        q, k, v = (torch.randn(1, 2, 256, d, dtype=torch.bfloat16) for _ in range(3))
+        o, lse = torch.empty_like(q), torch.empty(1, 2, 256)
+        out[f"attention-ws-{d}-{causal}"] = named(lambda: attention_ws.launch(q, k, v, o, lse, causal, 0.125))
 a = torch.randn(512, 256, dtype=torch.bfloat16)
 b = torch.randn(256, 512, dtype=torch.bfloat16)
 out["tma-large"] = named(lambda: mt.matmul_tma(a, b, config=mt.CONFIGS["large"]))
@@ -124,6 +130,23 @@ def test_attention_forward_waits_for_every_product(lowered: dict) -> None:
         assert facts["wgmma_waits"] == [0] and facts["setmaxnreg"] == 0, (form, facts)
     gemm = lowered["tma-large"]["_persistent_tma_host_kernel"]
     assert 1 in gemm["wgmma_waits"], gemm
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_attention_forward_is_warp_specialised(d: int, causal: bool, lowered: dict) -> None:
+    """The Gluon forward (perf/kernels/attention_ws.py) lowers to what its docstring says, and to what the
+    fastest peers launch (perf/targets.toml): 12 warps (a loader warpgroup and two computing ones) whose
+    registers are reallocated, 24 for the loader and 240 for each computing warpgroup (`setmaxnreg`), TMA copies
+    for q, K and V, and a wgmma wait that keeps one product in flight (`wait_group 1`: the next block's scores
+    run under this block's softmax), where the Triton forward above waits for all of them."""
+    facts = lowered[f"attention-ws-{d}-{causal}"]["_attn_fwd_ws_kernel"]
+    assert facts["num_warps"] == 12 and facts["mma_sync"] == 0 and facts["tma_load"] >= 3, facts
+    assert {24, 240} <= set(facts["setmaxnreg_values"]), facts
+    assert 1 in facts["wgmma_waits"], facts
+    assert facts["shared"] <= SMEM_LIMIT, facts
+    if not causal:  # the causal form's mask costs a few spilled registers (56-72 bytes of stack)
+        assert facts["spill_stores"] == 0, facts
 
 
 def test_atomic_dq_by_tma_lowers_to_bulk_reductions(lowered: dict) -> None:

@@ -79,6 +79,10 @@ def compile_launch(launch: Launch, arch: int = 90) -> Any:
 
     jit_fn, args, kwargs = launch
     signature, constexprs, attrs, options = _bind(jit_fn, args, kwargs)
+    if getattr(
+        jit_fn, "is_gluon", lambda: False
+    )():  # a Gluon kernel (attention_ws) parses with Gluon's frontend
+        from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     source = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
 
@@ -126,6 +130,10 @@ def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
         # and register reallocation between warpgroups (a warp-specialized producer/consumer split)
         "wgmma_waits": sorted({int(n) for n in re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)", ptx)}),
         "setmaxnreg": len(re.findall(r"\bsetmaxnreg", ptx)),
+        "setmaxnreg_values": sorted(
+            {int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}
+        ),
+        "num_warps": getattr(meta, "num_warps", None),
         # fp32 multiplies and fused multiply-adds, loads from global memory other than TMA copies (each counted
         # once in the text: an instruction inside a loop is one, however often the loop runs)
         "f32_mul": len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx)),

@@ -1,0 +1,280 @@
+"""FlashAttention forward for Hopper in Gluon: a loader warp and a compute partition, the scores of the next key
+block in flight while this block's softmax runs.
+
+Why a second language: Triton's own compiler gives the forward one role for every warp and waits for every
+matrix product before the exponentials (``wait_group 0``, tests/test_reference_lowering.py), so a warpgroup's
+softmax never overlaps its tensor cores; the fastest peers on Hopper (cuDNN, FlashAttention-3) split the work
+between warps that load and warps that compute, and keep a product running under the softmax
+(``perf/targets.toml``). Gluon, Triton's lower-level dialect, lets a kernel say both:
+
+* ``gl.warp_specialize`` runs :func:`_load_partition` in one extra warp with few registers: it copies q once
+  and then K and V blocks through the TMA unit into a ring of ``STAGES`` shared-memory slots, each slot guarded
+  by "ready" barriers (the copy's bytes arrived) and an "empty" barrier (the compute partition is done with it);
+* :func:`_compute_partition` (the kernel's ``num_warps`` warps) issues ``S_j = q·K_jᵀ`` asynchronously, then
+  ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone (``warpgroup_mma_wait(1)``) and computes its
+  softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for that product and rescales ``O``.
+
+Same contract as :func:`attention.attention`: contiguous (B, H, S, D) q, k, v, ``o`` and the natural-log ``lse``.
+It needs S to be a multiple of the tiles (no key tail mask) and a GPU of compute capability 9.x; :func:`usable`
+says whether a call qualifies, and :mod:`attention` falls back to the Triton kernels otherwise.
+"""
+
+from __future__ import annotations
+
+import triton
+
+try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+except ImportError:  # pragma: no cover - Triton without Gluon
+    gluon = None
+
+
+#: Launches by head dim: tile sizes, the compute partition's warps, K/V ring slots, whether the next scores
+#: are issued before this block's softmax (``PIPE``), and the loader's registers.
+CONFIGS: dict[int, dict[str, int | bool]] = {
+    64: {"BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 3, "PIPE": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240},
+    128: {"BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "PIPE": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240},
+}
+
+
+def available() -> bool:
+    """Whether this Triton has Gluon's Hopper pieces."""
+    return gluon is not None
+
+
+if gluon is not None:
+    # the partition-wide barrier is `thread_barrier` in Triton 3.6 and `barrier` in 3.9
+    _partition_sync = getattr(gl, "barrier", None) or gl.thread_barrier
+    # the TMA load is `async_copy_global_to_shared` in 3.6 and `async_load` in 3.9 (the old name raises there)
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+
+    @gluon.jit
+    def _load_partition(
+        desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, q_row,
+        kv_row0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    ):  # fmt: skip
+        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
+        _tma_load(desc_q, [q_row, 0], q_bar, q_smem)
+        for j in range(n_blocks):
+            slot = j % STAGES
+            # a fresh barrier has finished "phase -1": the first pass over the ring does not wait
+            empty_phase = ((j // STAGES) & 1) ^ 1
+            row = kv_row0 + j * BLOCK_N
+            mbarrier.wait(k_empty.index(slot), empty_phase)
+            mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
+            _tma_load(desc_k, [row, 0], k_ready.index(slot), k_smem.index(slot))
+            mbarrier.wait(v_empty.index(slot), empty_phase)
+            mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
+            _tma_load(desc_v, [row, 0], v_ready.index(slot), v_smem.index(slot))
+
+    @gluon.jit
+    def _masked(s, j, q_start, CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr):
+        if CAUSAL:
+            if (j + 1) * BLOCK_N > q_start:  # a block reaching the diagonal: keys after a query are not seen
+                rows = q_start + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s.type.layout))
+                cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s.type.layout))
+                s = gl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
+        return s
+
+    @gluon.jit
+    def _release(bar):
+        _partition_sync()  # the whole warpgroup is past its reads of the slot before it is handed back
+        mbarrier.arrive(bar)
+
+    @gluon.jit
+    def _my_turn(turn, k, WG: gl.constexpr, PINGPONG: gl.constexpr):
+        # ping-pong: warpgroup WG issues its k-th group of products after the other one issued its own, so one
+        # warpgroup's softmax runs while the other's products use the tensor cores (warpgroup 0 starts)
+        if PINGPONG:
+            mbarrier.wait(turn.index(WG), (k & 1) ^ (1 - WG))
+
+    @gluon.jit
+    def _their_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
+        if PINGPONG:
+            mbarrier.arrive(turn.index(1 - WG))
+
+    @gluon.jit
+    def _compute_partition(
+        q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, lse_row,
+        q_start, n_blocks, qk_scale, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, ROWS: gl.constexpr,
+        BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr,
+        WG: gl.constexpr,
+    ):  # fmt: skip
+        # one warpgroup (4 warps) and its ROWS query rows: q_smem is its slice of the program's q tile
+        s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
+        )
+        o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16]
+        )
+        p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+        s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
+        o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
+        dtype: gl.constexpr = q_smem.dtype
+
+        zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+        acc = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
+        mbarrier.wait(q_bar, 0)
+
+        # block 0's scores and softmax (the running maximum starts there)
+        mbarrier.wait(k_ready.index(0), 0)
+        _my_turn(turn, 0, WG, PINGPONG)
+        s_tok = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        _their_turn(turn, WG, PINGPONG)
+        s = warpgroup_mma_wait(0, deps=(s_tok,))
+        _release(k_empty.index(0))
+        s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
+        m_i = gl.max(s, axis=1) * qk_scale
+        p = gl.exp2(s * qk_scale - m_i[:, None])
+        l_i = gl.sum(p, axis=1)
+        for j in range(1, n_blocks):
+            prev = (j - 1) % STAGES
+            slot = j % STAGES
+            mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
+            _my_turn(turn, j, WG, PINGPONG)
+            if PIPE:  # issue S_j, then P_{j-1}·V_{j-1}; the softmax of S_j runs under the second product
+                s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False,
+                                      is_async=True)  # fmt: skip
+                mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+                p_op = gl.convert_layout(p.to(dtype), p_layout)
+                acc_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
+                _their_turn(turn, WG, PINGPONG)
+                s = warpgroup_mma_wait(1, deps=(s_tok,))
+                _release(k_empty.index(slot))
+            else:
+                mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+                p_op = gl.convert_layout(p.to(dtype), p_layout)
+                acc = warpgroup_mma(p_op, v_smem.index(prev), acc)
+                _release(v_empty.index(prev))
+                s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False)
+                _their_turn(turn, WG, PINGPONG)
+                _release(k_empty.index(slot))
+            s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
+            m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+            alpha = gl.exp2(m_i - m_new)
+            p = gl.exp2(s * qk_scale - m_new[:, None])
+            l_i = l_i * alpha + gl.sum(p, axis=1)
+            m_i = m_new
+            if PIPE:
+                acc = warpgroup_mma_wait(0, deps=(acc_tok,))
+                _release(v_empty.index(prev))
+            acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+        last = (n_blocks - 1) % STAGES
+        mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        _my_turn(turn, n_blocks, WG, PINGPONG)
+        acc = warpgroup_mma(p_op, v_smem.index(last), acc)
+        _their_turn(turn, WG, PINGPONG)
+
+        o = acc / gl.convert_layout(l_i, o_rows)[:, None]
+        offs_m = gl.arange(0, ROWS, layout=o_rows)
+        offs_d = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
+        gl.store(o_ptr + (q_start + offs_m)[:, None] * so_s + offs_d[None, :], o.to(dtype))
+        lse_offs = gl.arange(0, ROWS, layout=s_rows)
+        # m_i and log2(l_i) are in base 2; the lse is stored in natural log (× ln 2)
+        gl.store(lse_ptr + lse_row + q_start + lse_offs, (m_i + gl.log2(l_i)) * 0.6931471805599453)
+
+    @gluon.jit
+    def _attn_fwd_ws_kernel(
+        desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s,
+        CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+        STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, LOAD_REGS: gl.constexpr,
+        COMPUTE_REGS: gl.constexpr,
+    ):  # fmt: skip
+        # BLOCK_M query rows a program: two warpgroups of BLOCK_M // 2 rows each, one in the default partition
+        # (the kernel's 4 warps) and one in a worker, sharing every K and V block the loader warp brings
+        ROWS: gl.constexpr = BLOCK_M // 2
+        start_m = gl.program_id(0)
+        bh = gl.program_id(1)
+        kv_row0 = bh * S
+        q_start = start_m * BLOCK_M
+        if CAUSAL:
+            n_blocks = (q_start + BLOCK_M + BLOCK_N - 1) // BLOCK_N
+        else:
+            n_blocks = S // BLOCK_N
+        b = (bh // H).to(gl.int64)
+        h = (bh % H).to(gl.int64)
+        o_base = o_ptr + b * so_b + h * so_h
+        lse_row = bh.to(gl.int64) * S
+
+        q_smem = gl.allocate_shared_memory(desc_q.dtype, desc_q.block_type.shape, desc_q.layout)
+        k_smem = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
+        v_smem = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
+        q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        mbarrier.init(q_bar, count=1)
+        mbarrier.init(turn.index(0), count=1)
+        mbarrier.init(turn.index(1), count=1)
+        for i in gl.static_range(STAGES):
+            mbarrier.init(k_ready.index(i), count=1)
+            mbarrier.init(v_ready.index(i), count=1)
+            mbarrier.init(k_empty.index(i), count=2)  # both compute warpgroups hand a slot back
+            mbarrier.init(v_empty.index(i), count=2)
+
+        gl.warp_specialize(
+            [
+                (_compute_partition,
+                 (q_smem.slice(0, ROWS), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
+                  lse_ptr, lse_row, q_start, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N, STAGES, PIPE,
+                  PINGPONG, 0)),
+                (_compute_partition,
+                 (q_smem.slice(ROWS, ROWS), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn,
+                  o_base, lse_ptr, lse_row, q_start + ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS,
+                  BLOCK_N, STAGES, PIPE, PINGPONG, 1)),
+                (_load_partition,
+                 (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
+                  kv_row0 + q_start, kv_row0, n_blocks, BLOCK_N, STAGES)),
+            ],
+            [4, 1],
+            [COMPUTE_REGS, LOAD_REGS],
+        )  # fmt: skip
+
+
+def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
+    """Whether the Gluon kernel takes this call: Gluon present, a CUDA GPU of compute capability 9.x, one
+    contiguous 16-byte-aligned (B, H, S, D) bf16/fp16 layout, a head dim it has a launch for and S a multiple of
+    its tiles."""
+    import torch
+
+    if gluon is None or not q.is_cuda or q.dtype not in (torch.bfloat16, torch.float16):
+        return False
+    if torch.cuda.get_device_capability(q.device)[0] != 9:
+        return False
+    cfg = cfg or CONFIGS.get(q.shape[-1])
+    if cfg is None or q.shape[2] % max(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])):
+        return False
+    return all(t.shape == q.shape and t.dtype == q.dtype and t.is_contiguous() and t.data_ptr() % 16 == 0
+               for t in (k, v))  # fmt: skip
+
+
+def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = None) -> None:  # noqa: ANN001
+    """Run the Gluon forward on q, k, v (:func:`usable` said yes) into o, lse; ``qk_scale`` includes log2(e)."""
+    B, H, S, D = q.shape
+    cfg = cfg or CONFIGS[D]
+    bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
+    rows = B * H * S
+    el = gl.bfloat16 if q.dtype.itemsize == 2 and str(q.dtype) == "torch.bfloat16" else gl.float16
+    q_layout = gl.NVMMASharedLayout.get_default_for([bm, D], el)
+    kv_layout = gl.NVMMASharedLayout.get_default_for([bn, D], el)
+    desc_q = GluonDescriptor(q, [rows, D], [D, 1], [bm, D], q_layout)
+    desc_k = GluonDescriptor(k, [rows, D], [D, 1], [bn, D], kv_layout)
+    desc_v = GluonDescriptor(v, [rows, D], [D, 1], [bn, D], kv_layout)
+    grid = (triton.cdiv(S, bm), B * H)
+    _attn_fwd_ws_kernel[grid](
+        desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2),
+        CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
+        PINGPONG=bool(cfg.get("PINGPONG", False)),
+        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), num_warps=4,
+    )  # fmt: skip
