@@ -1,5 +1,5 @@
-"""The warp-specialised Gluon attention forward (`perf/kernels/attention_ws.py`) against the shipped reference and
-every SDPA backend, on a Hopper GPU.
+"""The warp-specialised Gluon attention forward (`perf/kernels/attention_ws.py`) and its options against the
+Triton forward (`attention.py`'s CONFIGS) and the SDPA backends that can win (cuDNN, flash), on a Hopper GPU.
 
     python benchmarks/attention_ws.py --smoke            # values only, small shapes (a hang ends at --timeout)
     python benchmarks/attention_ws.py --out ws.json      # values, then 3 interleaved timing rounds
@@ -32,11 +32,12 @@ def candidates(head_dim: int) -> dict[str, dict]:
 
     base = dict(attention_ws.CONFIGS[head_dim])
     out = {"ws": base}
-    out["ws-pingpong"] = {**base, "PINGPONG": True}
+    other = 5 - int(base["STAGES"])  # 2 <-> 3 ring slots
+    out[f"ws-stages{other}"] = {**base, "STAGES": other}
+    out["ws-no-pingpong"] = {**base, "PINGPONG": False}
+    out[f"ws-no-pingpong-stages{other}"] = {**base, "PINGPONG": False, "STAGES": other}
+    out["ws-reverse"] = {**base, "REVERSE": True}  # only differs for causal
     out["ws-nopipe"] = {**base, "PIPE": False}
-    out["ws-stages3" if base["STAGES"] == 2 else "ws-stages2"] = {**base, "STAGES": 5 - int(base["STAGES"])}
-    if head_dim == 64:
-        out["ws-n64"] = {**base, "BLOCK_N": 64}
     return out
 
 
@@ -92,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.only:
                 keep = set(args.only.split(","))
                 fns = {n: f for n, f in fns.items() if n in keep}
-            fns["shipped"] = lambda q, k, v, c: attention.attention(q, k, v, c)
+            # the Triton kernel that was the default before the Gluon one (its CONFIGS launch)
+            fns["triton"] = lambda q, k, v, c: attention.attention(q, k, v, c, config=attention.default_config(
+                q.shape[-1], c))  # fmt: skip
             if args.smoke:
                 ref_o, ref_lse = reference(q, k, v, causal)
             else:

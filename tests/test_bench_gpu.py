@@ -116,6 +116,17 @@ def test_attention_rows_carry_every_sdpa_backend_timed_or_unavailable() -> None:
         ("attention", (1, 16, 2048, 128), torch.bfloat16, {"causal": True, "kernel": "tma", "BLOCK_M": 128,
                                                            "BLOCK_N": 64, "num_warps": 8, "num_stages": 3,
                                                            "reverse": True}),
+        # the Gluon warp-specialised forward (the default on Hopper): both head dims, both masks, fp16 and bf16,
+        # the ring of K/V slots wrapping many times (S 4096 = 32 blocks over 2 or 3 slots), each option
+        ("attention", (2, 8, 1024, 64), torch.float16, {"causal": True, "kernel": "ws"}),
+        ("attention", (1, 16, 4096, 128), torch.bfloat16, {"kernel": "ws"}),
+        ("attention", (1, 16, 4096, 128), torch.bfloat16, {"causal": True, "kernel": "ws", "BLOCK_M": 128,
+                                                           "BLOCK_N": 128, "STAGES": 3, "PIPE": True,
+                                                           "PINGPONG": False, "REVERSE": True, "LOAD_REGS": 24,
+                                                           "COMPUTE_REGS": 240}),
+        ("attention", (2, 4, 2048, 64), torch.bfloat16, {"kernel": "ws", "BLOCK_M": 128, "BLOCK_N": 128,
+                                                         "STAGES": 3, "PIPE": False, "PINGPONG": True,
+                                                         "LOAD_REGS": 24, "COMPUTE_REGS": 240}),
         ("attention_backward", (2, 8, 1000, 128), torch.bfloat16, {"causal": True}),
         ("attention_backward", (1, 16, 2048, 64), torch.bfloat16, None),
         ("attention_backward", (1, 8, 1024, 128), torch.bfloat16, {"causal": True, "atomic_dq": True, "BLOCK_M1": 32,
@@ -153,6 +164,37 @@ def test_issue_38_39_kernels_correct_on_gpu(
 
     r = check(name, shape, dtype, "cuda", config)
     assert r.ok, r
+
+
+def test_attention_default_takes_the_gluon_kernel_only_where_it_can() -> None:
+    """On a Hopper GPU the default forward is the Gluon kernel; a length that is not a multiple of its tile, a
+    strided operand or a negative scale takes the Triton kernels (and gives the same values); asking for the
+    Gluon kernel where it cannot run is a clear error."""
+    from tritonlab.perf.kernels import attention, attention_ws
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon forward is for compute capability 9.x")
+    launched = []
+    original = attention_ws.launch
+    attention_ws.launch = lambda *a, **kw: (launched.append(a[0].shape), original(*a, **kw))[1]
+    try:
+        q, k, v = (torch.randn(1, 4, 1024, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        o, lse = attention.attention(q, k, v, True)
+        assert launched == [q.shape]
+        q2, k2, v2 = (t[:, :, :1000] for t in (q, k, v))  # S 1000: not a multiple of 128
+        o2, lse2 = attention.attention(q2.contiguous(), k2.contiguous(), v2.contiguous(), True)
+        o3, _ = attention.attention(q.transpose(1, 2).contiguous().transpose(1, 2), k, v, True)  # strided q
+        assert launched == [q.shape]
+        torch.testing.assert_close(
+            o2, o[:, :, :1000], atol=2e-2, rtol=0
+        )  # causal: rows < 1000 see the same keys
+        torch.testing.assert_close(o3, o, atol=2e-2, rtol=0)
+        with pytest.raises(ValueError, match="Gluon"):
+            attention.attention(
+                q2.contiguous(), k2.contiguous(), v2.contiguous(), True, config={"kernel": "ws"}
+            )
+    finally:
+        attention_ws.launch = original
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -13,6 +13,11 @@ are scaled by ``scale·log2(e)`` so that ``exp2`` does the exponentials. With a 
 two stages: the blocks strictly left of the diagonal need no mask; the diagonal block(s) apply it. A tail
 mask on the keys is compiled in only when S is not a multiple of BLOCK_N (``EVEN_N``).
 
+On a Hopper GPU the default is a third kernel, written in Gluon: ``attention_ws._attn_fwd_ws_kernel``
+(``config["kernel"] = "ws"``), warp-specialised like the fastest peers (a loader warp, two computing warpgroups,
+the next block's scores in flight under this block's softmax); it takes contiguous bf16/fp16 operands whose S is
+a multiple of its 128-row tiles (:func:`attention_ws.usable`), and every other call takes the Triton kernels.
+
 A second kernel, ``attention_tma._attn_fwd_tma_kernel`` (``config["kernel"] = "tma"``), reads q, k, v through
 TMA tensor descriptors and offers the Hopper schedules (warp specialisation, a pipelined score product, reversed
 causal order) as options. :data:`CONFIGS` says which kernel and launch each head dim uses: the pointer kernel's
@@ -171,8 +176,20 @@ def attention(
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
     if o.numel() == 0:
         return o, lse
+    from . import attention_ws
+
     if config is None:
-        config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
+        if not interpreting() and scale > 0 and attention_ws.usable(q, k, v):
+            config = {"kernel": "ws"}
+        else:
+            config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
+    if config.get("kernel") == "ws":
+        ws_cfg = {key: val for key, val in config.items() if key != "kernel"} or None
+        if not (scale > 0 and attention_ws.usable(q, k, v, ws_cfg)):
+            raise ValueError("the Gluon kernel needs a Hopper GPU, contiguous bf16/fp16 operands, S a multiple of "
+                             "its tiles and a positive scale")  # fmt: skip
+        attention_ws.launch(q, k, v, o, lse, causal, scale * LOG2E, ws_cfg)
+        return o, lse
     bm, bn = int(config["BLOCK_M"]), int(config["BLOCK_N"])
     if bm % bn:
         raise ValueError("BLOCK_M must be a multiple of BLOCK_N (the causal diagonal stage needs it)")

@@ -40,8 +40,24 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 #: Launches by head dim: tile sizes, the compute partition's warps, K/V ring slots, whether the next scores
 #: are issued before this block's softmax (``PIPE``), and the loader's registers.
 CONFIGS: dict[int, dict[str, int | bool]] = {
-    64: {"BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 3, "PIPE": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240},
-    128: {"BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "PIPE": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240},
+    64: {
+        "BLOCK_M": 128,
+        "BLOCK_N": 128,
+        "STAGES": 2,
+        "PIPE": True,
+        "PINGPONG": True,
+        "LOAD_REGS": 24,
+        "COMPUTE_REGS": 240,
+    },
+    128: {
+        "BLOCK_M": 128,
+        "BLOCK_N": 128,
+        "STAGES": 2,
+        "PIPE": True,
+        "PINGPONG": True,
+        "LOAD_REGS": 24,
+        "COMPUTE_REGS": 240,
+    },
 }
 
 
@@ -186,13 +202,16 @@ if gluon is not None:
     def _attn_fwd_ws_kernel(
         desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s,
         CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-        STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, LOAD_REGS: gl.constexpr,
-        COMPUTE_REGS: gl.constexpr,
+        STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, REVERSE: gl.constexpr,
+        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr,
     ):  # fmt: skip
         # BLOCK_M query rows a program: two warpgroups of BLOCK_M // 2 rows each, one in the default partition
         # (the kernel's 4 warps) and one in a worker, sharing every K and V block the loader warp brings
         ROWS: gl.constexpr = BLOCK_M // 2
-        start_m = gl.program_id(0)
+        if REVERSE:  # causal: the query blocks with the most key blocks start first (longest first)
+            start_m = gl.num_programs(0) - 1 - gl.program_id(0)
+        else:
+            start_m = gl.program_id(0)
         bh = gl.program_id(1)
         kv_row0 = bh * S
         q_start = start_m * BLOCK_M
@@ -256,7 +275,7 @@ def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
     if cfg is None or q.shape[2] % max(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])):
         return False
     return all(t.shape == q.shape and t.dtype == q.dtype and t.is_contiguous() and t.data_ptr() % 16 == 0
-               for t in (k, v))  # fmt: skip
+               for t in (q, k, v))  # fmt: skip
 
 
 def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = None) -> None:  # noqa: ANN001
@@ -275,6 +294,6 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     _attn_fwd_ws_kernel[grid](
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2),
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
-        PINGPONG=bool(cfg.get("PINGPONG", False)),
+        PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
         LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), num_warps=4,
     )  # fmt: skip
