@@ -38,6 +38,8 @@ def candidates(head_dim: int) -> dict[str, dict]:
     out[f"ws-no-pingpong-stages{other}"] = {**base, "PINGPONG": False, "STAGES": other}
     out["ws-reverse"] = {**base, "REVERSE": True}  # only differs for causal
     out["ws-nopipe"] = {**base, "PIPE": False}
+    if head_dim == 64:  # three computing warpgroups of 64 rows (192-row tiles), 160 registers each
+        out["ws-3wg"] = {**base, "NUM_WG": 3, "BLOCK_M": 192, "COMPUTE_REGS": 160}
     return out
 
 

@@ -75,10 +75,13 @@ if gluon is not None:
     @gluon.jit
     def _load_partition(
         desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, q_row,
-        kv_row0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+        kv_row0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
-        mbarrier.expect(q_bar, desc_q.block_type.nbytes)
-        _tma_load(desc_q, [q_row, 0], q_bar, q_smem)
+        # q: one box of rows per computing warpgroup (a TMA box is a power of two rows; 3 × 64 is not)
+        rows: gl.constexpr = desc_q.block_type.shape[0]
+        mbarrier.expect(q_bar, NUM_WG * desc_q.block_type.nbytes)
+        for w in gl.static_range(NUM_WG):
+            _tma_load(desc_q, [q_row + w * rows, 0], q_bar, q_smem.index(w))
         for j in range(n_blocks):
             slot = j % STAGES
             # a fresh barrier has finished "phase -1": the first pass over the ring does not wait
@@ -107,22 +110,24 @@ if gluon is not None:
 
     @gluon.jit
     def _my_turn(turn, k, WG: gl.constexpr, PINGPONG: gl.constexpr):
-        # ping-pong: warpgroup WG issues its k-th group of products after the other one issued its own, so one
-        # warpgroup's softmax runs while the other's products use the tensor cores (warpgroup 0 starts)
+        # ping-pong: the computing warpgroups issue their k-th group of products in turn (0, 1[, 2], 0, ...), so
+        # one warpgroup's softmax runs while another's products use the tensor cores. Warpgroup 0's k-th wait
+        # needs the last one's (k-1)-th arrival (none for k = 0: a fresh barrier has finished "phase -1"), the
+        # others' their predecessor's k-th
         if PINGPONG:
-            mbarrier.wait(turn.index(WG), (k & 1) ^ (1 - WG))
+            mbarrier.wait(turn.index(WG), (k & 1) ^ (WG == 0))
 
     @gluon.jit
-    def _their_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    def _their_turn(turn, WG: gl.constexpr, NUM_WG: gl.constexpr, PINGPONG: gl.constexpr):
         if PINGPONG:
-            mbarrier.arrive(turn.index(1 - WG))
+            mbarrier.arrive(turn.index((WG + 1) % NUM_WG))
 
     @gluon.jit
     def _compute_partition(
         q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, lse_row,
         q_start, n_blocks, qk_scale, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, ROWS: gl.constexpr,
         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr,
-        WG: gl.constexpr,
+        WG: gl.constexpr, NUM_WG: gl.constexpr, S,
     ):  # fmt: skip
         # one warpgroup (4 warps) and its ROWS query rows: q_smem is its slice of the program's q tile
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -144,7 +149,7 @@ if gluon is not None:
         mbarrier.wait(k_ready.index(0), 0)
         _my_turn(turn, 0, WG, PINGPONG)
         s_tok = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        _their_turn(turn, WG, PINGPONG)
+        _their_turn(turn, WG, NUM_WG, PINGPONG)
         s = warpgroup_mma_wait(0, deps=(s_tok,))
         _release(k_empty.index(0))
         s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
@@ -162,7 +167,7 @@ if gluon is not None:
                 mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
                 p_op = gl.convert_layout(p.to(dtype), p_layout)
                 acc_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
-                _their_turn(turn, WG, PINGPONG)
+                _their_turn(turn, WG, NUM_WG, PINGPONG)
                 s = warpgroup_mma_wait(1, deps=(s_tok,))
                 _release(k_empty.index(slot))
             else:
@@ -171,7 +176,7 @@ if gluon is not None:
                 acc = warpgroup_mma(p_op, v_smem.index(prev), acc)
                 _release(v_empty.index(prev))
                 s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False)
-                _their_turn(turn, WG, PINGPONG)
+                _their_turn(turn, WG, NUM_WG, PINGPONG)
                 _release(k_empty.index(slot))
             s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
             m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
@@ -188,26 +193,31 @@ if gluon is not None:
         p_op = gl.convert_layout(p.to(dtype), p_layout)
         _my_turn(turn, n_blocks, WG, PINGPONG)
         acc = warpgroup_mma(p_op, v_smem.index(last), acc)
-        _their_turn(turn, WG, PINGPONG)
+        _their_turn(turn, WG, NUM_WG, PINGPONG)
 
         o = acc / gl.convert_layout(l_i, o_rows)[:, None]
         offs_m = gl.arange(0, ROWS, layout=o_rows)
         offs_d = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
-        gl.store(o_ptr + (q_start + offs_m)[:, None] * so_s + offs_d[None, :], o.to(dtype))
+        rows_ok = (q_start + offs_m) < S  # a tile may reach past S (192-row tiles): those rows are not stored
+        gl.store(
+            o_ptr + (q_start + offs_m)[:, None] * so_s + offs_d[None, :], o.to(dtype), mask=rows_ok[:, None]
+        )
         lse_offs = gl.arange(0, ROWS, layout=s_rows)
         # m_i and log2(l_i) are in base 2; the lse is stored in natural log (× ln 2)
-        gl.store(lse_ptr + lse_row + q_start + lse_offs, (m_i + gl.log2(l_i)) * 0.6931471805599453)
+        gl.store(lse_ptr + lse_row + q_start + lse_offs, (m_i + gl.log2(l_i)) * 0.6931471805599453,
+                 mask=(q_start + lse_offs) < S)  # fmt: skip
 
     @gluon.jit
     def _attn_fwd_ws_kernel(
         desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s,
         CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
         STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, REVERSE: gl.constexpr,
-        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr,
+        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
-        # BLOCK_M query rows a program: two warpgroups of BLOCK_M // 2 rows each, one in the default partition
-        # (the kernel's 4 warps) and one in a worker, sharing every K and V block the loader warp brings
-        ROWS: gl.constexpr = BLOCK_M // 2
+        # BLOCK_M query rows a program: NUM_WG (2 or 3) warpgroups of BLOCK_M // NUM_WG rows each, one in the
+        # default partition (the kernel's 4 warps) and the others in workers, sharing every K and V block the
+        # loader warp brings
+        ROWS: gl.constexpr = BLOCK_M // NUM_WG
         if REVERSE:  # causal: the query blocks with the most key blocks start first (longest first)
             start_m = gl.num_programs(0) - 1 - gl.program_id(0)
         else:
@@ -224,7 +234,7 @@ if gluon is not None:
         o_base = o_ptr + b * so_b + h * so_h
         lse_row = bh.to(gl.int64) * S
 
-        q_smem = gl.allocate_shared_memory(desc_q.dtype, desc_q.block_type.shape, desc_q.layout)
+        q_smem = gl.allocate_shared_memory(desc_q.dtype, [NUM_WG] + desc_q.block_type.shape, desc_q.layout)
         k_smem = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
         v_smem = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
         q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -232,39 +242,136 @@ if gluon is not None:
         v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [NUM_WG, 1], mbarrier.MBarrierLayout())
         mbarrier.init(q_bar, count=1)
-        mbarrier.init(turn.index(0), count=1)
-        mbarrier.init(turn.index(1), count=1)
+        for i in gl.static_range(NUM_WG):
+            mbarrier.init(turn.index(i), count=1)
         for i in gl.static_range(STAGES):
             mbarrier.init(k_ready.index(i), count=1)
             mbarrier.init(v_ready.index(i), count=1)
-            mbarrier.init(k_empty.index(i), count=2)  # both compute warpgroups hand a slot back
-            mbarrier.init(v_empty.index(i), count=2)
+            mbarrier.init(k_empty.index(i), count=NUM_WG)  # every computing warpgroup hands a slot back
+            mbarrier.init(v_empty.index(i), count=NUM_WG)
 
-        gl.warp_specialize(
-            [
-                (_compute_partition,
-                 (q_smem.slice(0, ROWS), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
-                  lse_ptr, lse_row, q_start, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N, STAGES, PIPE,
-                  PINGPONG, 0)),
-                (_compute_partition,
-                 (q_smem.slice(ROWS, ROWS), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn,
-                  o_base, lse_ptr, lse_row, q_start + ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS,
-                  BLOCK_N, STAGES, PIPE, PINGPONG, 1)),
-                (_load_partition,
-                 (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-                  kv_row0 + q_start, kv_row0, n_blocks, BLOCK_N, STAGES)),
-            ],
-            [4, 1],
-            [COMPUTE_REGS, LOAD_REGS],
-        )  # fmt: skip
+        # (a partition list is written out in each branch: the JIT does not keep a function in a variable)
+        if NUM_WG == 2:
+            gl.warp_specialize(
+                [
+                    (
+                        _compute_partition,
+                        (
+                            q_smem.index(0),
+                            k_smem,
+                            v_smem,
+                            q_bar,
+                            k_ready,
+                            v_ready,
+                            k_empty,
+                            v_empty,
+                            turn,
+                            o_base,
+                            lse_ptr,
+                            lse_row,
+                            q_start,
+                            n_blocks,
+                            qk_scale,
+                            so_s,
+                            CAUSAL,
+                            HEAD_D,
+                            ROWS,
+                            BLOCK_N,
+                            STAGES,
+                            PIPE,
+                            PINGPONG,
+                            0,
+                            NUM_WG,
+                            S,
+                        ),
+                    ),
+                    (
+                        _compute_partition,
+                        (
+                            q_smem.index(1),
+                            k_smem,
+                            v_smem,
+                            q_bar,
+                            k_ready,
+                            v_ready,
+                            k_empty,
+                            v_empty,
+                            turn,
+                            o_base,
+                            lse_ptr,
+                            lse_row,
+                            q_start + ROWS,
+                            n_blocks,
+                            qk_scale,
+                            so_s,
+                            CAUSAL,
+                            HEAD_D,
+                            ROWS,
+                            BLOCK_N,
+                            STAGES,
+                            PIPE,
+                            PINGPONG,
+                            1,
+                            NUM_WG,
+                            S,
+                        ),
+                    ),
+                    (
+                        _load_partition,
+                        (
+                            desc_q,
+                            desc_k,
+                            desc_v,
+                            q_smem,
+                            k_smem,
+                            v_smem,
+                            q_bar,
+                            k_ready,
+                            v_ready,
+                            k_empty,
+                            v_empty,
+                            kv_row0 + q_start,
+                            kv_row0,
+                            n_blocks,
+                            BLOCK_N,
+                            STAGES,
+                            NUM_WG,
+                        ),
+                    ),
+                ],
+                [4, 1],
+                [COMPUTE_REGS, LOAD_REGS],
+            )
+        else:
+            gl.warp_specialize(
+                [
+                    (_compute_partition,
+                     (q_smem.index(0), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
+                      lse_ptr, lse_row, q_start, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N, STAGES,
+                      PIPE, PINGPONG, 0, NUM_WG, S)),
+                    (_compute_partition,
+                     (q_smem.index(1), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
+                      lse_ptr, lse_row, q_start + ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N,
+                      STAGES, PIPE, PINGPONG, 1, NUM_WG, S)),
+                    (_compute_partition,
+                     (q_smem.index(2), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
+                      lse_ptr, lse_row, q_start + 2 * ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, 2, NUM_WG, S)),
+                    (_load_partition,
+                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
+                      kv_row0 + q_start, kv_row0, n_blocks, BLOCK_N, STAGES, NUM_WG)),
+                ],
+                [4, 4, 1],
+                [COMPUTE_REGS, COMPUTE_REGS, LOAD_REGS],
+            )  # fmt: skip
 
 
 def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
     """Whether the Gluon kernel takes this call: Gluon present, a CUDA GPU of compute capability 9.x, one
     contiguous 16-byte-aligned (B, H, S, D) bf16/fp16 layout, a head dim it has a launch for and S a multiple of
-    its tiles."""
+    its key block (a query tile may reach past S: its extra rows are not stored)."""
     import torch
 
     if gluon is None or not q.is_cuda or q.dtype not in (torch.bfloat16, torch.float16):
@@ -272,7 +379,7 @@ def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
     if torch.cuda.get_device_capability(q.device)[0] != 9:
         return False
     cfg = cfg or CONFIGS.get(q.shape[-1])
-    if cfg is None or q.shape[2] % max(int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])):
+    if cfg is None or q.shape[2] % int(cfg["BLOCK_N"]) or q.shape[2] < int(cfg["BLOCK_M"]):
         return False
     return all(t.shape == q.shape and t.dtype == q.dtype and t.is_contiguous() and t.data_ptr() % 16 == 0
                for t in (q, k, v))  # fmt: skip
@@ -285,9 +392,10 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     rows = B * H * S
     el = gl.bfloat16 if q.dtype.itemsize == 2 and str(q.dtype) == "torch.bfloat16" else gl.float16
-    q_layout = gl.NVMMASharedLayout.get_default_for([bm, D], el)
+    rows_wg = bm // int(cfg.get("NUM_WG", 2))  # each computing warpgroup's query rows: one q box
+    q_layout = gl.NVMMASharedLayout.get_default_for([rows_wg, D], el)
     kv_layout = gl.NVMMASharedLayout.get_default_for([bn, D], el)
-    desc_q = GluonDescriptor(q, [rows, D], [D, 1], [bm, D], q_layout)
+    desc_q = GluonDescriptor(q, [rows, D], [D, 1], [rows_wg, D], q_layout)
     desc_k = GluonDescriptor(k, [rows, D], [D, 1], [bn, D], kv_layout)
     desc_v = GluonDescriptor(v, [rows, D], [D, 1], [bn, D], kv_layout)
     grid = (triton.cdiv(S, bm), B * H)
@@ -295,5 +403,6 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2),
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
         PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
-        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), num_warps=4,
+        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=int(cfg.get("NUM_WG", 2)),
+        num_warps=4,
     )  # fmt: skip
