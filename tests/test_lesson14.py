@@ -428,3 +428,30 @@ def test_what_the_libraries_launch_is_the_recorded_profile(lang: str) -> None:
     printed = [f"{x:.2f}×" if lang == "en" else f"{x:.2f}×".replace(".", ",") for x in ratios]
     assert ", ".join(printed[:2]) in text, (lang, printed)
     assert printed[2] in text, (lang, printed)
+
+
+WS_RUN = ROOT / "docs" / "gpu-runs" / "2026-12-06-h100-80gb-hbm3-94b849e" / "attention-ws.json"
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_the_gluon_forward_figures_are_the_recorded_ones(lang: str) -> None:
+    """The paragraph on the course's Gluon attention forward quotes benchmarks/attention_ws.py's recorded run: its
+    TFLOP/s and cuDNN's on the full 4·32·4096·128 row, the geometric means over the eight rows against the
+    fastest SDPA backend (the Gluon kernel with ping-pong, and the Triton forward), and the head-dim-64 range."""
+    text = (LESSON / f"lesson.{lang}.md").read_text(encoding="utf-8")
+    assert "2026-12-06 (94b849e)" in text and "attention_ws.py" in text
+    run = json.loads(WS_RUN.read_text())
+    rows = {(tuple(r["shape"]), r["causal"]): r for r in run["rows"]}
+    full = rows[((4, 32, 4096, 128), False)]["tflops"]
+    hd64 = [r["tflops"]["ws-pingpong"] / r["tflops"][r["fastest_peer"]] for r in run["rows"] if r["shape"][3] == 64]
+    assert all(r["fastest_peer"] == "sdpa_cudnn" for r in run["rows"])  # the text names cuDNN as the peer
+    figures = [
+        f"{full['ws-pingpong']:.0f} TFLOP/s",
+        f"{full['sdpa_cudnn']:.0f}",
+        f"{run['geomean_vs_fastest']['ws-pingpong']:.2f}×",
+        f"{run['geomean_vs_fastest']['shipped']:.2f}×",
+        f"{min(hd64):.2f}–{max(hd64):.2f}×",
+    ]
+    for figure in figures:
+        printed = figure if lang == "en" else figure.replace(".", ",")
+        assert printed in " ".join(text.split()), (lang, printed)
