@@ -73,26 +73,53 @@ if gluon is not None:
     _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
     @gluon.jit
+    def _tile(t, n_m, BH, REVERSE: gl.constexpr):
+        # tile t -> (query block, batch·head). REVERSE (causal): the query blocks with the most key blocks first,
+        # heads on the fast axis; otherwise query blocks on the fast axis
+        if REVERSE:
+            return n_m - 1 - t // BH, t % BH
+        else:
+            return t % n_m, t // n_m
+
+    @gluon.jit
+    def _n_blocks(q_start, S, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+        if CAUSAL:
+            return (q_start + BLOCK_M + BLOCK_N - 1) // BLOCK_N
+        else:
+            return S // BLOCK_N
+
+    @gluon.jit
     def _load_partition(
-        desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, q_row,
-        kv_row0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, NUM_WG: gl.constexpr,
+        desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty,
+        S, n_m, BH, n_tiles, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+        STAGES: gl.constexpr, NUM_WG: gl.constexpr, REVERSE: gl.constexpr,
     ):  # fmt: skip
         # q: one box of rows per computing warpgroup (a TMA box is a power of two rows; 3 × 64 is not)
         rows: gl.constexpr = desc_q.block_type.shape[0]
-        mbarrier.expect(q_bar, NUM_WG * desc_q.block_type.nbytes)
-        for w in gl.static_range(NUM_WG):
-            _tma_load(desc_q, [q_row + w * rows, 0], q_bar, q_smem.index(w))
-        for j in range(n_blocks):
-            slot = j % STAGES
-            # a fresh barrier has finished "phase -1": the first pass over the ring does not wait
-            empty_phase = ((j // STAGES) & 1) ^ 1
-            row = kv_row0 + j * BLOCK_N
-            mbarrier.wait(k_empty.index(slot), empty_phase)
-            mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
-            _tma_load(desc_k, [row, 0], k_ready.index(slot), k_smem.index(slot))
-            mbarrier.wait(v_empty.index(slot), empty_phase)
-            mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
-            _tma_load(desc_v, [row, 0], v_ready.index(slot), v_smem.index(slot))
+        c = 0  # K/V blocks loaded by this program, over all its tiles: the ring's slot and phase
+        it = 0  # tiles of this program
+        for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+            start_m, bh = _tile(t, n_m, BH, REVERSE)
+            kv_row0 = bh * S
+            q_start = start_m * BLOCK_M
+            n_blocks = _n_blocks(q_start, S, CAUSAL, BLOCK_M, BLOCK_N)
+            # a fresh barrier has finished "phase -1": the first pass over a ring does not wait
+            mbarrier.wait(q_empty, (it & 1) ^ 1)
+            mbarrier.expect(q_ready, NUM_WG * desc_q.block_type.nbytes)
+            for w in gl.static_range(NUM_WG):
+                _tma_load(desc_q, [kv_row0 + q_start + w * rows, 0], q_ready, q_smem.index(w))
+            for j in range(n_blocks):
+                slot = c % STAGES
+                empty_phase = ((c // STAGES) & 1) ^ 1
+                row = kv_row0 + j * BLOCK_N
+                mbarrier.wait(k_empty.index(slot), empty_phase)
+                mbarrier.expect(k_ready.index(slot), desc_k.block_type.nbytes)
+                _tma_load(desc_k, [row, 0], k_ready.index(slot), k_smem.index(slot))
+                mbarrier.wait(v_empty.index(slot), empty_phase)
+                mbarrier.expect(v_ready.index(slot), desc_v.block_type.nbytes)
+                _tma_load(desc_v, [row, 0], v_ready.index(slot), v_smem.index(slot))
+                c += 1
+            it += 1
 
     @gluon.jit
     def _masked(s, j, q_start, CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr):
@@ -124,12 +151,13 @@ if gluon is not None:
 
     @gluon.jit
     def _compute_partition(
-        q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr, lse_row,
-        q_start, n_blocks, qk_scale, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, ROWS: gl.constexpr,
-        BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr,
-        WG: gl.constexpr, NUM_WG: gl.constexpr, S,
+        q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
+        qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr,
+        BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr,
+        PINGPONG: gl.constexpr, REVERSE: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
-        # one warpgroup (4 warps) and its ROWS query rows: q_smem is its slice of the program's q tile
+        # one warpgroup (4 warps) and its ROWS query rows of each tile: q_smem is its box of the tile's q
+        ROWS: gl.constexpr = BLOCK_M // NUM_WG
         s_layout: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16]
         )
@@ -140,110 +168,114 @@ if gluon is not None:
         s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
         o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
         dtype: gl.constexpr = q_smem.dtype
-
         zero_s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
-        acc = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
-        mbarrier.wait(q_bar, 0)
 
-        # block 0's scores and softmax (the running maximum starts there)
-        mbarrier.wait(k_ready.index(0), 0)
-        _my_turn(turn, 0, WG, PINGPONG)
-        s_tok = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        _their_turn(turn, WG, NUM_WG, PINGPONG)
-        s = warpgroup_mma_wait(0, deps=(s_tok,))
-        _release(k_empty.index(0))
-        s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
-        m_i = gl.max(s, axis=1) * qk_scale
-        p = gl.exp2(s * qk_scale - m_i[:, None])
-        l_i = gl.sum(p, axis=1)
-        for j in range(1, n_blocks):
-            prev = (j - 1) % STAGES
-            slot = j % STAGES
-            mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
-            _my_turn(turn, j, WG, PINGPONG)
-            if PIPE:  # issue S_j, then P_{j-1}·V_{j-1}; the softmax of S_j runs under the second product
-                s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False,
-                                      is_async=True)  # fmt: skip
-                mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
-                p_op = gl.convert_layout(p.to(dtype), p_layout)
-                acc_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
-                _their_turn(turn, WG, NUM_WG, PINGPONG)
-                s = warpgroup_mma_wait(1, deps=(s_tok,))
-                _release(k_empty.index(slot))
-            else:
-                mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
-                p_op = gl.convert_layout(p.to(dtype), p_layout)
-                acc = warpgroup_mma(p_op, v_smem.index(prev), acc)
-                _release(v_empty.index(prev))
-                s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False)
-                _their_turn(turn, WG, NUM_WG, PINGPONG)
-                _release(k_empty.index(slot))
-            s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
-            m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
-            alpha = gl.exp2(m_i - m_new)
-            p = gl.exp2(s * qk_scale - m_new[:, None])
-            l_i = l_i * alpha + gl.sum(p, axis=1)
-            m_i = m_new
-            if PIPE:
-                acc = warpgroup_mma_wait(0, deps=(acc_tok,))
-                _release(v_empty.index(prev))
-            acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
-        last = (n_blocks - 1) % STAGES
-        mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
-        _my_turn(turn, n_blocks, WG, PINGPONG)
-        acc = warpgroup_mma(p_op, v_smem.index(last), acc)
-        _their_turn(turn, WG, NUM_WG, PINGPONG)
+        c = 0  # K/V blocks consumed over this program's tiles (the loader counts the same way)
+        k = 0  # groups of products issued (the ping-pong's turns)
+        it = 0
+        for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+            start_m, bh = _tile(t, n_m, BH, REVERSE)
+            q_start = start_m * BLOCK_M + WG * ROWS
+            n_blocks = _n_blocks(start_m * BLOCK_M, S, CAUSAL, BLOCK_M, BLOCK_N)
+            acc = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
+            mbarrier.wait(q_ready, it & 1)
 
-        o = acc / gl.convert_layout(l_i, o_rows)[:, None]
-        offs_m = gl.arange(0, ROWS, layout=o_rows)
-        offs_d = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
-        rows_ok = (q_start + offs_m) < S  # a tile may reach past S (192-row tiles): those rows are not stored
-        gl.store(
-            o_ptr + (q_start + offs_m)[:, None] * so_s + offs_d[None, :], o.to(dtype), mask=rows_ok[:, None]
-        )
-        lse_offs = gl.arange(0, ROWS, layout=s_rows)
-        # m_i and log2(l_i) are in base 2; the lse is stored in natural log (× ln 2)
-        gl.store(lse_ptr + lse_row + q_start + lse_offs, (m_i + gl.log2(l_i)) * 0.6931471805599453,
-                 mask=(q_start + lse_offs) < S)  # fmt: skip
+            # block 0's scores and softmax (the running maximum starts there)
+            slot = c % STAGES
+            mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+            _my_turn(turn, k, WG, PINGPONG)
+            s_tok = warpgroup_mma(
+                q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False, is_async=True
+            )
+            _their_turn(turn, WG, NUM_WG, PINGPONG)
+            s = warpgroup_mma_wait(0, deps=(s_tok,))
+            _release(k_empty.index(slot))
+            s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
+            m_i = gl.max(s, axis=1) * qk_scale
+            p = gl.exp2(s * qk_scale - m_i[:, None])
+            l_i = gl.sum(p, axis=1)
+            for j in range(1, n_blocks):
+                prev = (c + j - 1) % STAGES
+                prev_phase = ((c + j - 1) // STAGES) & 1
+                slot = (c + j) % STAGES
+                mbarrier.wait(k_ready.index(slot), ((c + j) // STAGES) & 1)
+                _my_turn(turn, k + j, WG, PINGPONG)
+                if PIPE:  # issue S_j, then P_{j-1}·V_{j-1}; the softmax of S_j runs under the second product
+                    s_tok = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False,
+                                          is_async=True)  # fmt: skip
+                    mbarrier.wait(v_ready.index(prev), prev_phase)
+                    p_op = gl.convert_layout(p.to(dtype), p_layout)
+                    acc_tok = warpgroup_mma(p_op, v_smem.index(prev), acc, is_async=True)
+                    _their_turn(turn, WG, NUM_WG, PINGPONG)
+                    s = warpgroup_mma_wait(1, deps=(s_tok,))
+                    _release(k_empty.index(slot))
+                else:
+                    mbarrier.wait(v_ready.index(prev), prev_phase)
+                    p_op = gl.convert_layout(p.to(dtype), p_layout)
+                    acc = warpgroup_mma(p_op, v_smem.index(prev), acc)
+                    _release(v_empty.index(prev))
+                    s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero_s, use_acc=False)
+                    _their_turn(turn, WG, NUM_WG, PINGPONG)
+                    _release(k_empty.index(slot))
+                s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
+                m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
+                alpha = gl.exp2(m_i - m_new)
+                p = gl.exp2(s * qk_scale - m_new[:, None])
+                l_i = l_i * alpha + gl.sum(p, axis=1)
+                m_i = m_new
+                if PIPE:
+                    acc = warpgroup_mma_wait(0, deps=(acc_tok,))
+                    _release(v_empty.index(prev))
+                acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+            _release(q_empty)  # every score product of this tile is done: the loader may bring the next q
+            last = (c + n_blocks - 1) % STAGES
+            mbarrier.wait(v_ready.index(last), ((c + n_blocks - 1) // STAGES) & 1)
+            p_op = gl.convert_layout(p.to(dtype), p_layout)
+            _my_turn(turn, k + n_blocks, WG, PINGPONG)
+            acc = warpgroup_mma(p_op, v_smem.index(last), acc)
+            _their_turn(turn, WG, NUM_WG, PINGPONG)
+            _release(v_empty.index(last))
+
+            o = acc / gl.convert_layout(l_i, o_rows)[:, None]
+            offs_m = gl.arange(0, ROWS, layout=o_rows)
+            offs_d = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, o_layout))
+            o_base = o_ptr + (bh // H).to(gl.int64) * so_b + (bh % H).to(gl.int64) * so_h
+            rows_ok = (
+                q_start + offs_m
+            ) < S  # a tile may reach past S (192-row tiles): those rows are not stored
+            gl.store(o_base + (q_start + offs_m)[:, None] * so_s + offs_d[None, :], o.to(dtype),
+                     mask=rows_ok[:, None])  # fmt: skip
+            lse_offs = gl.arange(0, ROWS, layout=s_rows)
+            # m_i and log2(l_i) are in base 2; the lse is stored in natural log (× ln 2)
+            gl.store(lse_ptr + bh.to(gl.int64) * S + q_start + lse_offs, (m_i + gl.log2(l_i)) * 0.6931471805599453,
+                     mask=(q_start + lse_offs) < S)  # fmt: skip
+            c += n_blocks
+            k += n_blocks + 1
+            it += 1
 
     @gluon.jit
     def _attn_fwd_ws_kernel(
-        desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s,
+        desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s, n_m, BH, n_tiles,
         CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
         STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, REVERSE: gl.constexpr,
         LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
-        # BLOCK_M query rows a program: NUM_WG (2 or 3) warpgroups of BLOCK_M // NUM_WG rows each, one in the
-        # default partition (the kernel's 4 warps) and the others in workers, sharing every K and V block the
-        # loader warp brings
-        ROWS: gl.constexpr = BLOCK_M // NUM_WG
-        if REVERSE:  # causal: the query blocks with the most key blocks start first (longest first)
-            start_m = gl.num_programs(0) - 1 - gl.program_id(0)
-        else:
-            start_m = gl.program_id(0)
-        bh = gl.program_id(1)
-        kv_row0 = bh * S
-        q_start = start_m * BLOCK_M
-        if CAUSAL:
-            n_blocks = (q_start + BLOCK_M + BLOCK_N - 1) // BLOCK_N
-        else:
-            n_blocks = S // BLOCK_N
-        b = (bh // H).to(gl.int64)
-        h = (bh % H).to(gl.int64)
-        o_base = o_ptr + b * so_b + h * so_h
-        lse_row = bh.to(gl.int64) * S
-
+        # Tiles of BLOCK_M query rows of one batch·head; a program takes tiles pid, pid + grid, ... (one each when
+        # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2 or 3)
+        # warpgroups of BLOCK_M // NUM_WG rows each, one in the default partition (the kernel's 4 warps) and the
+        # others in workers, share every K and V block the loader warp brings.
         q_smem = gl.allocate_shared_memory(desc_q.dtype, [NUM_WG] + desc_q.block_type.shape, desc_q.layout)
         k_smem = gl.allocate_shared_memory(desc_k.dtype, [STAGES] + desc_k.block_type.shape, desc_k.layout)
         v_smem = gl.allocate_shared_memory(desc_v.dtype, [STAGES] + desc_v.block_type.shape, desc_v.layout)
-        q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         turn = gl.allocate_shared_memory(gl.int64, [NUM_WG, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(q_bar, count=1)
+        mbarrier.init(q_ready, count=1)
+        mbarrier.init(q_empty, count=NUM_WG)  # every computing warpgroup hands q back
         for i in gl.static_range(NUM_WG):
             mbarrier.init(turn.index(i), count=1)
         for i in gl.static_range(STAGES):
@@ -262,29 +294,34 @@ if gluon is not None:
                             q_smem.index(0),
                             k_smem,
                             v_smem,
-                            q_bar,
+                            q_ready,
+                            q_empty,
                             k_ready,
                             v_ready,
                             k_empty,
                             v_empty,
                             turn,
-                            o_base,
+                            o_ptr,
                             lse_ptr,
-                            lse_row,
-                            q_start,
-                            n_blocks,
                             qk_scale,
+                            S,
+                            H,
+                            n_m,
+                            BH,
+                            n_tiles,
+                            so_b,
+                            so_h,
                             so_s,
                             CAUSAL,
                             HEAD_D,
-                            ROWS,
+                            BLOCK_M,
                             BLOCK_N,
                             STAGES,
                             PIPE,
                             PINGPONG,
+                            REVERSE,
                             0,
                             NUM_WG,
-                            S,
                         ),
                     ),
                     (
@@ -293,29 +330,34 @@ if gluon is not None:
                             q_smem.index(1),
                             k_smem,
                             v_smem,
-                            q_bar,
+                            q_ready,
+                            q_empty,
                             k_ready,
                             v_ready,
                             k_empty,
                             v_empty,
                             turn,
-                            o_base,
+                            o_ptr,
                             lse_ptr,
-                            lse_row,
-                            q_start + ROWS,
-                            n_blocks,
                             qk_scale,
+                            S,
+                            H,
+                            n_m,
+                            BH,
+                            n_tiles,
+                            so_b,
+                            so_h,
                             so_s,
                             CAUSAL,
                             HEAD_D,
-                            ROWS,
+                            BLOCK_M,
                             BLOCK_N,
                             STAGES,
                             PIPE,
                             PINGPONG,
+                            REVERSE,
                             1,
                             NUM_WG,
-                            S,
                         ),
                     ),
                     (
@@ -327,17 +369,22 @@ if gluon is not None:
                             q_smem,
                             k_smem,
                             v_smem,
-                            q_bar,
+                            q_ready,
+                            q_empty,
                             k_ready,
                             v_ready,
                             k_empty,
                             v_empty,
-                            kv_row0 + q_start,
-                            kv_row0,
-                            n_blocks,
+                            S,
+                            n_m,
+                            BH,
+                            n_tiles,
+                            CAUSAL,
+                            BLOCK_M,
                             BLOCK_N,
                             STAGES,
                             NUM_WG,
+                            REVERSE,
                         ),
                     ),
                 ],
@@ -348,20 +395,20 @@ if gluon is not None:
             gl.warp_specialize(
                 [
                     (_compute_partition,
-                     (q_smem.index(0), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
-                      lse_ptr, lse_row, q_start, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N, STAGES,
-                      PIPE, PINGPONG, 0, NUM_WG, S)),
+                     (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
                     (_compute_partition,
-                     (q_smem.index(1), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
-                      lse_ptr, lse_row, q_start + ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS, BLOCK_N,
-                      STAGES, PIPE, PINGPONG, 1, NUM_WG, S)),
+                     (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
                     (_compute_partition,
-                     (q_smem.index(2), k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_base,
-                      lse_ptr, lse_row, q_start + 2 * ROWS, n_blocks, qk_scale, so_s, CAUSAL, HEAD_D, ROWS,
-                      BLOCK_N, STAGES, PIPE, PINGPONG, 2, NUM_WG, S)),
+                     (q_smem.index(2), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 2, NUM_WG)),
                     (_load_partition,
-                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty,
-                      kv_row0 + q_start, kv_row0, n_blocks, BLOCK_N, STAGES, NUM_WG)),
+                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                      v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
                 ],
                 [4, 4, 1],
                 [COMPUTE_REGS, COMPUTE_REGS, LOAD_REGS],
@@ -398,11 +445,19 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     desc_q = GluonDescriptor(q, [rows, D], [D, 1], [rows_wg, D], q_layout)
     desc_k = GluonDescriptor(k, [rows, D], [D, 1], [bn, D], kv_layout)
     desc_v = GluonDescriptor(v, [rows, D], [D, 1], [bn, D], kv_layout)
-    grid = (triton.cdiv(S, bm), B * H)
+    n_m = triton.cdiv(S, bm)
+    n_tiles = n_m * B * H
+    grid = (min(n_tiles, _num_sms(q.device)) if cfg.get("PERSISTENT") else n_tiles,)
     _attn_fwd_ws_kernel[grid](
-        desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2),
+        desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2), n_m, B * H, n_tiles,
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
         PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
         LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=int(cfg.get("NUM_WG", 2)),
         num_warps=4,
     )  # fmt: skip
+
+
+def _num_sms(device) -> int:  # noqa: ANN001
+    from ._common import num_sms
+
+    return num_sms(device.index or 0) if device.type == "cuda" else 132
