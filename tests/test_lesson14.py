@@ -443,7 +443,11 @@ def test_the_gluon_forward_figures_are_the_recorded_ones(lang: str) -> None:
     run = json.loads(WS_RUN.read_text())
     rows = {(tuple(r["shape"]), r["causal"]): r for r in run["rows"]}
     full = rows[((4, 32, 4096, 128), False)]["tflops"]
-    hd64 = [r["tflops"]["ws-pingpong"] / r["tflops"][r["fastest_peer"]] for r in run["rows"] if r["shape"][3] == 64]
+    hd64 = [
+        r["tflops"]["ws-pingpong"] / r["tflops"][r["fastest_peer"]]
+        for r in run["rows"]
+        if r["shape"][3] == 64
+    ]
     assert all(r["fastest_peer"] == "sdpa_cudnn" for r in run["rows"])  # the text names cuDNN as the peer
     figures = [
         f"{full['ws-pingpong']:.0f} TFLOP/s",
