@@ -144,9 +144,7 @@ def test_gluon_attention_forward_is_warp_specialised(d: int, causal: bool, lower
     assert facts["num_warps"] == 12 and facts["mma_sync"] == 0 and facts["tma_load"] >= 3, facts
     assert {24, 240} <= set(facts["setmaxnreg_values"]), facts
     assert 1 in facts["wgmma_waits"], facts
-    assert facts["shared"] <= SMEM_LIMIT, facts
-    if not causal:  # the causal form's mask costs a few spilled registers (56-72 bytes of stack)
-        assert facts["spill_stores"] == 0, facts
+    _sound(facts)  # no spills at 240 registers, shared memory under the limit
 
 
 def test_atomic_dq_by_tma_lowers_to_bulk_reductions(lowered: dict) -> None:

@@ -1,5 +1,5 @@
-"""FlashAttention forward for Hopper in Gluon: a loader warp and a compute partition, the scores of the next key
-block in flight while this block's softmax runs.
+"""FlashAttention forward for Hopper in Gluon: a loader warp and two computing warpgroups, the scores of the next
+key block in flight while this block's softmax runs.
 
 Why a second language: Triton's own compiler gives the forward one role for every warp and waits for every
 matrix product before the exponentials (``wait_group 0``, tests/test_reference_lowering.py), so a warpgroup's
@@ -7,16 +7,21 @@ softmax never overlaps its tensor cores; the fastest peers on Hopper (cuDNN, Fla
 between warps that load and warps that compute, and keep a product running under the softmax
 (``perf/targets.toml``). Gluon, Triton's lower-level dialect, lets a kernel say both:
 
-* ``gl.warp_specialize`` runs :func:`_load_partition` in one extra warp with few registers: it copies q once
-  and then K and V blocks through the TMA unit into a ring of ``STAGES`` shared-memory slots, each slot guarded
-  by "ready" barriers (the copy's bytes arrived) and an "empty" barrier (the compute partition is done with it);
-* :func:`_compute_partition` (the kernel's ``num_warps`` warps) issues ``S_j = q·K_jᵀ`` asynchronously, then
-  ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone (``warpgroup_mma_wait(1)``) and computes its
-  softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for that product and rescales ``O``.
+* ``gl.warp_specialize`` runs :func:`_load_partition` in one extra warp with 24 registers: for each tile it
+  copies q (one box per computing warpgroup) and then the K and V blocks through the TMA unit into a ring of
+  ``STAGES`` shared-memory slots, each slot guarded by "ready" barriers (the copy's bytes arrived) and "empty"
+  barriers (every computing warpgroup is done with it); q has its own ready/empty pair;
+* :func:`_compute_partition` runs once per computing warpgroup (``NUM_WG``, 2 by default: the default partition
+  and a worker, 240 registers each), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
+  ``S_j = q·K_jᵀ`` asynchronously, then ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone
+  (``warpgroup_mma_wait(1)``) and computes its softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for
+  that product and rescales ``O``. With ``PINGPONG`` the warpgroups take turns to issue their products (one
+  mbarrier each), so one's softmax overlaps another's products.
 
+A program takes tiles ``pid, pid + grid, ...`` (one each by default; ``PERSISTENT`` launches one program per SM).
 Same contract as :func:`attention.attention`: contiguous (B, H, S, D) q, k, v, ``o`` and the natural-log ``lse``.
-It needs S to be a multiple of the tiles (no key tail mask) and a GPU of compute capability 9.x; :func:`usable`
-says whether a call qualifies, and :mod:`attention` falls back to the Triton kernels otherwise.
+It needs S to be a multiple of the key block (no key tail mask) and a GPU of compute capability 9.x;
+:func:`usable` says whether a call qualifies, and :mod:`attention` falls back to the Triton kernels otherwise.
 """
 
 from __future__ import annotations
@@ -37,8 +42,12 @@ except ImportError:  # pragma: no cover - Triton without Gluon
     gluon = None
 
 
-#: Launches by head dim: tile sizes, the compute partition's warps, K/V ring slots, whether the next scores
-#: are issued before this block's softmax (``PIPE``), and the loader's registers.
+#: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
+#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``NUM_WG``,
+#: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
+#: 2026-12-06 (94b849e) and (ad36972)): ping-pong or not, 2 or 3 slots are within the runs' spread of each other
+#: (geometric means 0.97-1.01× cuDNN); one program per SM, the longest-first causal order and three computing
+#: warpgroups lost. Not measured on an H200 yet.
 CONFIGS: dict[int, dict[str, int | bool]] = {
     64: {
         "BLOCK_M": 128,
