@@ -38,8 +38,6 @@ def candidates(head_dim: int) -> dict[str, dict]:
     out["ws-reverse"] = {**base, "REVERSE": True}  # only differs for causal
     out["ws-persistent"] = {**base, "PERSISTENT": True}  # one program per SM, tiles in turn
     out["ws-persistent-reverse"] = {**base, "PERSISTENT": True, "REVERSE": True}
-    if head_dim == 64:  # three computing warpgroups of 64 rows (192-row tiles), 160 registers each
-        out["ws-3wg"] = {**base, "NUM_WG": 3, "BLOCK_M": 192, "COMPUTE_REGS": 160}
     return out
 
 

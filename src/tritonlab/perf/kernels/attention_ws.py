@@ -11,8 +11,8 @@ between warps that load and warps that compute, and keep a product running under
   copies q (one box per computing warpgroup) and then the K and V blocks through the TMA unit into a ring of
   ``STAGES`` shared-memory slots, each slot guarded by "ready" barriers (the copy's bytes arrived) and "empty"
   barriers (every computing warpgroup is done with it); q has its own ready/empty pair;
-* :func:`_compute_partition` runs once per computing warpgroup (``NUM_WG``, 2 by default: the default partition
-  and a worker, 240 registers each), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
+* :func:`_compute_partition` runs once per computing warpgroup (``NUM_WG`` = 2: the default partition and a
+  worker, 240 registers each), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
   ``S_j = q·K_jᵀ`` asynchronously, then ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone
   (``warpgroup_mma_wait(1)``) and computes its softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for
   that product and rescales ``O``. With ``PINGPONG`` the warpgroups take turns to issue their products (one
@@ -43,8 +43,8 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 
 
 #: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
-#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``NUM_WG``,
-#: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
+#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``PERSISTENT``,
+#: ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
 #: 2026-12-06 (94b849e) and (ad36972)): ping-pong or not, 2 or 3 slots are within the runs' spread of each other
 #: (geometric means 0.97-1.01× cuDNN); one program per SM, the longest-first causal order and three computing
 #: warpgroups lost. Not measured on an H200 yet.
@@ -270,7 +270,7 @@ if gluon is not None:
         LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
         # Tiles of BLOCK_M query rows of one batch·head; a program takes tiles pid, pid + grid, ... (one each when
-        # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2 or 3)
+        # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2)
         # warpgroups of BLOCK_M // NUM_WG rows each, one in the default partition (the kernel's 4 warps) and the
         # others in workers, share every K and V block the loader warp brings.
         q_smem = gl.allocate_shared_memory(desc_q.dtype, [NUM_WG] + desc_q.block_type.shape, desc_q.layout)
@@ -293,135 +293,26 @@ if gluon is not None:
             mbarrier.init(k_empty.index(i), count=NUM_WG)  # every computing warpgroup hands a slot back
             mbarrier.init(v_empty.index(i), count=NUM_WG)
 
-        # (a partition list is written out in each branch: the JIT does not keep a function in a variable)
-        if NUM_WG == 2:
-            gl.warp_specialize(
-                [
-                    (
-                        _compute_partition,
-                        (
-                            q_smem.index(0),
-                            k_smem,
-                            v_smem,
-                            q_ready,
-                            q_empty,
-                            k_ready,
-                            v_ready,
-                            k_empty,
-                            v_empty,
-                            turn,
-                            o_ptr,
-                            lse_ptr,
-                            qk_scale,
-                            S,
-                            H,
-                            n_m,
-                            BH,
-                            n_tiles,
-                            so_b,
-                            so_h,
-                            so_s,
-                            CAUSAL,
-                            HEAD_D,
-                            BLOCK_M,
-                            BLOCK_N,
-                            STAGES,
-                            PIPE,
-                            PINGPONG,
-                            REVERSE,
-                            0,
-                            NUM_WG,
-                        ),
-                    ),
-                    (
-                        _compute_partition,
-                        (
-                            q_smem.index(1),
-                            k_smem,
-                            v_smem,
-                            q_ready,
-                            q_empty,
-                            k_ready,
-                            v_ready,
-                            k_empty,
-                            v_empty,
-                            turn,
-                            o_ptr,
-                            lse_ptr,
-                            qk_scale,
-                            S,
-                            H,
-                            n_m,
-                            BH,
-                            n_tiles,
-                            so_b,
-                            so_h,
-                            so_s,
-                            CAUSAL,
-                            HEAD_D,
-                            BLOCK_M,
-                            BLOCK_N,
-                            STAGES,
-                            PIPE,
-                            PINGPONG,
-                            REVERSE,
-                            1,
-                            NUM_WG,
-                        ),
-                    ),
-                    (
-                        _load_partition,
-                        (
-                            desc_q,
-                            desc_k,
-                            desc_v,
-                            q_smem,
-                            k_smem,
-                            v_smem,
-                            q_ready,
-                            q_empty,
-                            k_ready,
-                            v_ready,
-                            k_empty,
-                            v_empty,
-                            S,
-                            n_m,
-                            BH,
-                            n_tiles,
-                            CAUSAL,
-                            BLOCK_M,
-                            BLOCK_N,
-                            STAGES,
-                            NUM_WG,
-                            REVERSE,
-                        ),
-                    ),
-                ],
-                [4, 1],
-                [COMPUTE_REGS, LOAD_REGS],
-            )
-        else:
-            gl.warp_specialize(
-                [
-                    (_compute_partition,
-                     (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
-                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
-                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
-                    (_compute_partition,
-                     (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
-                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
-                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
-                    (_compute_partition,
-                     (q_smem.index(2), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
-                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
-                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 2, NUM_WG)),
-                    (_load_partition,
-                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
-                      v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
-                ],
-                [4, 4, 1],
-                [COMPUTE_REGS, COMPUTE_REGS, LOAD_REGS],
-            )  # fmt: skip
+        gl.static_assert(NUM_WG == 2, "two computing warpgroups (three of 160 registers spilled and lost)")
+        # fmt: off
+        gl.warp_specialize(
+            [
+                (_compute_partition,
+                 (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
+                  lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
+                  STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
+                (_compute_partition,
+                 (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
+                  lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
+                  STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
+                (_load_partition,
+                 (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                  v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
+            ],
+            [4, 1],
+            [COMPUTE_REGS, LOAD_REGS],
+        )
+        # fmt: on
 
 
 def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
@@ -448,7 +339,7 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     rows = B * H * S
     el = gl.bfloat16 if q.dtype.itemsize == 2 and str(q.dtype) == "torch.bfloat16" else gl.float16
-    rows_wg = bm // int(cfg.get("NUM_WG", 2))  # each computing warpgroup's query rows: one q box
+    rows_wg = bm // 2  # each computing warpgroup's query rows: one q box
     q_layout = gl.NVMMASharedLayout.get_default_for([rows_wg, D], el)
     kv_layout = gl.NVMMASharedLayout.get_default_for([bn, D], el)
     desc_q = GluonDescriptor(q, [rows, D], [D, 1], [rows_wg, D], q_layout)
@@ -461,7 +352,7 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2), n_m, B * H, n_tiles,
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
         PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
-        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=int(cfg.get("NUM_WG", 2)),
+        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=2,
         num_warps=4,
     )  # fmt: skip
 
