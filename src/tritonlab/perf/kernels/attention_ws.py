@@ -3,9 +3,9 @@ key block in flight while this block's softmax runs.
 
 Why a second language: Triton's own compiler gives the forward one role for every warp and waits for every
 matrix product before the exponentials (``wait_group 0``, tests/test_reference_lowering.py), so a warpgroup's
-softmax never overlaps its tensor cores; the fastest peers on Hopper (cuDNN, FlashAttention-3) split the work
-between warps that load and warps that compute, and keep a product running under the softmax
-(``perf/targets.toml``). Gluon, Triton's lower-level dialect, lets a kernel say both:
+softmax never overlaps its tensor cores. FlashAttention-3's published design splits the work between warps that
+load and warps that compute and keeps a product running under the softmax, and cuDNN's kernel launches the same
+shape, 12 warps at 168 registers a thread (``perf/targets.toml``). Gluon, Triton's lower-level dialect, lets a kernel say both:
 
 * ``gl.warp_specialize`` runs :func:`_load_partition` in one extra warp with 24 registers: for each tile it
   copies q (one box per computing warpgroup) and then the K and V blocks through the TMA unit into a ring of
