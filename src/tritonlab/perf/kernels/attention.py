@@ -179,18 +179,17 @@ def attention(
         return o, lse
     from . import attention_ws
 
-    if config is None:
-        if not interpreting() and scale > 0 and attention_ws.usable(q, k, v):
-            config = {"kernel": "ws"}
-        else:
-            config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
-    if config.get("kernel") == "ws":
-        ws_cfg = {key: val for key, val in config.items() if key != "kernel"} or None
-        if not (scale > 0 and attention_ws.usable(q, k, v, ws_cfg)):
+    # the Gluon kernel by default where it can run (checked once), or when asked for (an error where it cannot)
+    ws_default = config is None and not interpreting() and attention_ws.usable(q, k, v, scale)
+    if ws_default or (config is not None and config.get("kernel") == "ws"):
+        ws_cfg = None if ws_default else {key: val for key, val in config.items() if key != "kernel"} or None
+        if not ws_default and not attention_ws.usable(q, k, v, scale, ws_cfg):
             raise ValueError("the Gluon kernel needs a Hopper GPU, contiguous bf16/fp16 operands, S a multiple of "
-                             "its tiles and a positive scale")  # fmt: skip
+                             "its key block and a positive scale")  # fmt: skip
         attention_ws.launch(q, k, v, o, lse, causal, scale * LOG2E, ws_cfg)
         return o, lse
+    if config is None:
+        config = INTERPRETER_CONFIG if interpreting() or not q.is_cuda else default_config(D, causal)
     bm, bn = int(config["BLOCK_M"]), int(config["BLOCK_N"])
     if bm % bn:
         raise ValueError("BLOCK_M must be a multiple of BLOCK_N (the causal diagonal stage needs it)")

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import triton
 
+from ._common import num_sms
+
 try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
@@ -48,31 +50,13 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 #: 2026-12-06 (94b849e) and (ad36972)): ping-pong or not, 2 or 3 slots are within the runs' spread of each other
 #: (geometric means 0.97-1.01× cuDNN); one program per SM, the longest-first causal order and three computing
 #: warpgroups lost. Not measured on an H200 yet.
+_LAUNCH: dict[str, int | bool] = {
+    "BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "PIPE": True, "PINGPONG": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240,
+}  # fmt: skip
 CONFIGS: dict[int, dict[str, int | bool]] = {
-    64: {
-        "BLOCK_M": 128,
-        "BLOCK_N": 128,
-        "STAGES": 2,
-        "PIPE": True,
-        "PINGPONG": True,
-        "LOAD_REGS": 24,
-        "COMPUTE_REGS": 240,
-    },
-    128: {
-        "BLOCK_M": 128,
-        "BLOCK_N": 128,
-        "STAGES": 2,
-        "PIPE": True,
-        "PINGPONG": True,
-        "LOAD_REGS": 24,
-        "COMPUTE_REGS": 240,
-    },
-}
-
-
-def available() -> bool:
-    """Whether this Triton has Gluon's Hopper pieces."""
-    return gluon is not None
+    64: dict(_LAUNCH),
+    128: dict(_LAUNCH),
+}  # the same launch for both
 
 
 if gluon is not None:
@@ -315,13 +299,14 @@ if gluon is not None:
         # fmt: on
 
 
-def usable(q, k, v, cfg: dict | None = None) -> bool:  # noqa: ANN001
+def usable(q, k, v, scale: float, cfg: dict | None = None) -> bool:  # noqa: ANN001
     """Whether the Gluon kernel takes this call: Gluon present, a CUDA GPU of compute capability 9.x, one
-    contiguous 16-byte-aligned (B, H, S, D) bf16/fp16 layout, a head dim it has a launch for and S a multiple of
-    its key block (a query tile may reach past S: its extra rows are not stored)."""
+    contiguous 16-byte-aligned (B, H, S, D) bf16/fp16 layout, a head dim it has a launch for, S at least one
+    query tile and a multiple of its key block (a query tile may reach past S: its extra rows are not stored),
+    and a positive scale (the softmax takes the row maximum before scaling)."""
     import torch
 
-    if gluon is None or not q.is_cuda or q.dtype not in (torch.bfloat16, torch.float16):
+    if gluon is None or scale <= 0 or not q.is_cuda or q.dtype not in (torch.bfloat16, torch.float16):
         return False
     if torch.cuda.get_device_capability(q.device)[0] != 9:
         return False
@@ -338,7 +323,7 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     cfg = cfg or CONFIGS[D]
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     rows = B * H * S
-    el = gl.bfloat16 if q.dtype.itemsize == 2 and str(q.dtype) == "torch.bfloat16" else gl.float16
+    el = gl.bfloat16 if str(q.dtype) == "torch.bfloat16" else gl.float16  # usable() allowed only these two
     rows_wg = bm // 2  # each computing warpgroup's query rows: one q box
     q_layout = gl.NVMMASharedLayout.get_default_for([rows_wg, D], el)
     kv_layout = gl.NVMMASharedLayout.get_default_for([bn, D], el)
@@ -347,7 +332,7 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     desc_v = GluonDescriptor(v, [rows, D], [D, 1], [bn, D], kv_layout)
     n_m = triton.cdiv(S, bm)
     n_tiles = n_m * B * H
-    grid = (min(n_tiles, _num_sms(q.device)) if cfg.get("PERSISTENT") else n_tiles,)
+    grid = (min(n_tiles, num_sms(q.device.index or 0)) if cfg.get("PERSISTENT") else n_tiles,)
     _attn_fwd_ws_kernel[grid](
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2), n_m, B * H, n_tiles,
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
@@ -355,9 +340,3 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
         LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=2,
         num_warps=4,
     )  # fmt: skip
-
-
-def _num_sms(device) -> int:  # noqa: ANN001
-    from ._common import num_sms
-
-    return num_sms(device.index or 0) if device.type == "cuda" else 132

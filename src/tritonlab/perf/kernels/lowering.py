@@ -79,9 +79,8 @@ def compile_launch(launch: Launch, arch: int = 90) -> Any:
 
     jit_fn, args, kwargs = launch
     signature, constexprs, attrs, options = _bind(jit_fn, args, kwargs)
-    if getattr(
-        jit_fn, "is_gluon", lambda: False
-    )():  # a Gluon kernel (attention_ws) parses with Gluon's frontend
+    gluon_kernel = getattr(jit_fn, "is_gluon", lambda: False)()
+    if gluon_kernel:  # a Gluon kernel (attention_ws) parses with Gluon's frontend
         from triton.experimental.gluon._runtime import GluonASTSource as ASTSource
     source = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
