@@ -27,17 +27,24 @@ SMOKE_SHAPES = [(1, 2, 256, 64), (1, 2, 384, 128), (2, 3, 1024, 128), (1, 4, 512
 
 
 def candidates(head_dim: int) -> dict[str, dict]:
-    """The Gluon launches tried for a head dim (its CONFIGS entry first)."""
+    """The Gluon launches tried for a head dim (its CONFIGS entry first). The ring slots, the longest-first causal
+    order and one program per SM were measured in H100-80GB-HBM3 runs 2026-12-06 (94b849e) and (ad36972); these
+    try splitting the exponentials between the special-function unit and the FMA units (``POLY``: one in 2 or one
+    in 4 by a cubic, `_common.exp2_split_asm`) and, at head dim 64, a 256-key block (without the early score
+    product, whose second score tile spills there)."""
     from tritonlab.perf.kernels import attention_ws
 
     base = dict(attention_ws.CONFIGS[head_dim])
+    plain = {**base, "POLY": 0}
     out = {"ws": base}
-    other = 5 - int(base["STAGES"])  # 2 <-> 3 ring slots
-    out[f"ws-stages{other}"] = {**base, "STAGES": other}
-    out["ws-no-pingpong"] = {**base, "PINGPONG": False}
-    out["ws-reverse"] = {**base, "REVERSE": True}  # only differs for causal
-    out["ws-persistent"] = {**base, "PERSISTENT": True}  # one program per SM, tiles in turn
-    out["ws-persistent-reverse"] = {**base, "PERSISTENT": True, "REVERSE": True}
+    for poly in (0, 2, 4):
+        if poly != int(base.get("POLY", 0)):
+            out[f"ws-poly{poly}"] = {**base, "POLY": poly}
+    out["ws-no-pingpong"] = {**plain, "PINGPONG": False}
+    out["ws-no-pingpong-poly2"] = {**plain, "PINGPONG": False, "POLY": 2}
+    if head_dim == 64:
+        out["ws-n256"] = {**plain, "BLOCK_N": 256, "PIPE": False}
+        out["ws-n256-poly2"] = {**plain, "BLOCK_N": 256, "PIPE": False, "POLY": 2}
     return out
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import triton
 
-from ._common import num_sms
+from ._common import exp2_split_asm, num_sms
 
 try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
     from triton.experimental import gluon
@@ -60,6 +60,9 @@ CONFIGS: dict[int, dict[str, int | bool]] = {
 
 
 if gluon is not None:
+    _EXP2_ONE_IN_2 = gl.constexpr(exp2_split_asm(2))
+    _EXP2_ONE_IN_4 = gl.constexpr(exp2_split_asm(4))
+
     # the partition-wide barrier is `thread_barrier` in Triton 3.6 and `barrier` in 3.9
     _partition_sync = getattr(gl, "barrier", None) or gl.thread_barrier
     # the TMA load is `async_copy_global_to_shared` in 3.6 and `async_load` in 3.9 (the old name raises there)
@@ -115,6 +118,19 @@ if gluon is not None:
             it += 1
 
     @gluon.jit
+    def _exp2(x, POLY: gl.constexpr):
+        # POLY = 2 or 4: one exponential in POLY on the FMA units (_common.exp2_split_asm), the others on the
+        # special-function unit
+        if POLY == 2:
+            return gl.inline_asm_elementwise(_EXP2_ONE_IN_2, "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True,
+                                             pack=2)  # fmt: skip
+        elif POLY == 4:
+            return gl.inline_asm_elementwise(_EXP2_ONE_IN_4, "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32,
+                                             is_pure=True, pack=4)  # fmt: skip
+        else:
+            return gl.exp2(x)
+
+    @gluon.jit
     def _masked(s, j, q_start, CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr):
         if CAUSAL:
             if (j + 1) * BLOCK_N > q_start:  # a block reaching the diagonal: keys after a query are not seen
@@ -147,7 +163,7 @@ if gluon is not None:
         q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
         qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr,
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr,
-        PINGPONG: gl.constexpr, REVERSE: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr,
+        PINGPONG: gl.constexpr, REVERSE: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr, POLY: gl.constexpr,
     ):  # fmt: skip
         # one warpgroup (4 warps) and its ROWS query rows of each tile: q_smem is its box of the tile's q
         ROWS: gl.constexpr = BLOCK_M // NUM_WG
@@ -185,7 +201,7 @@ if gluon is not None:
             _release(k_empty.index(slot))
             s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
             m_i = gl.max(s, axis=1) * qk_scale
-            p = gl.exp2(s * qk_scale - m_i[:, None])
+            p = _exp2(s * qk_scale - m_i[:, None], POLY)
             l_i = gl.sum(p, axis=1)
             for j in range(1, n_blocks):
                 prev = (c + j - 1) % STAGES
@@ -213,7 +229,7 @@ if gluon is not None:
                 s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
                 m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
                 alpha = gl.exp2(m_i - m_new)
-                p = gl.exp2(s * qk_scale - m_new[:, None])
+                p = _exp2(s * qk_scale - m_new[:, None], POLY)
                 l_i = l_i * alpha + gl.sum(p, axis=1)
                 m_i = m_new
                 if PIPE:
@@ -251,7 +267,7 @@ if gluon is not None:
         desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s, n_m, BH, n_tiles,
         CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
         STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, REVERSE: gl.constexpr,
-        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr,
+        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr, POLY: gl.constexpr,
     ):  # fmt: skip
         # Tiles of BLOCK_M query rows of one batch·head; a program takes tiles pid, pid + grid, ... (one each when
         # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2)
@@ -284,11 +300,11 @@ if gluon is not None:
                 (_compute_partition,
                  (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
                   lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
-                  STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
+                  STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG, POLY)),
                 (_compute_partition,
                  (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
                   lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
-                  STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
+                  STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG, POLY)),
                 (_load_partition,
                  (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
                   v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
@@ -338,5 +354,6 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
         PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
         LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=2,
+        POLY=int(cfg.get("POLY", 0)),
         num_warps=4,
     )  # fmt: skip
