@@ -27,24 +27,21 @@ SMOKE_SHAPES = [(1, 2, 256, 64), (1, 2, 384, 128), (2, 3, 1024, 128), (1, 4, 512
 
 
 def candidates(head_dim: int) -> dict[str, dict]:
-    """The Gluon launches tried for a head dim (its CONFIGS entry first). The ring slots, the longest-first causal
-    order and one program per SM were measured in H100-80GB-HBM3 runs 2026-12-06 (94b849e) and (ad36972); these
-    try splitting the exponentials between the special-function unit and the FMA units (``POLY``: one in 2 or one
-    in 4 by a cubic, `_common.exp2_split_asm`) and, at head dim 64, a 256-key block (without the early score
-    product, whose second score tile spills there)."""
+    """The Gluon launches tried for a head dim (its CONFIGS entry first). Earlier runs measured the ring slots,
+    the longest-first causal order and one program per SM (H100-80GB-HBM3 runs 2026-12-06 (94b849e) and
+    (ad36972)), and the exponentials split between the special-function and FMA units (H100-80GB-HBM3 run
+    2026-12-06 (e0b94ae)). At head dim 64 these try three computing warpgroups of 64 rows (a 192-row tile, 160
+    registers each) without the early score product, whose second score tile spills there, and a 256-key block."""
     from tritonlab.perf.kernels import attention_ws
 
     base = dict(attention_ws.CONFIGS[head_dim])
-    plain = {**base, "POLY": 0}
-    out = {"ws": base}
-    for poly in (0, 2, 4):
-        if poly != int(base.get("POLY", 0)):
-            out[f"ws-poly{poly}"] = {**base, "POLY": poly}
-    out["ws-no-pingpong"] = {**plain, "PINGPONG": False}
-    out["ws-no-pingpong-poly2"] = {**plain, "PINGPONG": False, "POLY": 2}
+    out = {"ws": base, "ws-no-pingpong": {**base, "PINGPONG": False}}
     if head_dim == 64:
-        out["ws-n256"] = {**plain, "BLOCK_N": 256, "PIPE": False}
-        out["ws-n256-poly2"] = {**plain, "BLOCK_N": 256, "PIPE": False, "POLY": 2}
+        wg3 = {**base, "NUM_WG": 3, "BLOCK_M": 192, "COMPUTE_REGS": 160, "PIPE": False, "PINGPONG": True}
+        out["ws-3wg"] = wg3
+        out["ws-3wg-stages3"] = {**wg3, "STAGES": 3}
+        out["ws-3wg-no-pingpong"] = {**wg3, "PINGPONG": False}
+        out["ws-n256"] = {**base, "BLOCK_N": 256, "PIPE": False}
     return out
 
 

@@ -35,7 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._common import TensorDescriptor, exp2_split_asm, interpreting
+from ._common import TensorDescriptor, interpreting
 
 LOG2E = 1.4426950408889634
 
@@ -52,20 +52,6 @@ CONFIGS: dict[int, dict[str, int | bool]] = {
 INTERPRETER_CONFIG: dict[str, int | bool] = {
     "BLOCK_M1": 16, "BLOCK_N1": 32, "BLOCK_M2": 32, "BLOCK_N2": 16, "num_warps": 4, "num_stages": 1,
 }  # fmt: skip
-
-
-_EXP2_ONE_IN_2: tl.constexpr = tl.constexpr(exp2_split_asm(2))
-
-
-@triton.jit
-def _exp2(x, POLY: tl.constexpr):
-    # POLY = 2 (GPU only): every other exponential on the FMA units (_common.exp2_split_asm)
-    if POLY == 2:
-        return tl.inline_asm_elementwise(
-            _EXP2_ONE_IN_2, "=f,=f,f,f", [x], dtype=tl.float32, is_pure=True, pack=2
-        )
-    else:
-        return tl.exp2(x)
 
 
 @triton.jit
@@ -97,7 +83,7 @@ def _load_vec(ptr, rows, S, EVEN: tl.constexpr):
 @triton.jit
 def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
                MASK: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, EVEN: tl.constexpr,
-               ATOMIC_DQ: tl.constexpr, UPCAST: tl.constexpr, POLY: tl.constexpr):  # fmt: skip
+               ATOMIC_DQ: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     """One query block against this program's keys, in the transposed frame (rows = keys)."""
     offs_m = start_m + tl.arange(0, BLOCK_M)
     q = _load_rows(q_ptr, offs_m, S, HEAD_D, EVEN)
@@ -106,7 +92,7 @@ def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, 
     delta = _load_vec(delta_ptr, offs_m, S, EVEN)
     if UPCAST:  # the interpreter's low-precision dot is wrong; the GPU path never takes this branch
         q, do = q.to(tl.float32), do.to(tl.float32)
-    p_t = _exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :], POLY)
+    p_t = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse2[None, :])
     if MASK:
         keep = (offs_m < S)[None, :] & (offs_n < S)[:, None]
         if MASK == 2:
@@ -129,7 +115,7 @@ def _dkdv_step(dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, 
 def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
                start_n, bh, CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr,
                BLOCK_N: tl.constexpr, EVEN: tl.constexpr, ATOMIC_DQ: tl.constexpr, NUM_STAGES: tl.constexpr,
-               UPCAST: tl.constexpr, POLY: tl.constexpr):  # fmt: skip
+               UPCAST: tl.constexpr):  # fmt: skip
     base = bh.to(tl.int64) * S * HEAD_D
     q_ptr, k_ptr, v_ptr, do_ptr = q_ptr + base, k_ptr + base, v_ptr + base, do_ptr + base
     if ATOMIC_DQ == 1:  # with 2, dq_ptr is a (B·H, S, D) tensor descriptor
@@ -148,7 +134,7 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
         for start_m in tl.range(diag_lo, diag_hi, BLOCK_M, num_stages=NUM_STAGES):
             dk, dv = _dkdv_step(
                 dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
-                2, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST, POLY,
+                2, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST,
             )  # fmt: skip
         lo = diag_lo + BLOCK_N
     else:
@@ -156,7 +142,7 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
     for start_m in tl.range(lo, S, BLOCK_M, num_stages=NUM_STAGES):
         dk, dv = _dkdv_step(
             dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, offs_n, start_m, bh, S, qk_scale, scale,
-            0 if EVEN else 1, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST, POLY,
+            0 if EVEN else 1, HEAD_D, BLOCK_M, EVEN, ATOMIC_DQ, UPCAST,
         )  # fmt: skip
     offs = offs_n[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
     n_ok = (offs_n < S)[:, None]
@@ -166,14 +152,13 @@ def _dkdv_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, 
 
 @triton.jit
 def _dq_step(dq, q, do, lse2, delta, k_ptr, v_ptr, offs_m, start_n, S, qk_scale, MASK: tl.constexpr,
-             HEAD_D: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr, UPCAST: tl.constexpr,
-             POLY: tl.constexpr):  # fmt: skip
+             HEAD_D: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     offs_n = start_n + tl.arange(0, BLOCK_N)
     k = _load_rows(k_ptr, offs_n, S, HEAD_D, EVEN)
     v = _load_rows(v_ptr, offs_n, S, HEAD_D, EVEN)
     if UPCAST:
         k, v = k.to(tl.float32), v.to(tl.float32)
-    p = _exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None], POLY)
+    p = tl.exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None])
     if MASK:
         keep = (offs_m < S)[:, None] & (offs_n < S)[None, :]
         if MASK == 2:
@@ -186,8 +171,7 @@ def _dq_step(dq, q, do, lse2, delta, k_ptr, v_ptr, offs_m, start_n, S, qk_scale,
 @triton.jit
 def _dq_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scale, scale, start_m, bh,
              CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             EVEN: tl.constexpr, NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr,
-             POLY: tl.constexpr):  # fmt: skip
+             EVEN: tl.constexpr, NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     base = bh.to(tl.int64) * S * HEAD_D
     k_ptr, v_ptr = k_ptr + base, v_ptr + base
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -205,13 +189,13 @@ def _dq_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scal
     for start_n in tl.range(0, full_hi, BLOCK_N, num_stages=NUM_STAGES):
         dq = _dq_step(
             dq, q, do, lse2, delta, k_ptr, v_ptr, offs_m, start_n, S, qk_scale, 0 if EVEN else 1, HEAD_D,
-            BLOCK_N, EVEN, UPCAST, POLY,
+            BLOCK_N, EVEN, UPCAST,
         )  # fmt: skip
     if CAUSAL:
         for start_n in tl.range(full_hi, tl.minimum(full_hi + BLOCK_M, S), BLOCK_N, num_stages=NUM_STAGES):
             dq = _dq_step(
                 dq, q, do, lse2, delta, k_ptr, v_ptr, offs_m, start_n, S, qk_scale, 2, HEAD_D, BLOCK_N, EVEN,
-                UPCAST, POLY,
+                UPCAST,
             )  # fmt: skip
     offs = offs_m[:, None] * HEAD_D + tl.arange(0, HEAD_D)[None, :]
     tl.store(dq_ptr + base + offs, (dq * scale).to(dq_ptr.dtype.element_ty), mask=(offs_m < S)[:, None])
@@ -221,22 +205,21 @@ def _dq_role(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scal
 def _dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
                  CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
                  EVEN: tl.constexpr, ATOMIC_DQ: tl.constexpr, NUM_STAGES: tl.constexpr,
-                 UPCAST: tl.constexpr, POLY: tl.constexpr):  # fmt: skip
+                 UPCAST: tl.constexpr):  # fmt: skip
     _dkdv_role(
         q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
         tl.program_id(0), tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M1, BLOCK_N1, EVEN, ATOMIC_DQ, NUM_STAGES,
-        UPCAST, POLY,
+        UPCAST,
     )  # fmt: skip
 
 
 @triton.jit
 def _dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scale, scale,
                CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr,
-               EVEN: tl.constexpr, NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr,
-             POLY: tl.constexpr):  # fmt: skip
+               EVEN: tl.constexpr, NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     _dq_role(
         q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scale, scale, tl.program_id(0),
-        tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M2, BLOCK_N2, EVEN, NUM_STAGES, UPCAST, POLY,
+        tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M2, BLOCK_N2, EVEN, NUM_STAGES, UPCAST,
     )  # fmt: skip
 
 
@@ -244,20 +227,20 @@ def _dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_sc
 def _fused_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
                   N_KV_BLOCKS, N_Q_BLOCKS, CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_M1: tl.constexpr,
                   BLOCK_N1: tl.constexpr, BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, EVEN: tl.constexpr,
-                  NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr, POLY: tl.constexpr):  # fmt: skip
+                  NUM_STAGES: tl.constexpr, UPCAST: tl.constexpr):  # fmt: skip
     """Both passes in one launch: program_id(2) = 0 is a dk/dv program, 1 a dq program."""
     pid = tl.program_id(0)
     if tl.program_id(2) == 0:
         if pid < N_KV_BLOCKS:
             _dkdv_role(
                 q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, dq_ptr, S, qk_scale, scale,
-                pid, tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M1, BLOCK_N1, EVEN, 0, NUM_STAGES, UPCAST, POLY,
+                pid, tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M1, BLOCK_N1, EVEN, 0, NUM_STAGES, UPCAST,
             )  # fmt: skip
     else:
         if pid < N_Q_BLOCKS:
             _dq_role(
                 q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, S, qk_scale, scale, pid,
-                tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M2, BLOCK_N2, EVEN, NUM_STAGES, UPCAST, POLY,
+                tl.program_id(1), CAUSAL, HEAD_D, BLOCK_M2, BLOCK_N2, EVEN, NUM_STAGES, UPCAST,
             )  # fmt: skip
 
 
@@ -307,14 +290,8 @@ def attention_backward(
     delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
     _delta_kernel[(triton.cdiv(S, 64), B * H)](o, do, delta, S, HEAD_D=D, BLOCK=64, num_warps=4)
     even = S % bn1 == 0 and S % bm1 == 0 and S % bm2 == 0 and S % bn2 == 0
-    poly = int(cfg.get("poly", 0))
-    if poly not in (0, 2) or (poly and interpreting()):
-        raise ValueError(
-            f"poly must be 0 or 2 (every other exponential by a polynomial, GPU only), got {poly}"
-        )
     common = {"CAUSAL": causal, "HEAD_D": D, "EVEN": even, "NUM_STAGES": int(cfg["num_stages"]),
-              "UPCAST": interpreting(), "POLY": poly, "num_warps": int(cfg["num_warps"]),
-              "num_stages": int(cfg["num_stages"])}  # fmt: skip
+              "UPCAST": interpreting(), "num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}  # fmt: skip
     qk_scale = scale * LOG2E
     if fused:
         n_kv, n_q = triton.cdiv(S, bn1), triton.cdiv(S, bm2)

@@ -12,7 +12,8 @@ shape, 12 warps at 168 registers a thread (``perf/targets.toml``). Gluon, Triton
   ``STAGES`` shared-memory slots, each slot guarded by "ready" barriers (the copy's bytes arrived) and "empty"
   barriers (every computing warpgroup is done with it); q has its own ready/empty pair;
 * :func:`_compute_partition` runs once per computing warpgroup (``NUM_WG`` = 2: the default partition and a
-  worker, 240 registers each), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
+  worker, 240 registers each; or 3 of 160 registers with 192-row tiles, at head dim 64 and without ``PIPE``,
+  whose second score tile does not fit there), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
   ``S_j = q·K_jᵀ`` asynchronously, then ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone
   (``warpgroup_mma_wait(1)``) and computes its softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for
   that product and rescales ``O``. With ``PINGPONG`` the warpgroups take turns to issue their products (one
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import triton
 
-from ._common import exp2_split_asm, num_sms
+from ._common import num_sms
 
 try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
     from triton.experimental import gluon
@@ -45,8 +46,8 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 
 
 #: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
-#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``PERSISTENT``,
-#: ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
+#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``NUM_WG``,
+#: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
 #: 2026-12-06 (94b849e) and (ad36972)): ping-pong or not, 2 or 3 slots are within the runs' spread of each other
 #: (geometric means 0.97-1.01× cuDNN); one program per SM, the longest-first causal order and three computing
 #: warpgroups lost. Not measured on an H200 yet.
@@ -60,9 +61,6 @@ CONFIGS: dict[int, dict[str, int | bool]] = {
 
 
 if gluon is not None:
-    _EXP2_ONE_IN_2 = gl.constexpr(exp2_split_asm(2))
-    _EXP2_ONE_IN_4 = gl.constexpr(exp2_split_asm(4))
-
     # the partition-wide barrier is `thread_barrier` in Triton 3.6 and `barrier` in 3.9
     _partition_sync = getattr(gl, "barrier", None) or gl.thread_barrier
     # the TMA load is `async_copy_global_to_shared` in 3.6 and `async_load` in 3.9 (the old name raises there)
@@ -118,19 +116,6 @@ if gluon is not None:
             it += 1
 
     @gluon.jit
-    def _exp2(x, POLY: gl.constexpr):
-        # POLY = 2 or 4: one exponential in POLY on the FMA units (_common.exp2_split_asm), the others on the
-        # special-function unit
-        if POLY == 2:
-            return gl.inline_asm_elementwise(_EXP2_ONE_IN_2, "=f,=f,f,f", [x], dtype=gl.float32, is_pure=True,
-                                             pack=2)  # fmt: skip
-        elif POLY == 4:
-            return gl.inline_asm_elementwise(_EXP2_ONE_IN_4, "=f,=f,=f,=f,f,f,f,f", [x], dtype=gl.float32,
-                                             is_pure=True, pack=4)  # fmt: skip
-        else:
-            return gl.exp2(x)
-
-    @gluon.jit
     def _masked(s, j, q_start, CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr):
         if CAUSAL:
             if (j + 1) * BLOCK_N > q_start:  # a block reaching the diagonal: keys after a query are not seen
@@ -163,7 +148,7 @@ if gluon is not None:
         q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr, lse_ptr,
         qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL: gl.constexpr, HEAD_D: gl.constexpr,
         BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, PIPE: gl.constexpr,
-        PINGPONG: gl.constexpr, REVERSE: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr, POLY: gl.constexpr,
+        PINGPONG: gl.constexpr, REVERSE: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
         # one warpgroup (4 warps) and its ROWS query rows of each tile: q_smem is its box of the tile's q
         ROWS: gl.constexpr = BLOCK_M // NUM_WG
@@ -201,7 +186,7 @@ if gluon is not None:
             _release(k_empty.index(slot))
             s = _masked(s, 0, q_start, CAUSAL, ROWS, BLOCK_N)
             m_i = gl.max(s, axis=1) * qk_scale
-            p = _exp2(s * qk_scale - m_i[:, None], POLY)
+            p = gl.exp2(s * qk_scale - m_i[:, None])
             l_i = gl.sum(p, axis=1)
             for j in range(1, n_blocks):
                 prev = (c + j - 1) % STAGES
@@ -229,7 +214,7 @@ if gluon is not None:
                 s = _masked(s, j, q_start, CAUSAL, ROWS, BLOCK_N)
                 m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)
                 alpha = gl.exp2(m_i - m_new)
-                p = _exp2(s * qk_scale - m_new[:, None], POLY)
+                p = gl.exp2(s * qk_scale - m_new[:, None])
                 l_i = l_i * alpha + gl.sum(p, axis=1)
                 m_i = m_new
                 if PIPE:
@@ -267,10 +252,10 @@ if gluon is not None:
         desc_q, desc_k, desc_v, o_ptr, lse_ptr, H, S, qk_scale, so_b, so_h, so_s, n_m, BH, n_tiles,
         CAUSAL: gl.constexpr, HEAD_D: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
         STAGES: gl.constexpr, PIPE: gl.constexpr, PINGPONG: gl.constexpr, REVERSE: gl.constexpr,
-        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr, POLY: gl.constexpr,
+        LOAD_REGS: gl.constexpr, COMPUTE_REGS: gl.constexpr, NUM_WG: gl.constexpr,
     ):  # fmt: skip
         # Tiles of BLOCK_M query rows of one batch·head; a program takes tiles pid, pid + grid, ... (one each when
-        # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2)
+        # the grid has a program per tile, several when it has one per SM: PERSISTENT). NUM_WG (2 or 3)
         # warpgroups of BLOCK_M // NUM_WG rows each, one in the default partition (the kernel's 4 warps) and the
         # others in workers, share every K and V block the loader warp brings.
         q_smem = gl.allocate_shared_memory(desc_q.dtype, [NUM_WG] + desc_q.block_type.shape, desc_q.layout)
@@ -293,25 +278,49 @@ if gluon is not None:
             mbarrier.init(k_empty.index(i), count=NUM_WG)  # every computing warpgroup hands a slot back
             mbarrier.init(v_empty.index(i), count=NUM_WG)
 
-        gl.static_assert(NUM_WG == 2, "two computing warpgroups (three of 160 registers spilled and lost)")
         # fmt: off
-        gl.warp_specialize(
-            [
-                (_compute_partition,
-                 (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
-                  lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
-                  STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG, POLY)),
-                (_compute_partition,
-                 (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_ptr,
-                  lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M, BLOCK_N,
-                  STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG, POLY)),
-                (_load_partition,
-                 (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
-                  v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
-            ],
-            [4, 1],
-            [COMPUTE_REGS, LOAD_REGS],
-        )
+        # (the partition list is written out per NUM_WG: the JIT does not keep a function in a variable)
+        if NUM_WG == 2:
+            gl.warp_specialize(
+                [
+                    (_compute_partition,
+                     (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
+                    (_compute_partition,
+                     (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
+                    (_load_partition,
+                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                      v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
+                ],
+                [4, 1],
+                [COMPUTE_REGS, LOAD_REGS],
+            )
+        else:
+            gl.static_assert(NUM_WG == 3, "two or three computing warpgroups")
+            gl.warp_specialize(
+                [
+                    (_compute_partition,
+                     (q_smem.index(0), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 0, NUM_WG)),
+                    (_compute_partition,
+                     (q_smem.index(1), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 1, NUM_WG)),
+                    (_compute_partition,
+                     (q_smem.index(2), k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty, turn,
+                      o_ptr, lse_ptr, qk_scale, S, H, n_m, BH, n_tiles, so_b, so_h, so_s, CAUSAL, HEAD_D, BLOCK_M,
+                      BLOCK_N, STAGES, PIPE, PINGPONG, REVERSE, 2, NUM_WG)),
+                    (_load_partition,
+                     (desc_q, desc_k, desc_v, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                      v_empty, S, n_m, BH, n_tiles, CAUSAL, BLOCK_M, BLOCK_N, STAGES, NUM_WG, REVERSE)),
+                ],
+                [4, 4, 1],
+                [COMPUTE_REGS, COMPUTE_REGS, LOAD_REGS],
+            )
         # fmt: on
 
 
@@ -340,7 +349,8 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
     rows = B * H * S
     el = gl.bfloat16 if str(q.dtype) == "torch.bfloat16" else gl.float16  # usable() allowed only these two
-    rows_wg = bm // 2  # each computing warpgroup's query rows: one q box
+    num_wg = int(cfg.get("NUM_WG", 2))
+    rows_wg = bm // num_wg  # each computing warpgroup's query rows: one q box
     q_layout = gl.NVMMASharedLayout.get_default_for([rows_wg, D], el)
     kv_layout = gl.NVMMASharedLayout.get_default_for([bn, D], el)
     desc_q = GluonDescriptor(q, [rows, D], [D, 1], [rows_wg, D], q_layout)
@@ -353,7 +363,6 @@ def launch(q, k, v, o, lse, causal: bool, qk_scale: float, cfg: dict | None = No
         desc_q, desc_k, desc_v, o, lse, H, S, qk_scale, o.stride(0), o.stride(1), o.stride(2), n_m, B * H, n_tiles,
         CAUSAL=causal, HEAD_D=D, BLOCK_M=bm, BLOCK_N=bn, STAGES=int(cfg["STAGES"]), PIPE=bool(cfg["PIPE"]),
         PINGPONG=bool(cfg.get("PINGPONG", False)), REVERSE=bool(cfg.get("REVERSE", False)) and causal,
-        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=2,
-        POLY=int(cfg.get("POLY", 0)),
+        LOAD_REGS=int(cfg["LOAD_REGS"]), COMPUTE_REGS=int(cfg["COMPUTE_REGS"]), NUM_WG=num_wg,
         num_warps=4,
     )  # fmt: skip

@@ -110,7 +110,7 @@ def _ptxas_resources(ptx: str, arch: int) -> dict[str, int]:
 def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
     """What the PTX and the compile's metadata say: the kernel's name, wgmma and TMA instruction counts,
     mma.sync count (the pre-Hopper tensor-core path), fp32 multiplies and FMAs, global loads, TMA reductions
-    and element atomics, exponentials (special-function unit or polynomial), the wgmma waits' depths and `setmaxnreg` count, shared memory; with ``resources`` also registers and
+    and element atomics, the wgmma waits' depths and `setmaxnreg` count, shared memory; with ``resources`` also registers and
     spills from ``ptxas -v``."""
     ptx = compiled.asm["ptx"]
     meta = compiled.metadata
@@ -138,10 +138,6 @@ def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
         "f32_mul": len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx)),
         "f32_fma": len(re.findall(r"\bfma\.rn\.f32\b", ptx)),
         "ld_global": len(re.findall(r"\bld\.global\b", ptx)),
-        # exponentials on the special-function unit, and by the cubic on the FMA units (_common.exp2_split_asm,
-        # whose round-down add is its mark)
-        "ex2": len(re.findall(r"\bex2\.approx", ptx)),
-        "exp2_poly": len(re.findall(r"\badd\.rm\.f32\b", ptx)),
         "shared": getattr(meta, "shared", None),
     }
     if resources:
