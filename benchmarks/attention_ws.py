@@ -29,19 +29,21 @@ SMOKE_SHAPES = [(1, 2, 256, 64), (1, 2, 384, 128), (2, 3, 1024, 128), (1, 4, 512
 def candidates(head_dim: int) -> dict[str, dict]:
     """The Gluon launches tried for a head dim (its CONFIGS entry first). Earlier runs measured the ring slots,
     the longest-first causal order and one program per SM (H100-80GB-HBM3 runs 2026-12-06 (94b849e) and
-    (ad36972)), and the exponentials split between the special-function and FMA units (H100-80GB-HBM3 run
-    2026-12-06 (e0b94ae)). At head dim 64 these try three computing warpgroups of 64 rows (a 192-row tile, 160
-    registers each) without the early score product, whose second score tile spills there, and a 256-key block."""
+    (ad36972)), the exponentials split between the special-function and FMA units (H100-80GB-HBM3 run 2026-12-06
+    (e0b94ae)), three computing warpgroups and a 256-key block at head dim 64 (H100-80GB-HBM3 run 2026-12-06
+    (8906b98)). These time the default against ping-pong toggled and, at head dim 64, the two-warpgroup launch."""
     from tritonlab.perf.kernels import attention_ws
 
     base = dict(attention_ws.CONFIGS[head_dim])
-    out = {"ws": base, "ws-no-pingpong": {**base, "PINGPONG": False}}
-    if head_dim == 64:
-        wg3 = {**base, "NUM_WG": 3, "BLOCK_M": 192, "COMPUTE_REGS": 160, "PIPE": False, "PINGPONG": True}
-        out["ws-3wg"] = wg3
-        out["ws-3wg-stages3"] = {**wg3, "STAGES": 3}
-        out["ws-3wg-no-pingpong"] = {**wg3, "PINGPONG": False}
-        out["ws-n256"] = {**base, "BLOCK_N": 256, "PIPE": False}
+    out = {"ws": base}
+    if base["PINGPONG"]:
+        out["ws-no-pingpong"] = {**base, "PINGPONG": False}
+    else:
+        out["ws-pingpong"] = {**base, "PINGPONG": True}
+    if (
+        head_dim == 64
+    ):  # the default is three warpgroups there: the two-warpgroup launch of head dim 128 beside it
+        out["ws-2wg"] = dict(attention_ws.CONFIGS[128])
     return out
 
 

@@ -1,5 +1,5 @@
 """FlashAttention forward for Hopper in Gluon: a loader warp and two computing warpgroups, the scores of the next
-key block in flight while this block's softmax runs.
+key block in flight while this block's softmax runs (at head dim 64: three computing warpgroups, no early scores).
 
 Why a second language: Triton's own compiler gives the forward one role for every warp and waits for every
 matrix product before the exponentials (``wait_group 0``, tests/test_reference_lowering.py), so a warpgroup's
@@ -13,8 +13,8 @@ shape, 12 warps at 168 registers a thread (``perf/targets.toml``). Gluon, Triton
   barriers (every computing warpgroup is done with it); q has its own ready/empty pair;
 * :func:`_compute_partition` runs once per computing warpgroup (``NUM_WG`` = 2: the default partition and a
   worker, 240 registers each; or 3 of 160 registers with 192-row tiles, at head dim 64 and without ``PIPE``,
-  whose second score tile does not fit there), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. It issues
-  ``S_j = q·K_jᵀ`` asynchronously, then ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone
+  whose second score tile does not fit there), on its own ``BLOCK_M // NUM_WG`` query rows of the tile. With
+  ``PIPE`` it issues ``S_j = q·K_jᵀ`` asynchronously, then ``O += P_{j-1}·V_{j-1}`` from registers, waits for ``S_j`` alone
   (``warpgroup_mma_wait(1)``) and computes its softmax while ``P_{j-1}·V_{j-1}`` runs, and only then waits for
   that product and rescales ``O``. With ``PINGPONG`` the warpgroups take turns to issue their products (one
   mbarrier each), so one's softmax overlaps another's products.
@@ -46,18 +46,22 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 
 
 #: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
-#: softmax (``PIPE``), ping-pong, the loader's and the computing warpgroups' registers (optional: ``NUM_WG``,
-#: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on an H100 (H100-80GB-HBM3 runs
-#: 2026-12-06 (94b849e) and (ad36972)): ping-pong or not, 2 or 3 slots are within the runs' spread of each other
-#: (geometric means 0.97-1.01× cuDNN); one program per SM, the longest-first causal order and three computing
-#: warpgroups lost. Not measured on an H200 yet.
+#: softmax (``PIPE``), ping-pong, computing warpgroups (``NUM_WG``), the loader's and the computing warpgroups'
+#: registers (optional: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on H100s:
+#: at head dim 128 two warpgroups of 240 registers, ping-pong or not and 2 or 3 slots within the runs' spread of
+#: each other (H100-80GB-HBM3 runs 2026-12-06 (94b849e), (ad36972), (e0b94ae) and (8906b98)); at head dim 64
+#: three warpgroups of 160 registers without the early score product, 0.989× cuDNN against 0.926× for the
+#: two-warpgroup launch on 4·32·4096·64 full and even causal (H100-80GB-HBM3 run 2026-12-06 (8906b98)). One
+#: program per SM, the longest-first causal order and exponentials split onto the FMA units lost. Not measured
+#: on an H200 yet.
 _LAUNCH: dict[str, int | bool] = {
-    "BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "PIPE": True, "PINGPONG": True, "LOAD_REGS": 24, "COMPUTE_REGS": 240,
+    "BLOCK_M": 128, "BLOCK_N": 128, "STAGES": 2, "PIPE": True, "PINGPONG": True, "NUM_WG": 2, "LOAD_REGS": 24,
+    "COMPUTE_REGS": 240,
 }  # fmt: skip
 CONFIGS: dict[int, dict[str, int | bool]] = {
-    64: dict(_LAUNCH),
+    64: {**_LAUNCH, "BLOCK_M": 192, "PIPE": False, "PINGPONG": False, "NUM_WG": 3, "COMPUTE_REGS": 160},
     128: dict(_LAUNCH),
-}  # the same launch for both
+}
 
 
 if gluon is not None:
