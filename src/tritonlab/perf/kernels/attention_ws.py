@@ -48,8 +48,10 @@ except ImportError:  # pragma: no cover - Triton without Gluon
 #: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
 #: softmax (``PIPE``), ping-pong, computing warpgroups (``NUM_WG``), the loader's and the computing warpgroups'
 #: registers (optional: ``PERSISTENT``, ``REVERSE``). Chosen from `benchmarks/attention_ws.py` on H100s:
-#: at head dim 128 two warpgroups of 240 registers, ping-pong or not and 2 or 3 slots within the runs' spread of
-#: each other (H100-80GB-HBM3 runs 2026-12-06 (94b849e), (ad36972), (e0b94ae) and (8906b98)); at head dim 64
+#: at head dim 128 two warpgroups of 240 registers, 2 or 3 slots within the runs' spread of each other; ping-pong
+#: kept, though without it the six rows' geometric mean was ahead in four of five runs (1.004-1.025× cuDNN against
+#: 0.990-1.011×; behind in the first, 1.008× against 1.040×; H100-80GB-HBM3 runs 2026-12-06 (94b849e), (ad36972),
+#: (e0b94ae), (8906b98) and (4f01429)): not yet timed under bench's protocol. At head dim 64
 #: three warpgroups of 160 registers without the early score product, 0.989× cuDNN against 0.926× for the
 #: two-warpgroup launch on 4·32·4096·64 full and even causal (H100-80GB-HBM3 run 2026-12-06 (8906b98)). One
 #: program per SM, the longest-first causal order and exponentials split onto the FMA units lost. Not measured
