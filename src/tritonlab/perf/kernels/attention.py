@@ -15,9 +15,9 @@ mask on the keys is compiled in only when S is not a multiple of BLOCK_N (``EVEN
 
 On a Hopper GPU the default is a third kernel, written in Gluon: ``attention_ws._attn_fwd_ws_kernel``
 (``config["kernel"] = "ws"``), warp-specialised (a loader warp and two computing warpgroups, the launch shape of
-the fastest peers; the next block's scores in flight under this block's softmax). It takes contiguous bf16/fp16
-operands whose S is a multiple of its key block (:func:`attention_ws.usable`); every other call takes the Triton
-kernels.
+the fastest peers, the next block's scores in flight under this block's softmax; at head dim 64 three computing
+warpgroups without the early scores). It takes contiguous bf16/fp16 operands whose S is a multiple of its key
+block and at least one query tile (:func:`attention_ws.usable`); every other call takes the Triton kernels.
 
 A second kernel, ``attention_tma._attn_fwd_tma_kernel`` (``config["kernel"] = "tma"``), reads q, k, v through
 TMA tensor descriptors and offers the Hopper schedules (warp specialisation, a pipelined score product, reversed
