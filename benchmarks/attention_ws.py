@@ -40,9 +40,8 @@ def candidates(head_dim: int) -> dict[str, dict]:
         out["ws-no-pingpong"] = {**base, "PINGPONG": False}
     else:
         out["ws-pingpong"] = {**base, "PINGPONG": True}
-    if (
-        head_dim == 64
-    ):  # the default is three warpgroups there: the two-warpgroup launch of head dim 128 beside it
+    if head_dim == 64:
+        # the default is three warpgroups there: the two-warpgroup launch of head dim 128 beside it
         out["ws-2wg"] = dict(attention_ws.CONFIGS[128])
     return out
 
