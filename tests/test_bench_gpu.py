@@ -173,6 +173,51 @@ def test_issue_38_39_kernels_correct_on_gpu(
     assert r.ok, r
 
 
+@pytest.mark.parametrize("shape", [(65, 128, 128), (200, 136, 200), (384, 640, 384), (1000, 1000, 1664)])
+def test_gluon_fp8_gemm_against_float64(shape: tuple[int, int, int]) -> None:
+    """The warp-specialised Gluon fp8 GEMM (the default on Hopper above 64 rows) against the float64 product of
+    the dequantized operands: M, N and K past the tile edges, one, three and thirteen K blocks, a K tail."""
+    from tritonlab.perf.kernels import matmul_fp8 as mf
+    from tritonlab.perf.kernels import matmul_fp8_ws
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon fp8 GEMM is for compute capability 9.x")
+    m, n, kk = shape
+    a, sa = mf.quantize(torch.randn(m, kk, device="cuda"), 1)
+    w, sw = mf.quantize(torch.randn(n, kk, device="cuda") * kk**-0.5, mf.SCALE_BLOCK)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    assert matmul_fp8_ws.usable(a, w, out)
+    for pipe in (True, False):
+        matmul_fp8_ws.launch(a, sa, w, sw, out, {"PIPE": pipe})
+        ref = mf.dequantize(a, sa, 1) @ mf.dequantize(w, sw, mf.SCALE_BLOCK).T
+        err = (out.double() - ref).abs().max().item() / ref.abs().max().item()
+        assert err < 8e-3, (pipe, err)  # the bf16 result's rounding (2^-8) and the fp32 sums' order
+
+
+def test_fp8_default_takes_the_gluon_kernel_only_where_it_can() -> None:
+    """On Hopper `matmul_fp8` runs the Gluon kernel above 64 rows and the Triton kernel for the decode shape or
+    when given a Triton configuration; each gives the float64 product's values."""
+    from tritonlab.perf.kernels import matmul_fp8 as mf
+    from tritonlab.perf.kernels import matmul_fp8_ws
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon fp8 GEMM is for compute capability 9.x")
+    launched = []
+    original = matmul_fp8_ws.launch
+    matmul_fp8_ws.launch = lambda *a, **kw: (launched.append(a[0].shape[0]), original(*a, **kw))[1]
+    try:
+        for m, config, gluon in ((256, None, True), (16, None, False), (256, mf.CONFIGS["large"], False)):
+            a, sa = mf.quantize(torch.randn(m, 512, device="cuda"), 1)
+            w, sw = mf.quantize(torch.randn(384, 512, device="cuda") / 16, mf.SCALE_BLOCK)
+            launched.clear()
+            out = mf.matmul_fp8(a, sa, w, sw, config=config)
+            assert launched == ([m] if gluon else []), (m, config)
+            ref = mf.dequantize(a, sa, 1) @ mf.dequantize(w, sw, mf.SCALE_BLOCK).T
+            assert (out.double() - ref).abs().max().item() / ref.abs().max().item() < 8e-3
+    finally:
+        matmul_fp8_ws.launch = original
+
+
 def test_attention_default_takes_the_gluon_kernel_only_where_it_can() -> None:
     """On a Hopper GPU the default forward is the Gluon kernel; a length that is not a multiple of its tile, a
     strided operand or a negative scale takes the Triton kernels (and gives the same values); asking for the

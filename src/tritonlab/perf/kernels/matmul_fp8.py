@@ -23,6 +23,10 @@ several programs on each SM), grouped tile order, host-built TMA descriptors (ze
 are converted to fp32 before the product (``UPCAST``): the check there covers the indexing, the scales and the
 promotion, not the fp8 tensor-core path; the GPU test covers that.
 
+On a Hopper GPU, above the decode size (M > 64), :func:`matmul_fp8` runs the warp-specialised Gluon form of
+the same computation instead (``matmul_fp8_ws.py``: a loader warp and two computing warpgroups); a
+``config`` argument keeps this Triton kernel (the tuning sweeps time it) unless it sets ``GLUON``.
+
 Cost model: 2·M·N·K FLOPs; bytes (M·K + N·K)·1 + M·N·2 + the scales (4·(M + ⌈N/128⌉)·⌈K/128⌉).
 """
 
@@ -32,11 +36,12 @@ import torch
 import triton
 import triton.language as tl
 
+from . import matmul_fp8_ws
 from ._common import TensorDescriptor, interpreting, num_sms
 
 SCALE_BLOCK = 128
 E4M3_MAX = 448.0
-Config = dict[str, int | bool]  # BM, BN, GROUP_M, num_warps, num_stages; PER_SM (default 1)
+Config = dict[str, int | bool]  # BM, BN, GROUP_M, num_warps, num_stages; PER_SM (default 1); GLUON
 
 #: Per shape class: "large" 64×128 tiles, 4 warps (one warpgroup), 3 stages, two programs on each SM: with the
 #: fused promotion the best of the tuning sweep of H100-80GB-HBM3 run 2026-12-05 (cd24198) (docs/gpu-runs/
@@ -163,6 +168,11 @@ def matmul_fp8(
         return out
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
+    if gpu and cfg.get("GLUON", config is None) and matmul_fp8_ws.usable(a, w, out):
+        # on Hopper, above the decode size: the warp-specialised Gluon kernel (its own launch, CONFIG); a
+        # configuration given for the Triton kernel keeps it unless it asks for GLUON
+        matmul_fp8_ws.launch(a, a_scale, w, w_scale, out)
+        return out
     BM, BN = int(cfg["BM"]), int(cfg["BN"])
     per_sm = int(cfg.get("PER_SM", 1))
     if per_sm < 1:
