@@ -86,6 +86,10 @@ out["tma-decode-sync"] = {
 a8, sa = mf.quantize(torch.randn(256, 512), 1)
 w8, sw = mf.quantize(torch.randn(256, 512), 128)
 out["fp8-large"] = named(lambda: mf.matmul_fp8(a8, sa, w8, sw, config=mf.CONFIGS["large"]))
+from tritonlab.perf.kernels import matmul_fp8_ws
+c8 = torch.empty(256, 256, dtype=torch.bfloat16)
+for pipe in (True, False):
+    out[f"fp8-ws-{pipe}"] = named(lambda: matmul_fp8_ws.launch(a8, sa, w8, sw, c8, {"PIPE": pipe}))
 json.dump(out, sys.stdout)
 """
 
@@ -150,6 +154,7 @@ def test_gluon_attention_forward_is_warp_specialised(d: int, causal: bool, lower
     assert facts["num_warps"] == warps and facts["mma_sync"] == 0 and facts["tma_load"] >= 3, facts
     assert {24, regs} <= set(facts["setmaxnreg_values"]), facts
     assert facts["wgmma_waits"] == waits, facts
+    assert not facts["wgmma_serialized"], facts  # ptxas keeps the products asynchronous
     _sound(facts)  # no spills, shared memory under the limit
 
 
@@ -215,3 +220,23 @@ def test_fp8_gemm_promotes_with_one_fma_per_element(lowered: dict) -> None:
     assert facts["f32_fma"] == 64, facts
     assert facts["f32_mul"] <= 4 and facts["ld_global"] == 3, facts
     assert facts["registers"] <= 170, facts  # lesson 14 says 165 (the per-column form: 246)
+
+
+@pytest.mark.parametrize("pipe", [True, False])
+def test_gluon_fp8_gemm_is_warp_specialised(pipe: bool, lowered: dict) -> None:
+    """The Gluon fp8 GEMM (perf/kernels/matmul_fp8_ws.py) lowers to what its docstring says and cuBLAS's
+    `_scaled_mm` launches (perf/targets.toml): 12 warps, 24 registers for the loader and 240 for each computing
+    warpgroup, TMA loads and stores, fp8 wgmma, one fused multiply-add per accumulator element and K block (64 a
+    thread per product site), and with PIPE two products in flight (`wait_group 1`). ptxas must not serialise
+    the products: carrying an in-flight product across the K loop's back edge made it do so (a copy of the
+    accumulator's registers there), which is why PIPE issues its two products inside one iteration."""
+    facts = lowered[f"fp8-ws-{pipe}"]["_fp8_ws_kernel"]
+    assert facts["num_warps"] == 12 and {24, 240} <= set(facts["setmaxnreg_values"]), facts
+    assert facts["wgmma_fp8"] > 0 and facts["mma_sync"] == 0, facts
+    assert facts["tma_load"] >= 2 and facts["tma_store"] >= 1, facts
+    assert facts["wgmma_waits"] == ([0, 1] if pipe else [0]), facts
+    # a 64×128×128 fp8 product is 4 wgmma instructions, in each of 2 warpgroups
+    sites = facts["wgmma_fp8"] // 8
+    assert facts["f32_fma"] == 64 * 2 * sites, facts
+    assert not facts["wgmma_serialized"], facts
+    _sound(facts)

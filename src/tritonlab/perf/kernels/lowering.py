@@ -86,8 +86,9 @@ def compile_launch(launch: Launch, arch: int = 90) -> Any:
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
 
 
-def _ptxas_resources(ptx: str, arch: int) -> dict[str, int]:
-    """Registers, spills, stack frame from Triton's bundled ``ptxas -v`` on the PTX (as `inspect` reads them)."""
+def _ptxas_resources(ptx: str, arch: int) -> dict[str, int | bool]:
+    """Registers, spills, stack frame from Triton's bundled ``ptxas -v`` on the PTX (as `inspect` reads them), and
+    whether ptxas serialised the wgmma products."""
     import os
     import subprocess
     import tempfile
@@ -104,7 +105,10 @@ def _ptxas_resources(ptx: str, arch: int) -> dict[str, int]:
              "-o", os.path.join(tmp, "k.o")],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-    return parse_ptxas(proc.stdout + proc.stderr)
+    log = proc.stdout + proc.stderr
+    # ptxas's C7514 note: a non-wgmma instruction touches an accumulator while its product is in flight (a copy
+    # at a loop's back edge, say), so ptxas runs every wgmma of the kernel one after another
+    return {**parse_ptxas(log), "wgmma_serialized": "wgmma.mma_async instructions are serialized" in log}
 
 
 def ptx_facts(compiled: Any, resources: bool = False) -> dict[str, Any]:
