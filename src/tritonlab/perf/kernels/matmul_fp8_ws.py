@@ -104,10 +104,14 @@ if gluon is not None:
                              use_acc=False, is_async=True)  # fmt: skip
 
     @gluon.jit
-    def _fold(acc, part, empty, c, sa_rows, sw_at, ki, stride_sak, stride_swk, STAGES: gl.constexpr):
-        # the c-th block's product is done with its slot; scaled by its row and weight scales, it joins acc
+    def _scale(sa_rows, sw_at, ki, stride_sak, stride_swk):
+        # block ki's row scales times its weight scale, loaded while its product runs
+        return gl.load(sa_rows + ki * stride_sak) * gl.load(sw_at + ki * stride_swk)
+
+    @gluon.jit
+    def _fold(acc, part, scale, empty, c, STAGES: gl.constexpr):
+        # the c-th block's product is done with its slot; scaled, it joins the accumulator (one FMA an element)
         _release(empty.index(c % STAGES))
-        scale = gl.load(sa_rows + ki * stride_sak) * gl.load(sw_at + ki * stride_swk)
         return gl.fma(part, scale[:, None], acc)
 
     @gluon.jit
@@ -125,9 +129,8 @@ if gluon is not None:
         for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
             pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
             row0 = pid_m * NUM_WG * _ROWS + WG * _ROWS
-            rows = gl.minimum(
-                row0 + gl.arange(0, _ROWS, layout=rows_layout), M - 1
-            )  # rows past M: not stored
+            # rows past M read the last row's scales (they are not stored)
+            rows = gl.minimum(row0 + gl.arange(0, _ROWS, layout=rows_layout), M - 1)
             sa_rows = sa_ptr + rows.to(gl.int64) * stride_sam
             sw_at = sw_ptr + (pid_n * BN // _SCALE_BLOCK).to(gl.int64) * stride_swn
             acc = gl.zeros([_ROWS, BN], gl.float32, acc_layout)
@@ -137,25 +140,25 @@ if gluon is not None:
                 for p in range(k_tiles // 2):
                     x = _issue(a_smem, w_smem, ready, zero, c, STAGES, WG, NUM_WG)
                     y = _issue(a_smem, w_smem, ready, zero, c + 1, STAGES, WG, NUM_WG)
+                    sx = _scale(sa_rows, sw_at, 2 * p, stride_sak, stride_swk)
+                    sy = _scale(sa_rows, sw_at, 2 * p + 1, stride_sak, stride_swk)
                     part, y = warpgroup_mma_wait(1, deps=(x, y))
-                    acc = _fold(acc, part, empty, c, sa_rows, sw_at, 2 * p, stride_sak, stride_swk, STAGES)
+                    acc = _fold(acc, part, sx, empty, c, STAGES)
                     part = warpgroup_mma_wait(0, deps=(y,))
-                    acc = _fold(
-                        acc, part, empty, c + 1, sa_rows, sw_at, 2 * p + 1, stride_sak, stride_swk, STAGES
-                    )
+                    acc = _fold(acc, part, sy, empty, c + 1, STAGES)
                     c += 2
                 if k_tiles % 2:
                     part = _issue(a_smem, w_smem, ready, zero, c, STAGES, WG, NUM_WG)
+                    sx = _scale(sa_rows, sw_at, k_tiles - 1, stride_sak, stride_swk)
                     part = warpgroup_mma_wait(0, deps=(part,))
-                    acc = _fold(
-                        acc, part, empty, c, sa_rows, sw_at, k_tiles - 1, stride_sak, stride_swk, STAGES
-                    )
+                    acc = _fold(acc, part, sx, empty, c, STAGES)
                     c += 1
             else:  # each block's product, then its fold (the other warpgroup's product runs under it)
                 for ki in range(k_tiles):
                     part = _issue(a_smem, w_smem, ready, zero, c, STAGES, WG, NUM_WG)
+                    sx = _scale(sa_rows, sw_at, ki, stride_sak, stride_swk)
                     part = warpgroup_mma_wait(0, deps=(part,))
-                    acc = _fold(acc, part, empty, c, sa_rows, sw_at, ki, stride_sak, stride_swk, STAGES)
+                    acc = _fold(acc, part, sx, empty, c, STAGES)
                     c += 1
             tma.store_wait(0)  # this warpgroup's previous tile has left c_smem
             c_smem.store(acc.to(c_desc.dtype))
