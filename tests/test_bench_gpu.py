@@ -197,8 +197,8 @@ def test_gluon_fp8_gemm_against_float64(shape: tuple[int, int, int]) -> None:
 def test_fp8_default_takes_the_gluon_kernel_only_where_it_can() -> None:
     """On Hopper `matmul_fp8` runs the Gluon kernel above 64 rows and the Triton kernel for the decode shape or
     when given a Triton configuration; each gives the float64 product's values."""
+    from tritonlab.perf.kernels import cases_compute, matmul_fp8_ws
     from tritonlab.perf.kernels import matmul_fp8 as mf
-    from tritonlab.perf.kernels import matmul_fp8_ws
 
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the Gluon fp8 GEMM is for compute capability 9.x")
@@ -212,6 +212,10 @@ def test_fp8_default_takes_the_gluon_kernel_only_where_it_can() -> None:
             launched.clear()
             out = mf.matmul_fp8(a, sa, w, sw, config=config)
             assert launched == ([m] if gluon else []), (m, config)
+            if config is None:  # what a bench row says it timed is what ran
+                assert cases_compute.Ours(mf.matmul_fp8, cases_compute._fp8_kernel).describe(
+                    a, sa, w, sw
+                ) == {"kernel": "gluon-ws" if gluon else "triton"}
             ref = mf.dequantize(a, sa, 1) @ mf.dequantize(w, sw, mf.SCALE_BLOCK).T
             assert (out.double() - ref).abs().max().item() / ref.abs().max().item() < 8e-3
     finally:

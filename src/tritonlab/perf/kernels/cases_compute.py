@@ -72,7 +72,7 @@ def attention_cases(
                         dtype,
                         shape,
                         lambda dt=dt, shape=shape: tuple(rand(shape, dt, device) for _ in range(3)),
-                        lambda q, k, v, c=c: mod.attention(q, k, v, c),
+                        Ours(lambda q, k, v, c=c: mod.attention(q, k, v, c), _attention_kernel),
                         _attention_peers(c),
                         mod.bytes_moved(b, h, s, d, dt.itemsize),
                         mod.flops(b, h, s, d, c),
@@ -81,6 +81,33 @@ def attention_cases(
                     )
                 )
     return out
+
+
+class Ours:
+    """Our reference kernel as a bench row's "triton" entry, with ``describe`` naming the kernel that ran for the
+    row's inputs (a function of them: the Gluon form where it applies, the Triton kernel otherwise)."""
+
+    def __init__(self, fn: Callable[..., Any], which: Callable[..., str]) -> None:
+        self.fn, self.which = fn, which
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def describe(self, *args: Any) -> dict[str, Any]:
+        return {"kernel": self.which(*args)}
+
+
+def _attention_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
+    from . import attention_ws
+
+    return "gluon-ws" if attention_ws.usable(q, k, v, q.shape[-1] ** -0.5) else "triton"
+
+
+def _fp8_kernel(a: torch.Tensor, sa: torch.Tensor, w: torch.Tensor, sw: torch.Tensor) -> str:
+    from . import matmul_fp8_ws
+
+    out = torch.empty((a.shape[0], w.shape[0]), device=a.device, dtype=torch.bfloat16)
+    return "gluon-ws" if matmul_fp8_ws.usable(a, w, out) else "triton"
 
 
 def _backward_inputs(shape: tuple[int, int, int, int], dt: torch.dtype, device: str, causal: bool) -> tuple:
@@ -236,7 +263,7 @@ def matmul_fp8_cases(device: str, shapes: tuple[tuple[int, int, int], ...] = GEM
                 "fp8e4m3",
                 (m, n, k),
                 lambda m=m, n=n, k=k: fp8_inputs(m, n, k, device),
-                mod.matmul_fp8,
+                Ours(mod.matmul_fp8, _fp8_kernel),
                 {
                     "scaled_mm blockwise": ScaledMM("blockwise"),
                     "scaled_mm rowwise": ScaledMM("rowwise"),
