@@ -176,7 +176,7 @@ def test_issue_38_39_kernels_correct_on_gpu(
 @pytest.mark.parametrize("shape", [(65, 128, 128), (200, 136, 208), (384, 640, 384), (1000, 1000, 1664)])
 def test_gluon_fp8_gemm_against_float64(shape: tuple[int, int, int]) -> None:
     """The warp-specialised Gluon fp8 GEMM (the default on Hopper above 64 rows) against the float64 product of
-    the dequantized operands: M, N and K past the tile edges, one, three and thirteen K blocks, a K tail."""
+    the dequantized operands: M, N and K past the tile edges, one, two, three and thirteen K blocks, a K tail."""
     from tritonlab.perf.kernels import matmul_fp8 as mf
     from tritonlab.perf.kernels import matmul_fp8_ws
 
