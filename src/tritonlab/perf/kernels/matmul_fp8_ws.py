@@ -160,8 +160,10 @@ if gluon is not None:
                     part = warpgroup_mma_wait(0, deps=(part,))
                     acc = _fold(acc, part, sx, empty, c, STAGES)
                     c += 1
-            tma.store_wait(0)  # this warpgroup's previous tile has left c_smem (the thread that issued it waits)
-            _partition_sync()  # ... and the others with it, before any of them writes c_smem
+            # this warpgroup's previous tile has left c_smem: the thread that issued its store waits, the others
+            # wait for that thread, before any of them writes c_smem
+            tma.store_wait(0)
+            _partition_sync()
             c_smem.store(acc.to(c_desc.dtype))
             fence_async_shared()
             _partition_sync()
