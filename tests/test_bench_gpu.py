@@ -175,7 +175,7 @@ def test_issue_38_39_kernels_correct_on_gpu(
 
 @pytest.mark.parametrize("shape", [(65, 128, 128), (200, 136, 208), (384, 640, 384), (1000, 1000, 1664)])
 def test_gluon_fp8_gemm_against_float64(shape: tuple[int, int, int]) -> None:
-    """The warp-specialised Gluon fp8 GEMM (the default on Hopper above 64 rows) against the float64 product of
+    """The warp-specialised Gluon fp8 GEMM (on Hopper above 64 rows, when asked) against the float64 product of
     the dequantized operands: M, N and K past the tile edges, one, two, three and thirteen K blocks, a K tail."""
     from tritonlab.perf.kernels import matmul_fp8 as mf
     from tritonlab.perf.kernels import matmul_fp8_ws
@@ -194,9 +194,10 @@ def test_gluon_fp8_gemm_against_float64(shape: tuple[int, int, int]) -> None:
         assert err < 8e-3, (pipe, err)  # the bf16 result's rounding (2^-8) and the fp32 sums' order
 
 
-def test_fp8_default_takes_the_gluon_kernel_only_where_it_can() -> None:
-    """On Hopper `matmul_fp8` runs the Gluon kernel above 64 rows and the Triton kernel for the decode shape or
-    when given a Triton configuration; each gives the float64 product's values."""
+def test_fp8_takes_the_gluon_kernel_only_where_asked_and_able() -> None:
+    """On Hopper `matmul_fp8` runs the Gluon kernel above 64 rows when asked (``GLUON``), or without a config
+    when ``GLUON_DEFAULT`` is on; the Triton kernel for the decode shape, for a Triton configuration and
+    otherwise. Each gives the float64 product's values, and a bench row says which kernel ran."""
     from tritonlab.perf.kernels import cases_compute, matmul_fp8_ws
     from tritonlab.perf.kernels import matmul_fp8 as mf
 
@@ -206,7 +207,13 @@ def test_fp8_default_takes_the_gluon_kernel_only_where_it_can() -> None:
     original = matmul_fp8_ws.launch
     matmul_fp8_ws.launch = lambda *a, **kw: (launched.append(a[0].shape[0]), original(*a, **kw))[1]
     try:
-        for m, config, gluon in ((256, None, True), (16, None, False), (256, mf.CONFIGS["large"], False)):
+        for m, config, gluon in (
+            (256, {"GLUON": True}, True),
+            (16, {"GLUON": True}, False),
+            (256, None, mf.GLUON_DEFAULT),
+            (16, None, False),
+            (256, mf.CONFIGS["large"], False),
+        ):
             a, sa = mf.quantize(torch.randn(m, 512, device="cuda"), 1)
             w, sw = mf.quantize(torch.randn(384, 512, device="cuda") / 16, mf.SCALE_BLOCK)
             launched.clear()

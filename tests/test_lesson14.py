@@ -507,3 +507,28 @@ def test_the_three_warpgroup_and_split_exponential_figures_are_the_recorded_ones
     for figure in figures:
         printed = figure if lang == "en" else figure.replace(".", ",")
         assert printed in text, (lang, printed)
+
+
+UNTIMED = {
+    "en": "has not been timed on a GPU yet",
+    "pt": "ainda não foi cronometrado numa GPU",
+    "es": "todavía no se ha cronometrado en una GPU",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "pt", "es"])
+def test_the_serialised_wgmma_paragraph_quotes_what_the_lowering_test_reads(lang: str) -> None:
+    """The paragraph on ptxas serialising the products quotes ptxas's note as the lowering check reads it, names
+    the kernel and the test that hold it, and says the GEMM is untimed only while it is not the default."""
+    text = " ".join((LESSON / f"lesson.{lang}.md").read_text(encoding="utf-8").split())
+    note = "wgmma.mma_async instructions are serialized"
+    assert f"`{note} due to non wgmma instructions reading accumulator registers`" in text, lang
+    lowering = (ROOT / "src" / "tritonlab" / "perf" / "kernels" / "lowering.py").read_text(encoding="utf-8")
+    assert f'"{note}" in log' in lowering
+    for path in ("src/tritonlab/perf/kernels/matmul_fp8_ws.py", "tests/test_reference_lowering.py"):
+        assert f"`{path}`" in text and (ROOT / path).is_file(), (lang, path)
+    assert "wgmma_serialized" in (ROOT / "tests" / "test_reference_lowering.py").read_text(encoding="utf-8")
+    source = (ROOT / "src" / "tritonlab" / "perf" / "kernels" / "matmul_fp8.py").read_text(encoding="utf-8")
+    default_on = re.search(r"^GLUON_DEFAULT = (True|False)$", source, re.M)
+    assert default_on, "matmul_fp8.GLUON_DEFAULT is not a plain True/False"
+    assert (UNTIMED[lang] in text) == (default_on.group(1) == "False"), lang

@@ -107,7 +107,8 @@ def _fp8_kernel(a: torch.Tensor, sa: torch.Tensor, w: torch.Tensor, sw: torch.Te
     from . import matmul_fp8_ws
 
     out = torch.empty((a.shape[0], w.shape[0]), device=a.device, dtype=torch.bfloat16)
-    return "gluon-ws" if matmul_fp8_ws.usable(a, w, out) else "triton"
+    gluon = load("matmul_fp8").GLUON_DEFAULT and matmul_fp8_ws.usable(a, w, out)
+    return "gluon-ws" if gluon else "triton"
 
 
 def _backward_inputs(shape: tuple[int, int, int, int], dt: torch.dtype, device: str, causal: bool) -> tuple:

@@ -23,9 +23,9 @@ several programs on each SM), grouped tile order, host-built TMA descriptors (ze
 are converted to fp32 before the product (``UPCAST``): the check there covers the indexing, the scales and the
 promotion, not the fp8 tensor-core path; the GPU test covers that.
 
-On a Hopper GPU, above the decode size (M > 64), :func:`matmul_fp8` runs the warp-specialised Gluon form of
-the same computation instead (``matmul_fp8_ws.py``: a loader warp and two computing warpgroups); a
-``config`` argument keeps this Triton kernel (the tuning sweeps time it) unless it sets ``GLUON``.
+On a Hopper GPU, above the decode size (M > 64), ``config={"GLUON": True}`` runs the warp-specialised Gluon
+form of the same computation instead (``matmul_fp8_ws.py``: a loader warp and two computing warpgroups). It is
+not the default (``GLUON_DEFAULT``) until a GPU has checked and timed it (``benchmarks/fp8_ws.py``).
 
 Cost model: 2·M·N·K FLOPs; bytes (M·K + N·K)·1 + M·N·2 + the scales (4·(M + ⌈N/128⌉)·⌈K/128⌉).
 """
@@ -54,6 +54,10 @@ CONFIGS: dict[str, Config] = {
     "large": {"BM": 64, "BN": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 3, "PER_SM": 2},
     "decode": {"BM": 16, "BN": 32, "GROUP_M": 1, "num_warps": 4, "num_stages": 6},
 }
+#: Whether a call without ``config`` takes the Gluon kernel where it can run: off until a GPU run has checked its
+#: values and timed it against this kernel and `torch._scaled_mm` (``benchmarks/fp8_ws.py``); so far it has
+#: only been compiled for sm_90 (tests/test_reference_lowering.py).
+GLUON_DEFAULT = False
 INTERPRETER_CONFIG: Config = {"BM": 32, "BN": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}
 
 
@@ -168,9 +172,9 @@ def matmul_fp8(
         return out
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
-    if gpu and cfg.get("GLUON", config is None) and matmul_fp8_ws.usable(a, w, out):
-        # on Hopper, above the decode size: the warp-specialised Gluon kernel (its own launch, CONFIG); a
-        # configuration given for the Triton kernel keeps it unless it asks for GLUON
+    if gpu and cfg.get("GLUON", GLUON_DEFAULT and config is None) and matmul_fp8_ws.usable(a, w, out):
+        # on Hopper, above the decode size, when asked for (or by default once GLUON_DEFAULT is on): the
+        # warp-specialised Gluon kernel (its own launch, matmul_fp8_ws.CONFIG)
         matmul_fp8_ws.launch(a, a_scale, w, w_scale, out)
         return out
     BM, BN = int(cfg["BM"]), int(cfg["BN"])

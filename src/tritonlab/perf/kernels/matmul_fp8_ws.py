@@ -20,7 +20,13 @@ producer and two consumer warpgroups (``perf/targets.toml``). Gluon lets a kerne
 Persistent: one program per SM takes tiles ``pid, pid + grid, ...`` in grouped order (``GROUP_M`` row tiles
 share their W columns in L2). The TMA unit fills zeros past every edge (M, N and K tails) and the store clips
 to C's bounds. :func:`usable` says whether a call qualifies (Gluon present, an sm_90 GPU, M above the decode
-size); otherwise :mod:`matmul_fp8` runs its Triton kernel.
+size); :mod:`matmul_fp8` runs this kernel when a call asks for it (``config={"GLUON": True}``), its Triton
+kernel otherwise.
+
+Status: compiled for sm_90 with Triton 3.6 and 3.9 it is what the description says (12 warps, 24 and 240
+registers, fp8 wgmma, no spills, products not serialised by ptxas: tests/test_reference_lowering.py). It has
+not run on a GPU yet, so it is not the default (``matmul_fp8.GLUON_DEFAULT``); ``benchmarks/fp8_ws.py`` checks
+its values and times it, and tests/test_bench_gpu.py holds it to float64 on a GPU.
 """
 
 from __future__ import annotations
