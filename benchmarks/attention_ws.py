@@ -13,11 +13,8 @@ the ratio to the fastest SDPA backend. Needs a CUDA GPU; the Gluon kernel needs 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -70,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     import triton
+    from ws_timing import finish, interleaved
 
     from tritonlab.perf.kernels import attention, attention_ws
 
@@ -132,14 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                 "sdpa_flash": lambda q, k, v, c: attention.sdpa_flash(q, k, v, c),
             }
             timed = {**{n: f for n, f in fns.items() if ok[n]}, **peers}
-            times: dict[str, list[float]] = {n: [] for n in timed}
-            for _ in range(args.runs):
-                for name, fn in timed.items():
-                    times[name].append(
-                        triton.testing.do_bench(lambda fn=fn, a=(q, k, v, causal): fn(*a), warmup=25, rep=100)
-                    )
-            flops = attention.flops(B, H, S, D, causal)
-            tf = {n: flops / (statistics.median(t) * 1e-3) / 1e12 for n, t in times.items()}
+            calls = {n: (lambda fn=f, a=(q, k, v, causal): fn(*a)) for n, f in timed.items()}
+            tf, times = interleaved(calls, args.runs, attention.flops(B, H, S, D, causal))
             best_peer = max(("sdpa_cudnn", "sdpa_flash"), key=lambda n: tf[n])
             row = {
                 "shape": [B, H, S, D],
@@ -151,20 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             report["rows"].append(row)
             print(f"{label:28} " + "  ".join(f"{n} {tf[n]:.0f} ({tf[n] / tf[best_peer]:.3f}×)" for n in tf),
                   flush=True)  # fmt: skip
-    if report["rows"]:
-        names = [n for n in report["rows"][0]["tflops"] if not n.startswith("sdpa")]
-        for n in names:
-            ratios = [
-                r["tflops"][n] / r["tflops"][r["fastest_peer"]] for r in report["rows"] if n in r["tflops"]
-            ]
-            if len(ratios) == len(report["rows"]):
-                gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
-                report.setdefault("geomean_vs_fastest", {})[n] = gm
-                print(f"geomean vs fastest SDPA backend: {n} {gm:.3f}×")
-    report["date"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-    return 1 if report["errors"] else 0
+    names = [n for n in report["rows"][0]["tflops"] if not n.startswith("sdpa")] if report["rows"] else []
+    return finish(report, names, "SDPA backend", args.out)
 
 
 if __name__ == "__main__":

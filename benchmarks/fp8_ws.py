@@ -14,11 +14,7 @@ to the fastest `_scaled_mm` (per tensor, per row or block-scaled) per shape and 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -51,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     import triton
+    from ws_timing import finish, interleaved
 
     from tritonlab.perf.kernels import matmul_fp8 as k
     from tritonlab.perf.kernels import matmul_fp8_ws as ws
@@ -125,29 +122,14 @@ def main(argv: list[str] | None = None) -> int:
                 timed[name] = lambda peer=peer, ops=(a, sa, w, sw): peer(*ops)
             except Exception as exc:  # noqa: BLE001 - a scaling this torch has no kernel for
                 print(f"{label:18} {name} unavailable: {str(exc)[:160]}", flush=True)
-        times: dict[str, list[float]] = {nm: [] for nm in timed}
-        for _ in range(args.runs):
-            for name, fn in timed.items():
-                times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100))
-        tf = {nm: 2 * m * n * kk / (statistics.median(t) * 1e-3) / 1e12 for nm, t in times.items()}
+        tf, times = interleaved(timed, args.runs, 2 * m * n * kk)
         best = max((nm for nm in tf if nm.startswith("scaled_mm")), key=lambda nm: tf[nm])
         report["rows"].append({"shape": [m, n, kk], "tflops": tf, "ms": times, "fastest_peer": best})
         print(
             f"{label:18} " + "  ".join(f"{nm} {tf[nm]:.0f} ({tf[nm] / tf[best]:.3f}×)" for nm in tf),
             flush=True,
         )
-    if report["rows"]:
-        for name in fns:
-            ratios = [r["tflops"][name] / r["tflops"][r["fastest_peer"]] for r in report["rows"]
-                      if name in r["tflops"]]  # fmt: skip
-            if len(ratios) == len(report["rows"]):
-                gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
-                report.setdefault("geomean_vs_fastest", {})[name] = gm
-                print(f"geomean vs the fastest _scaled_mm: {name} {gm:.3f}×")
-    report["date"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
-    return 1 if report["errors"] else 0
+    return finish(report, list(fns), "_scaled_mm", args.out)
 
 
 if __name__ == "__main__":
