@@ -30,20 +30,16 @@ from __future__ import annotations
 import triton
 
 from ._common import num_sms
-
-try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
-except ImportError:  # pragma: no cover - Triton without Gluon
-    gluon = None
-
+from ._gluon import (
+    GluonDescriptor,
+    gl,
+    gluon,
+    mbarrier,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from ._gluon import release as _release
+from ._gluon import tma_load as _tma_load
 
 #: Launches by head dim: tile sizes, K/V ring slots, whether the next scores are issued before this block's
 #: softmax (``PIPE``), ping-pong, computing warpgroups (``NUM_WG``), the loader's and the computing warpgroups'
@@ -67,10 +63,6 @@ CONFIGS: dict[int, dict[str, int | bool]] = {
 
 
 if gluon is not None:
-    # the partition-wide barrier is `thread_barrier` in Triton 3.6 and `barrier` in 3.9
-    _partition_sync = getattr(gl, "barrier", None) or gl.thread_barrier
-    # the TMA load is `async_copy_global_to_shared` in 3.6 and `async_load` in 3.9 (the old name raises there)
-    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
     @gluon.jit
     def _tile(t, n_m, BH, REVERSE: gl.constexpr):
@@ -129,11 +121,6 @@ if gluon is not None:
                 cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s.type.layout))
                 s = gl.where(rows[:, None] >= cols[None, :], s, float("-inf"))
         return s
-
-    @gluon.jit
-    def _release(bar):
-        _partition_sync()  # the whole warpgroup is past its reads of the slot before it is handed back
-        mbarrier.arrive(bar)
 
     @gluon.jit
     def _my_turn(turn, k, WG: gl.constexpr, PINGPONG: gl.constexpr):

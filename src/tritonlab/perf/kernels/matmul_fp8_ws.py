@@ -34,20 +34,20 @@ from __future__ import annotations
 import triton
 
 from ._common import num_sms
-
-try:  # Gluon is experimental: present in the Tritons we support (3.6 on the GPU hosts, 3.9 here), absent before
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        fence_async_shared,
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
-except ImportError:  # pragma: no cover - Triton without Gluon
-    gluon = None
+from ._gluon import (
+    GluonDescriptor,
+    fence_async_shared,
+    gl,
+    gluon,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from ._gluon import partition_sync as _partition_sync
+from ._gluon import release as _release
+from ._gluon import tma_load as _tma_load
+from ._gluon import tma_store as _tma_store
 
 SCALE_BLOCK = 128
 ROWS_WG = 64  # query rows of one computing warpgroup: one wgmma row block
@@ -62,9 +62,6 @@ CONFIG: dict[str, int | bool] = {
 if gluon is not None:
     _ROWS = gl.constexpr(ROWS_WG)  # globals a kernel reads must be constexpr
     _SCALE_BLOCK = gl.constexpr(SCALE_BLOCK)
-    _partition_sync = getattr(gl, "barrier", None) or gl.thread_barrier
-    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-    _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 
     @gluon.jit
     def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
@@ -95,11 +92,6 @@ if gluon is not None:
                               a_smem.index(slot * NUM_WG + w))  # fmt: skip
                 _tma_load(w_desc, [pid_n * BN, ki * BK], ready.index(slot), w_smem.index(slot))
                 c += 1
-
-    @gluon.jit
-    def _release(bar):
-        _partition_sync()  # the whole warpgroup is past its reads of the slot before it is handed back
-        mbarrier.arrive(bar)
 
     @gluon.jit
     def _issue(a_smem, w_smem, ready, zero, c, STAGES: gl.constexpr, WG: gl.constexpr, NUM_WG: gl.constexpr):
