@@ -180,7 +180,7 @@ def attention(
     from . import attention_ws
 
     # the Gluon kernel by default where it can run (checked once), or when asked for (an error where it cannot)
-    ws_default = config is None and not interpreting() and attention_ws.usable(q, k, v, scale)
+    ws_default = config is None and takes_gluon(q, k, v, scale)
     if ws_default or (config is not None and config.get("kernel") == "ws"):
         ws_cfg = None if ws_default else {key: val for key, val in config.items() if key != "kernel"} or None
         if not ws_default and not attention_ws.usable(q, k, v, scale, ws_cfg):
@@ -206,6 +206,14 @@ def attention(
         num_stages=int(config["num_stages"]),
     )  # fmt: skip
     return o, lse
+
+
+def takes_gluon(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float | None = None) -> bool:
+    """Whether :func:`attention` without ``config`` runs the Gluon forward on these operands."""
+    from . import attention_ws
+
+    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
+    return not interpreting() and attention_ws.usable(q, k, v, scale)
 
 
 def tma_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> bool:

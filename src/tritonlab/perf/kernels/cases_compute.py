@@ -98,17 +98,11 @@ class Ours:
 
 
 def _attention_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
-    from . import attention_ws
-
-    return "gluon-ws" if attention_ws.usable(q, k, v, q.shape[-1] ** -0.5) else "triton"
+    return "gluon-ws" if load("attention").takes_gluon(q, k, v) else "triton"
 
 
 def _fp8_kernel(a: torch.Tensor, sa: torch.Tensor, w: torch.Tensor, sw: torch.Tensor) -> str:
-    from . import matmul_fp8_ws
-
-    out = torch.empty((a.shape[0], w.shape[0]), device=a.device, dtype=torch.bfloat16)
-    gluon = load("matmul_fp8").GLUON_DEFAULT and matmul_fp8_ws.usable(a, w, out)
-    return "gluon-ws" if gluon else "triton"
+    return "gluon-ws" if load("matmul_fp8").takes_gluon(a, w) else "triton"
 
 
 def _backward_inputs(shape: tuple[int, int, int, int], dt: torch.dtype, device: str, causal: bool) -> tuple:

@@ -172,9 +172,7 @@ def matmul_fp8(
         return out
     gpu = a.is_cuda and not interpreting()
     cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
-    if gpu and cfg.get("GLUON", GLUON_DEFAULT and config is None) and matmul_fp8_ws.usable(a, w, out):
-        # on Hopper, above the decode size, when asked for (or by default once GLUON_DEFAULT is on): the
-        # warp-specialised Gluon kernel (its own launch, matmul_fp8_ws.CONFIG)
+    if takes_gluon(a, w, out, config):  # the Gluon kernel, with its own launch (matmul_fp8_ws.CONFIG)
         matmul_fp8_ws.launch(a, a_scale, w, w_scale, out)
         return out
     BM, BN = int(cfg["BM"]), int(cfg["BN"])
@@ -196,6 +194,16 @@ def matmul_fp8(
         num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]),
     )  # fmt: skip
     return out
+
+
+def takes_gluon(
+    a: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None, config: Config | None = None
+) -> bool:
+    """Whether :func:`matmul_fp8` runs the warp-specialised Gluon kernel: asked for (``GLUON`` in ``config``, or
+    ``GLUON_DEFAULT`` without one), on a Hopper GPU, above the decode size (:func:`matmul_fp8_ws.usable`; ``out``
+    None: the output it allocates)."""
+    asked = GLUON_DEFAULT if config is None else bool(config.get("GLUON", False))
+    return asked and a.is_cuda and not interpreting() and matmul_fp8_ws.usable(a, w, out)
 
 
 def flops(m: int, n: int, k: int) -> int:

@@ -208,16 +208,19 @@ if gluon is not None:
         # fmt: on
 
 
-def usable(a, w, out) -> bool:  # noqa: ANN001
+def usable(a, w, out=None) -> bool:  # noqa: ANN001
     """Whether the Gluon kernel takes this call: Gluon present, a CUDA GPU of compute capability 9.x, more rows
     than the decode tile's 64 (a 16-row product wastes most of a 64-row warpgroup's product), and operands whose
-    rows are 16-byte aligned (what the TMA unit needs; ``matmul_fp8`` checks it before this)."""
+    rows are 16-byte aligned (what the TMA unit needs; ``matmul_fp8`` checks a and w before this; ``out`` None:
+    a fresh contiguous M×N bf16 tensor)."""
     import torch
 
     if gluon is None or not a.is_cuda or a.shape[0] <= 64:
         return False
     if torch.cuda.get_device_capability(a.device)[0] != 9:
         return False
+    if out is None:
+        return (w.shape[0] * 2) % 16 == 0
     return out.is_contiguous() and out.data_ptr() % 16 == 0 and (out.shape[1] * 2) % 16 == 0
 
 
