@@ -490,15 +490,20 @@ def test_cli_bench_budget_lists_the_cases_it_did_not_start() -> None:
 
 
 def test_attention_and_fp8_bench_rows_name_the_kernel_that_ran() -> None:
-    """Our entry in the attention and fp8 rows describes which kernel ran for the row's inputs: without a
-    Hopper GPU the Triton kernel (tests/test_bench_gpu.py holds the Gluon side on one)."""
+    """Our entry in the attention (forward and backward) and fp8 rows describes which kernel ran for the row's
+    inputs: without a Hopper GPU the Triton kernel (tests/test_bench_gpu.py holds the Gluon side on one)."""
     import torch
 
     from tritonlab.perf.kernels import cases_compute
 
     fp8 = cases_compute.matmul_fp8_cases("cpu", shapes=((128, 128, 128),))[0]
     attention = cases_compute.attention_cases("cpu", shapes=((1, 1, 128, 64),), causal=(False,))[0]
+    backward = cases_compute.attention_backward_cases("cpu", shapes=((1, 1, 128, 64),), causal=(False,))[0]
     torch.manual_seed(0)
     for case in (fp8, attention):
         assert isinstance(case.ours, cases_compute.Ours), case.kernel
         assert case.ours.describe(*case.make()) == {"kernel": "triton"}, case.kernel
+    # the backward's inputs come from our forward, which needs a GPU or the interpreter: made here instead
+    q, k, v, o, do = (torch.randn(1, 1, 128, 64, dtype=torch.bfloat16) for _ in range(5))
+    assert isinstance(backward.ours, cases_compute.Ours)
+    assert backward.ours.describe(q, k, v, o, torch.zeros(1, 1, 128), do) == {"kernel": "triton"}

@@ -281,3 +281,63 @@ def test_attention_backward_agrees_with_sdpa_gradients_on_gpu(causal: bool, d: i
         assert rel_err(mine, ref) < 1e-2, (what, rel_err(mine, ref))
         assert rel_err(peer, ref) < 1e-2, (what, "sdpa", rel_err(peer, ref))
         assert rel_err(mine, peer.double()) < 2e-2, (what, rel_err(mine, peer.double()))
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("bhs", [(1, 2, 128), (2, 3, 384), (1, 4, 1024)])
+def test_gluon_attention_backward_against_float64(d: int, causal: bool, bhs: tuple[int, int, int]) -> None:
+    """The warp-specialised Gluon backward (asked for with ``GLUON``) against float64 autograd of the same
+    attention, each of dq, dk and dv by its relative error: one tile, several tiles and heads, a long row."""
+    from tritonlab.perf.kernels import attention, attention_backward, attention_backward_ws
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon backward is for compute capability 9.x")
+    b, h, s = bhs
+    q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    o, lse = attention.attention(q, k, v, causal)
+    assert attention_backward_ws.usable(q, k, v, do, lse)
+    grads = attention_backward.attention_backward(q, k, v, o, lse, do, causal, config={"GLUON": True})
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal)
+    ref = torch.autograd.grad(out, leaves, do.double())
+    for name, g, r in zip("q k v".split(), grads, ref, strict=True):
+        err = ((g.double() - r).norm() / r.norm()).item()
+        assert err < 2e-2, (name, err)  # bf16 operands and results: the Triton backward's is about 4e-3
+
+
+def test_attention_backward_takes_the_gluon_kernels_only_where_asked_and_able() -> None:
+    """`attention_backward` runs the Gluon kernels when asked (``GLUON``) or by ``GLUON_DEFAULT``, on a length
+    that is a multiple of their tiles; elsewhere the Triton kernels, with the same gradients; a bench row says
+    which ran."""
+    from tritonlab.perf.kernels import attention, attention_backward, attention_backward_ws, cases_compute
+
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the Gluon backward is for compute capability 9.x")
+    launched = []
+    original = attention_backward_ws.launch
+    attention_backward_ws.launch = lambda *a, **kw: (launched.append(a[0].shape), original(*a, **kw))[1]
+    try:
+        for s, config, gluon in (
+            (512, {"GLUON": True}, True),
+            (500, {"GLUON": True}, False),
+            (512, None, attention_backward.GLUON_DEFAULT),
+            (512, attention_backward.CONFIGS[128], False),
+        ):
+            q, k, v, do = (torch.randn(1, 2, s, 128, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+            o, lse = attention.attention(q, k, v, True)
+            launched.clear()
+            grads = attention_backward.attention_backward(q, k, v, o, lse, do, True, config=config)
+            assert launched == ([q.shape] if gluon else []), (s, config)
+            if config is None:
+                ours = cases_compute.Ours(
+                    attention_backward.attention_backward, cases_compute._backward_kernel
+                )
+                assert ours.describe(q, k, v, o, lse, do) == {"kernel": "gluon-ws" if gluon else "triton"}
+            plain = attention_backward.attention_backward(
+                q, k, v, o, lse, do, True, config=attention_backward.CONFIGS[128]
+            )
+            for g, p in zip(grads, plain, strict=True):
+                assert ((g.float() - p.float()).norm() / p.float().norm()).item() < 2e-2
+    finally:
+        attention_backward_ws.launch = original

@@ -86,6 +86,13 @@ out["tma-decode-sync"] = {
 a8, sa = mf.quantize(torch.randn(256, 512), 1)
 w8, sw = mf.quantize(torch.randn(256, 512), 128)
 out["fp8-large"] = named(lambda: mf.matmul_fp8(a8, sa, w8, sw, config=mf.CONFIGS["large"]))
+from tritonlab.perf.kernels import attention_backward_ws as abw
+for d in (64, 128):
+    for causal in (False, True):
+        q = torch.randn(1, 2, 256, d, dtype=torch.bfloat16)
+        lse = torch.randn(1, 2, 256)
+        out[f"backward-ws-{d}-{causal}"] = named(
+            lambda: abw.launch(q, q, q, q, lse, lse, q, q, q, causal, 0.125))
 from tritonlab.perf.kernels import matmul_fp8_ws
 c8 = torch.empty(256, 256, dtype=torch.bfloat16)
 for pipe in (True, False):
@@ -165,6 +172,24 @@ def test_gluon_attention_forward_two_warpgroups_at_head_dim_64(lowered: dict) ->
     assert facts["num_warps"] == 12 and {24, 240} <= set(facts["setmaxnreg_values"]), facts
     assert 1 in facts["wgmma_waits"] and facts["tma_load"] >= 3, facts
     _sound(facts)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gluon_attention_backward_is_warp_specialised(d: int, causal: bool, lowered: dict) -> None:
+    """The Gluon backward (perf/kernels/attention_backward_ws.py) lowers to what its docstring says and the
+    fastest peer's backward launches (perf/targets.toml): each of its dk/dv and dq kernels 12 warps, 24
+    registers for the loader and 240 for each computing warpgroup, TMA copies, one product kept in flight while
+    the exponentials run (`wait_group 1`), no spills (at head dim 128 the dk/dv pass spilled with 64-query
+    blocks: its CONFIGS take 32), and ptxas keeps the products asynchronous."""
+    facts = lowered[f"backward-ws-{d}-{causal}"]
+    assert set(facts) == {"_dkdv_kernel", "_dq_kernel"}, facts
+    for name, kernel in facts.items():
+        assert kernel["num_warps"] == 12 and {24, 240} <= set(kernel["setmaxnreg_values"]), (name, kernel)
+        assert kernel["wgmma"] > 0 and kernel["mma_sync"] == 0 and kernel["tma_load"] >= 4, (name, kernel)
+        assert kernel["wgmma_waits"] == [0, 1], (name, kernel)
+        assert not kernel["wgmma_serialized"], (name, kernel)
+        _sound(kernel)
 
 
 def test_atomic_dq_by_tma_lowers_to_bulk_reductions(lowered: dict) -> None:

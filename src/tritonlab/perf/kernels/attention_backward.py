@@ -35,9 +35,15 @@ import torch
 import triton
 import triton.language as tl
 
+from . import attention_backward_ws
 from ._common import TensorDescriptor, interpreting
 
 LOG2E = 1.4426950408889634
+#: Whether a call without ``config`` takes the warp-specialised Gluon kernels (``attention_backward_ws.py``) where
+#: they can run: off until a GPU run has checked their gradients and timed them against these kernels and every
+#: SDPA backend (``benchmarks/attention_backward_ws.py``); so far they have only been compiled for sm_90
+#: (tests/test_reference_lowering.py).
+GLUON_DEFAULT = False
 
 #: Launch configurations by head dim (GPU): BLOCK_M1 × BLOCK_N1 for the dk/dv pass (queries × keys),
 #: BLOCK_M2 × BLOCK_N2 for the dq pass (``num_warps2``/``num_stages2`` for the dq pass where they differ). The best
@@ -257,7 +263,11 @@ def attention_backward(
     config: dict[str, int | bool] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) for q, k, v, o, do of shape (B, H, S, D) (fp16/bf16) and the forward's fp32 lse (B, H, S),
-    natural log (what ``attention.attention`` returns)."""
+    natural log (what ``attention.attention`` returns).
+
+    ``config``: a launch of these Triton kernels (a CONFIGS entry), or ``{"GLUON": True}`` (optionally with
+    ``"WS"``: an ``attention_backward_ws.CONFIGS`` entry) for the warp-specialised Gluon kernels where
+    :func:`takes_gluon`'s conditions hold (else the default Triton launch)."""
     if q.dim() != 4 or any(t.shape != q.shape for t in (k, v, o, do)):
         shapes = [tuple(t.shape) for t in (q, k, v, o, do)]
         raise ValueError(f"q, k, v, o, do must share a (B, H, S, D) shape: {shapes}")
@@ -273,6 +283,16 @@ def attention_backward(
     if q.numel() == 0:
         return dq, dk, dv
     gpu = q.is_cuda and not interpreting()
+    asked = GLUON_DEFAULT if config is None else bool(config.get("GLUON", False))
+    if asked and gpu:
+        ws_cfg = config.get("WS") if config else None
+        if attention_backward_ws.usable(q, k, v, do, lse, ws_cfg):
+            delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
+            _delta_kernel[(triton.cdiv(S, 64), B * H)](o, do, delta, S, HEAD_D=D, BLOCK=64, num_warps=4)
+            attention_backward_ws.launch(q, k, v, do, lse, delta, dq, dk, dv, causal, scale, ws_cfg)
+            return dq, dk, dv
+    if config is not None and "GLUON" in config:  # the rest of such a config is the Gluon launch's: not ours
+        config = None
     cfg = dict(config or (CONFIGS.get(D, CONFIGS[64]) if gpu else INTERPRETER_CONFIG))
     bm1, bn1, bm2, bn2 = (int(cfg[key]) for key in ("BLOCK_M1", "BLOCK_N1", "BLOCK_M2", "BLOCK_N2"))
     if bn1 % bm1 or bm2 % bn2:
@@ -323,6 +343,15 @@ def attention_backward(
         q, k, v, do, lse, delta, dq, S, qk_scale, scale, BLOCK_M2=bm2, BLOCK_N2=bn2, **common
     )
     return dq, dk, dv
+
+
+def takes_gluon(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, lse: torch.Tensor
+) -> bool:
+    """Whether :func:`attention_backward` without ``config`` runs the Gluon kernels on these operands."""
+    return (
+        GLUON_DEFAULT and q.is_cuda and not interpreting() and attention_backward_ws.usable(q, k, v, do, lse)
+    )
 
 
 def flops(b: int, h: int, s: int, d: int, causal: bool) -> int:

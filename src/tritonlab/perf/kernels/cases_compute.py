@@ -105,6 +105,10 @@ def _fp8_kernel(a: torch.Tensor, sa: torch.Tensor, w: torch.Tensor, sw: torch.Te
     return "gluon-ws" if load("matmul_fp8").takes_gluon(a, w) else "triton"
 
 
+def _backward_kernel(q, k, v, o, lse, do) -> str:  # noqa: ANN001
+    return "gluon-ws" if load("attention_backward").takes_gluon(q, k, v, do, lse) else "triton"
+
+
 def _backward_inputs(shape: tuple[int, int, int, int], dt: torch.dtype, device: str, causal: bool) -> tuple:
     """q, k, v, o, lse (our forward's), do: what the backward takes."""
     q, k, v, do = (rand(shape, dt, device) for _ in range(4))
@@ -141,7 +145,10 @@ def attention_backward_cases(
                         dtype,
                         shape,
                         lambda dt=dt, shape=shape, c=c: _backward_inputs(shape, dt, device, c),
-                        lambda q, k, v, o, lse, do, c=c: mod.attention_backward(q, k, v, o, lse, do, c),
+                        Ours(
+                            lambda q, k, v, o, lse, do, c=c: mod.attention_backward(q, k, v, o, lse, do, c),
+                            _backward_kernel,
+                        ),
                         _backward_peers(c),
                         mod.bytes_moved(b, h, s, d, dt.itemsize),
                         mod.flops(b, h, s, d, c),
