@@ -22,6 +22,10 @@ Kernels:
 * ``FUSED`` (``config["fused"]``): the dk/dv and dq programs in one launch (a third grid axis picks the role),
   so that both passes share the machine instead of running one after the other.
 
+On a Hopper GPU ``config={"GLUON": True}`` runs the same two passes as warp-specialised Gluon kernels instead
+(``attention_backward_ws.py``: a loader warp and two computing warpgroups each); not the default
+(``GLUON_DEFAULT``) until a GPU has checked and timed them (``benchmarks/attention_backward_ws.py``).
+
 Cost model: FLOPs counted as 2.5× the forward's (five S×S×D products: q·kᵀ again, dv, dP, dk, dq — the same
 count for every implementation, whatever each recomputes); bytes: read q, k, v, o, do and write dq, dk, dv
 (``8·B·H·S·D·s``) plus the fp32 lse and Δ.
