@@ -40,6 +40,8 @@ def candidates(head_dim: int) -> dict[str, dict]:
     if head_dim == 128:
         out["ws-dq64"] = {**base, "BLOCK_N2": 64}
         out["ws-2slots"] = {**base, "STAGES": 2}
+        # 64-query blocks: fewer, larger products, but the dk/dv pass spills 128-204 bytes there (Triton 3.6)
+        out["ws-m64"] = {**base, "BLOCK_M": 64, "STAGES": 2}
     else:
         out["ws-dq128"] = {**base, "BLOCK_N2": 128}
         out["ws-m32"] = {**base, "BLOCK_M": 32, "STAGES": 3}
