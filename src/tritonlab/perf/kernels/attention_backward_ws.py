@@ -21,8 +21,12 @@ with the heads on the fast axis (causal: the key blocks nearest the start, the q
 Same contract as :func:`attention_backward.attention_backward`: contiguous (B, H, S, D) fp16/bf16 q, k, v, do,
 the forward's natural-log fp32 lse; S a multiple of both kernels' tiles (no tail masks) and a GPU of compute
 capability 9.x: :func:`usable` says whether a call qualifies, and ``attention_backward`` runs the Triton kernels
-otherwise. Opt-in there (``config={"GLUON": True}``) until a GPU has checked and timed it
-(``benchmarks/attention_backward_ws.py``).
+otherwise. Opt-in there (``config={"GLUON": True}``): on an H100 (H100-80GB-HBM3 run 2026-12-07 (e5686c3)) the
+gradients were right, but the kernels ran at 0.708× the fastest SDPA backend against 0.789× for the Triton
+backward (``benchmarks/attention_backward_ws.py``); at head dim 128 the 64-query blocks, which spill, were
+faster than the 32-query default (0.717-0.842× a row against 0.646-0.759×). Where the time goes is not
+measured yet: each product's A operand (K or V for dk/dv, q or do for dq) is read from shared memory, and a
+warpgroup waits for all its products at the end of every block.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from ._gluon import tma_load as _tma_load
 #: for dk/dv, queries for dq) at ``COMPUTE_REGS`` registers and a loader warp at ``LOAD_REGS``. First choices,
 #: the largest tiles that compile for sm_90 without spilling (Triton 3.6; tests/test_reference_lowering.py): at
 #: head dim 128 the dk/dv pass spills 128-204 bytes with 64-query blocks (its dk and dv tiles hold 128 registers
-#: a thread), none with 32. Not timed yet.
+#: a thread), none with 32; timed, the spilling 64-query blocks were faster (see the module's docstring).
 _LAUNCH: dict[str, int] = {
     "BLOCK_M": 64, "STAGES": 2, "BLOCK_N2": 64, "STAGES2": 2, "NUM_WG": 2, "LOAD_REGS": 24, "COMPUTE_REGS": 240,
 }  # fmt: skip

@@ -47,7 +47,8 @@ from ._gluon import tma_load as _tma_load
 #: at head dim 128 two warpgroups of 240 registers, 2 or 3 slots within the runs' spread of each other; ping-pong
 #: kept, though without it the six rows' geometric mean was ahead in four of five runs (1.004-1.025× cuDNN against
 #: 0.990-1.011×; behind in the first, 1.008× against 1.040×; H100-80GB-HBM3 runs 2026-12-06 (94b849e), (ad36972),
-#: (e0b94ae), (8906b98) and (4f01429)): not yet timed under bench's protocol. At head dim 64
+#: (e0b94ae), (8906b98) and (4f01429)); under bench's protocol without it 0.970× (runs 0.947-1.012) against
+#: the default's 0.965× (runs 0.942-1.010): no measured gain (H100-80GB-HBM3 run 2026-12-07 (e5686c3)). At head dim 64
 #: three warpgroups of 160 registers without the early score product, 0.989× cuDNN against 0.926× for the
 #: two-warpgroup launch on 4·32·4096·64 full and even causal (H100-80GB-HBM3 run 2026-12-06 (8906b98)). One
 #: program per SM, the longest-first causal order and exponentials split onto the FMA units lost. Not measured

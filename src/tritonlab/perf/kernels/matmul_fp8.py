@@ -23,9 +23,9 @@ several programs on each SM), grouped tile order, host-built TMA descriptors (ze
 are converted to fp32 before the product (``UPCAST``): the check there covers the indexing, the scales and the
 promotion, not the fp8 tensor-core path; the GPU test covers that.
 
-On a Hopper GPU, above the decode size (M > 64), ``config={"GLUON": True}`` runs the warp-specialised Gluon
-form of the same computation instead (``matmul_fp8_ws.py``: a loader warp and two computing warpgroups). It is
-not the default (``GLUON_DEFAULT``) until a GPU has checked and timed it (``benchmarks/fp8_ws.py``).
+On a Hopper GPU, above the decode size (M > 64), the default (``GLUON_DEFAULT``; ``config={"GLUON": True}``
+asks for it) is the warp-specialised Gluon form of the same computation (``matmul_fp8_ws.py``: a loader warp and
+two computing warpgroups); a Triton configuration runs this kernel.
 
 Cost model: 2·M·N·K FLOPs; bytes (M·K + N·K)·1 + M·N·2 + the scales (4·(M + ⌈N/128⌉)·⌈K/128⌉).
 """
@@ -54,10 +54,11 @@ CONFIGS: dict[str, Config] = {
     "large": {"BM": 64, "BN": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 3, "PER_SM": 2},
     "decode": {"BM": 16, "BN": 32, "GROUP_M": 1, "num_warps": 4, "num_stages": 6},
 }
-#: Whether a call without ``config`` takes the Gluon kernel where it can run: off until a GPU run has checked its
-#: values and timed it against this kernel and `torch._scaled_mm` (``benchmarks/fp8_ws.py``); so far it has
-#: only been compiled for sm_90 (tests/test_reference_lowering.py).
-GLUON_DEFAULT = False
+#: Whether a call without ``config`` takes the Gluon kernel where it can run. On since H100-80GB-HBM3 run 2026-12-07
+#: (e5686c3): its values right on every edge shape, 0.865× the fastest `torch._scaled_mm` scaling against 0.704× for
+#: this kernel (``benchmarks/fp8_ws.py``, four large shapes), and `bench --all` with it 0.873× against this
+#: kernel's 0.745× (H100-80GB-HBM3 run 2026-12-05 (8b0198d)).
+GLUON_DEFAULT = True
 INTERPRETER_CONFIG: Config = {"BM": 32, "BN": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 1}
 
 
@@ -171,10 +172,12 @@ def matmul_fp8(
     if M == 0 or N == 0:
         return out
     gpu = a.is_cuda and not interpreting()
-    cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
     if takes_gluon(a, w, out, config):  # the Gluon kernel, with its own launch (matmul_fp8_ws.CONFIG)
         matmul_fp8_ws.launch(a, a_scale, w, w_scale, out)
         return out
+    if config is not None and "GLUON" in config and "BM" not in config:
+        config = None  # the Gluon kernel asked for where it cannot run (the decode size): the default launch
+    cfg = dict(config or (CONFIGS["decode" if M <= 64 else "large"] if gpu else INTERPRETER_CONFIG))
     BM, BN = int(cfg["BM"]), int(cfg["BN"])
     per_sm = int(cfg.get("PER_SM", 1))
     if per_sm < 1:

@@ -134,10 +134,13 @@ SMALL_CASES: list[tuple[str, tuple[int, ...], torch.dtype, dict | None]] = [
     # on the interpreter tma_dq adds element by element (no TMA reduction there): the launch's plumbing
     ("attention_backward", (2, 2, 45, 32), torch.float16, {**_BWD_SMALL, "atomic_dq": True, "tma_dq": True}),
     ("attention_backward", (1, 1, 50, 32), torch.float16, {**_BWD_SMALL, "fused": True}),
+    # the Gluon kernels asked for where they cannot run (here: no GPU): the default Triton launch
+    ("attention_backward", (1, 2, 64, 32), torch.float16, {"causal": True, "GLUON": True}),
     ("matmul_tma", (100, 96, 80), torch.float16, None),
     ("matmul_tma", (16, 64, 200), torch.bfloat16, {**_MM_SMALL, "BM": 16, "EPI_SPLIT": 1}),
     ("matmul_tma", (64, 128, 64), torch.bfloat16, {**_MM_SMALL, "flatten": True}),
     ("matmul_fp8", (100, 96, 208), torch.float8_e4m3fn, None),
+    ("matmul_fp8", (16, 256, 384), torch.float8_e4m3fn, {"GLUON": True}),
     ("matmul_fp8", (16, 256, 384), torch.float8_e4m3fn,
      {"BM": 16, "BN": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": 1}),
     # a tile as wide as a weight scale block, three blocks along N (the last one partial): one scale per tile;
