@@ -58,18 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    import triton
-    from ws_timing import finish, interleaved
+    from ws_timing import add_row, finish, hopper_report, interleaved
 
     from tritonlab.perf.kernels import attention, attention_backward, attention_backward_ws
     from tritonlab.perf.kernels.sdpa import BackwardPeer
 
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
-        print("needs a CUDA GPU of compute capability 9.x")
+    report = hopper_report()
+    if report is None:
         return 2
-    torch.manual_seed(0)
-    report: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                    "rows": [], "errors": []}  # fmt: skip
 
     def reference(q, k, v, do, causal):  # noqa: ANN001, ANN202
         leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
@@ -129,17 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             for peer in peers.values():
                 peer.release()
             best_peer = max(peers, key=lambda n: tf[n])
-            report["rows"].append(
-                {
-                    "shape": [B, H, S, D],
-                    "causal": causal,
-                    "tflops": tf,
-                    "ms": times,
-                    "fastest_peer": best_peer,
-                }
-            )
-            print(f"{label:28} " + "  ".join(f"{n} {tf[n]:.0f} ({tf[n] / tf[best_peer]:.3f}×)" for n in tf),
-                  flush=True)  # fmt: skip
+            add_row(report, label, 28, tf, times, best_peer, shape=[B, H, S, D], causal=causal)
     names = [n for n in report["rows"][0]["tflops"] if not n.startswith("sdpa")] if report["rows"] else []
     return finish(report, names, "SDPA backend", args.out)
 

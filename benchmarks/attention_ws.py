@@ -66,18 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    import triton
-    from ws_timing import finish, interleaved
+    from ws_timing import add_row, finish, hopper_report, interleaved
 
     from tritonlab.perf.kernels import attention, attention_ws
 
     LOG2E = attention.LOG2E
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
-        print("needs a CUDA GPU of compute capability 9.x")
+    report = hopper_report()
+    if report is None:
         return 2
-    torch.manual_seed(0)
-    report: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                    "rows": [], "errors": []}  # fmt: skip
 
     def gluon_fn(cfg):  # noqa: ANN001, ANN202
         def run(q, k, v, causal):  # noqa: ANN001, ANN202
@@ -133,16 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             calls = {n: (lambda fn=f, a=(q, k, v, causal): fn(*a)) for n, f in timed.items()}
             tf, times = interleaved(calls, args.runs, attention.flops(B, H, S, D, causal))
             best_peer = max(("sdpa_cudnn", "sdpa_flash"), key=lambda n: tf[n])
-            row = {
-                "shape": [B, H, S, D],
-                "causal": causal,
-                "tflops": tf,
-                "ms": times,
-                "fastest_peer": best_peer,
-            }
-            report["rows"].append(row)
-            print(f"{label:28} " + "  ".join(f"{n} {tf[n]:.0f} ({tf[n] / tf[best_peer]:.3f}×)" for n in tf),
-                  flush=True)  # fmt: skip
+            add_row(report, label, 28, tf, times, best_peer, shape=[B, H, S, D], causal=causal)
     names = [n for n in report["rows"][0]["tflops"] if not n.startswith("sdpa")] if report["rows"] else []
     return finish(report, names, "SDPA backend", args.out)
 

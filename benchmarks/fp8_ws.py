@@ -46,19 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    import triton
-    from ws_timing import finish, interleaved
+    from ws_timing import add_row, finish, hopper_report, interleaved
 
     from tritonlab.perf.kernels import matmul_fp8 as k
     from tritonlab.perf.kernels import matmul_fp8_ws as ws
     from tritonlab.perf.kernels.cases_compute import ScaledMM
 
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
-        print("needs a CUDA GPU of compute capability 9.x")
+    report = hopper_report(values=[])
+    if report is None:
         return 2
-    torch.manual_seed(0)
-    report: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                    "rows": [], "values": [], "errors": []}  # fmt: skip
 
     def gluon(cfg):  # noqa: ANN001, ANN202
         def run(a, sa, w, sw, out):  # noqa: ANN001, ANN202
@@ -124,11 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label:18} {name} unavailable: {str(exc)[:160]}", flush=True)
         tf, times = interleaved(timed, args.runs, 2 * m * n * kk)
         best = max((nm for nm in tf if nm.startswith("scaled_mm")), key=lambda nm: tf[nm])
-        report["rows"].append({"shape": [m, n, kk], "tflops": tf, "ms": times, "fastest_peer": best})
-        print(
-            f"{label:18} " + "  ".join(f"{nm} {tf[nm]:.0f} ({tf[nm] / tf[best]:.3f}×)" for nm in tf),
-            flush=True,
-        )
+        add_row(report, label, 18, tf, times, best, shape=[m, n, kk])
     return finish(report, list(fns), "_scaled_mm", args.out)
 
 

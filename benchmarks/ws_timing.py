@@ -1,6 +1,6 @@
-"""What the Gluon benchmarks (`attention_ws.py`, `fp8_ws.py`) share: timing every candidate and peer of one
-shape in interleaved rounds, and closing the report with each candidate's geometric mean against the fastest
-peer of every row."""
+"""What the Gluon benchmarks (`attention_ws.py`, `attention_backward_ws.py`, `fp8_ws.py`) share: the report they
+fill (only on a Hopper GPU), timing every candidate and peer of one shape in interleaved rounds, one row per
+shape, and closing the report with each candidate's geometric mean against the fastest peer of every row."""
 
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+
+def hopper_report(**fields: object) -> dict | None:
+    """The report a benchmark fills (the GPU, torch and Triton, its rows and errors, and ``fields``), with torch
+    seeded; None, after saying so, without a CUDA GPU of compute capability 9.x (the Gluon kernels' target)."""
+    import torch
+    import triton
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        print("needs a CUDA GPU of compute capability 9.x")
+        return None
+    torch.manual_seed(0)
+    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "rows": [], **fields, "errors": []}  # fmt: skip
 
 
 def interleaved(timed: dict[str, Callable[[], object]], runs: int, flops: float) -> tuple[dict, dict]:
@@ -21,6 +35,15 @@ def interleaved(timed: dict[str, Callable[[], object]], runs: int, flops: float)
         for name, fn in timed.items():
             times[name].append(triton.testing.do_bench(fn, warmup=25, rep=100))
     return {name: flops / (statistics.median(t) * 1e-3) / 1e12 for name, t in times.items()}, times
+
+
+def add_row(report: dict, label: str, width: int, tf: dict, times: dict, best: str, **fields: object) -> None:
+    """Add one shape's row (``fields``, then TFLOP/s, the rounds' ms and the fastest peer) to the report and print
+    it: each entry's TFLOP/s and its ratio to ``best``."""
+    report["rows"].append({**fields, "tflops": tf, "ms": times, "fastest_peer": best})
+    print(
+        f"{label:{width}} " + "  ".join(f"{n} {tf[n]:.0f} ({tf[n] / tf[best]:.3f}×)" for n in tf), flush=True
+    )
 
 
 def finish(report: dict, names: list[str], peers: str, out: Path | None) -> int:
