@@ -271,7 +271,7 @@ def attention_backward(
 
     ``config``: a launch of these Triton kernels (a CONFIGS entry), or ``{"GLUON": True}`` (optionally with
     ``"WS"``: an ``attention_backward_ws.CONFIGS`` entry) for the warp-specialised Gluon kernels where
-    :func:`takes_gluon`'s conditions hold (else the default Triton launch)."""
+    :func:`takes_gluon` says so (else the default Triton launch)."""
     if q.dim() != 4 or any(t.shape != q.shape for t in (k, v, o, do)):
         shapes = [tuple(t.shape) for t in (q, k, v, o, do)]
         raise ValueError(f"q, k, v, o, do must share a (B, H, S, D) shape: {shapes}")
@@ -287,14 +287,13 @@ def attention_backward(
     if q.numel() == 0:
         return dq, dk, dv
     gpu = q.is_cuda and not interpreting()
-    asked = GLUON_DEFAULT if config is None else bool(config.get("GLUON", False))
-    if asked and gpu:
-        ws_cfg = config.get("WS") if config else None
-        if attention_backward_ws.usable(q, k, v, do, lse, ws_cfg):
-            delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-            _delta_kernel[(triton.cdiv(S, 64), B * H)](o, do, delta, S, HEAD_D=D, BLOCK=64, num_warps=4)
-            attention_backward_ws.launch(q, k, v, do, lse, delta, dq, dk, dv, causal, scale, ws_cfg)
-            return dq, dk, dv
+    if takes_gluon(q, k, v, do, lse, config):
+        delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
+        _delta_kernel[(triton.cdiv(S, 64), B * H)](o, do, delta, S, HEAD_D=D, BLOCK=64, num_warps=4)
+        attention_backward_ws.launch(
+            q, k, v, do, lse, delta, dq, dk, dv, causal, scale, config and config.get("WS")
+        )
+        return dq, dk, dv
     if config is not None and "GLUON" in config:  # the rest of such a config is the Gluon launch's: not ours
         config = None
     cfg = dict(config or (CONFIGS.get(D, CONFIGS[64]) if gpu else INTERPRETER_CONFIG))
@@ -350,11 +349,20 @@ def attention_backward(
 
 
 def takes_gluon(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, lse: torch.Tensor
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    do: torch.Tensor,
+    lse: torch.Tensor,
+    config: dict[str, int | bool] | None = None,
 ) -> bool:
-    """Whether :func:`attention_backward` without ``config`` runs the Gluon kernels on these operands."""
+    """Whether :func:`attention_backward` runs the Gluon kernels on these operands (contiguous, lse in fp32):
+    asked for (``GLUON`` in ``config``, or ``GLUON_DEFAULT`` without one), on a Hopper GPU, where
+    :func:`attention_backward_ws.usable` holds for the launch (``config["WS"]`` or its CONFIGS entry)."""
+    asked = GLUON_DEFAULT if config is None else bool(config.get("GLUON", False))
+    ws_cfg = config.get("WS") if config else None
     return (
-        GLUON_DEFAULT and q.is_cuda and not interpreting() and attention_backward_ws.usable(q, k, v, do, lse)
+        asked and q.is_cuda and not interpreting() and attention_backward_ws.usable(q, k, v, do, lse, ws_cfg)
     )
 
 

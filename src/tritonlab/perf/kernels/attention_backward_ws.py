@@ -58,6 +58,9 @@ CONFIGS: dict[int, dict[str, int]] = {
 WG_ROWS = 64  # the rows of one computing warpgroup's box: one wgmma's M
 
 if gluon is not None:
+    # the key blocks a tile of queries sees (causal: up to its last query): the forward's count
+    from .attention_ws import _n_blocks
+
     _WG_ROWS = gl.constexpr(WG_ROWS)
 
     @gluon.jit
@@ -213,14 +216,6 @@ if gluon is not None:
     # ---- dq ------------------------------------------------------------------------------------------------
 
     @gluon.jit
-    def _dq_n_blocks(m_start, S, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-        # the key blocks a tile of queries [m_start, m_start + BLOCK_M) sees
-        if CAUSAL:
-            return (m_start + BLOCK_M + BLOCK_N - 1) // BLOCK_N
-        else:
-            return S // BLOCK_N
-
-    @gluon.jit
     def _dq_load(
         desc_q, desc_do, desc_k, desc_v, q_smem, do_smem, k_smem, v_smem, qd_ready, qd_empty, kv_ready, kv_empty,
         S, n_m, BH, n_tiles, CAUSAL: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
@@ -237,7 +232,7 @@ if gluon is not None:
             for w in gl.static_range(NUM_WG):
                 _tma_load(desc_q, [row0 + start_m * BLOCK_M + w * _WG_ROWS, 0], qd_ready, q_smem.index(w))
                 _tma_load(desc_do, [row0 + start_m * BLOCK_M + w * _WG_ROWS, 0], qd_ready, do_smem.index(w))
-            for j in range(_dq_n_blocks(start_m * BLOCK_M, S, CAUSAL, BLOCK_M, BLOCK_N)):
+            for j in range(_n_blocks(start_m * BLOCK_M, S, CAUSAL, BLOCK_M, BLOCK_N)):
                 slot = c % STAGES
                 mbarrier.wait(kv_empty.index(slot), ((c // STAGES) & 1) ^ 1)
                 mbarrier.expect(kv_ready.index(slot), desc_k.block_type.nbytes + desc_v.block_type.nbytes)
@@ -277,7 +272,7 @@ if gluon is not None:
             delta = gl.load(delta_ptr + vec_base + offs_m)
             dq = gl.zeros([_WG_ROWS, HEAD_D], gl.float32, acc_layout)
             mbarrier.wait(qd_ready, it & 1)
-            for j in range(_dq_n_blocks(start_m * BLOCK_M, S, CAUSAL, BLOCK_M, BLOCK_N)):
+            for j in range(_n_blocks(start_m * BLOCK_M, S, CAUSAL, BLOCK_M, BLOCK_N)):
                 slot = c % STAGES
                 mbarrier.wait(kv_ready.index(slot), (c // STAGES) & 1)
                 k_t = k_smem.index(slot)
