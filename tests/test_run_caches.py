@@ -358,3 +358,105 @@ def test_copies_belong_to_the_learners_cache_owner(tmp_path: Path) -> None:
     assert caches.copy_entries(replay, learner, [ENTRY]) == 1
     for path in [learner / ENTRY, *(learner / ENTRY).iterdir()]:
         assert (path.stat().st_uid, path.stat().st_gid) == (54321, 54321), path
+
+
+# ---- host launchers: built by trusted runs, shared into a learner's cache ------------------------------------
+
+SO = "__triton_launcher.cpython-312-x86_64-linux-gnu.so"
+
+
+def launcher_entry(
+    cache: Path, name: str, file: str = SO, data: bytes | None = None, mtime: float = 0
+) -> Path:
+    """An entry as Triton 3.6's compile_module_from_src leaves it: one shared object in the folder of its key."""
+    folder = cache / name
+    folder.mkdir(parents=True)
+    (folder / file).write_bytes(os.urandom(256) if data is None else data)
+    if mtime:
+        os.utime(folder / file, (mtime, mtime))
+    return folder
+
+
+def test_launchers_that_trusted_runs_built_reach_a_learners_cache_and_nothing_else_does(
+    tmp_path: Path,
+) -> None:
+    replay, learner, outside = tmp_path / "replay", tmp_path / "learner", tmp_path / "outside"
+    launcher = launcher_entry(replay, "a" * 64)
+    utils = launcher_entry(replay, "b" * 64, "cuda_utils.cpython-312-x86_64-linux-gnu.so")
+    compiled_entry(replay, "K" * 52)  # a kernel: copied only by copy_entries, and only when asked for
+    launcher_entry(replay, "c" * 64).joinpath("k.cubin").write_bytes(b"x")  # two files: not a launcher
+    launcher_entry(replay, "d" * 64, "k.cubin")  # one file, not a launcher's name
+    launcher_entry(replay, "e" * 64, data=b"\0" * (caches.LAUNCHER_BYTES + 1))  # too large for one
+    outside.mkdir()
+    (outside / SO).write_bytes(b"not the replay's")
+    (replay / ("f" * 64)).mkdir()
+    (replay / ("f" * 64) / SO).symlink_to(outside / SO)  # a link: never read
+    (replay / ("g" * 64)).mkdir()  # being written: nothing in it yet
+    planted = launcher_entry(replay, "h" * 64)
+    linked = launcher_entry(replay, "i" * 64)
+    learner.mkdir()
+    (learner / planted.name).mkdir()
+    (learner / planted.name / SO).write_bytes(b"the learner's own")  # theirs: left as it is
+    (learner / linked.name).symlink_to(outside)  # a link where the entry goes: never written through
+
+    assert caches.share_launchers(replay, learner) == 2
+    assert (learner / launcher.name / SO).read_bytes() == (launcher / SO).read_bytes()
+    assert (learner / utils.name / "cuda_utils.cpython-312-x86_64-linux-gnu.so").exists()
+    assert sorted(os.listdir(learner)) == sorted([launcher.name, utils.name, planted.name, linked.name])
+    assert (learner / planted.name / SO).read_bytes() == b"the learner's own"
+    assert sorted(os.listdir(outside)) == [SO] and (outside / SO).read_bytes() == b"not the replay's"
+    assert not [p for p in learner.rglob(".copy-*")]
+    assert caches.share_launchers(replay, learner) == 0  # there already
+
+    later = launcher_entry(replay, "g" * 64 + "0")  # built since the last call
+    (replay / ("g" * 64) / SO).write_bytes(b"done")  # the entry being written is finished
+    assert caches.share_launchers(replay, learner) == 2
+    assert (learner / later.name / SO).exists() and (learner / ("g" * 64) / SO).read_bytes() == b"done"
+
+
+def test_launchers_are_shared_newest_first_within_the_limits_and_an_emptied_cache_is_read_again(
+    tmp_path: Path,
+) -> None:
+    replay = tmp_path / "replay"
+    names = [launcher_entry(replay, c * 64, mtime=1_000_000 + i).name for i, c in enumerate("pqrst")]
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    assert caches.share_launchers(replay, first, limit=2) == 2
+    assert sorted(os.listdir(first)) == sorted(names[-2:])  # the newest
+    assert caches.share_launchers(replay, second, budget=256 + 1) == 1  # one 256-byte file fits, not two
+    for name in names:  # the replay's cache emptied; a kernel's entry now has a launcher's old name
+        for file in (replay / name).iterdir():
+            file.unlink()
+        (replay / name).rmdir()
+    compiled_entry(replay, names[0])
+    third = tmp_path / "three"
+    third.mkdir()
+    assert caches.share_launchers(replay, third) == 0
+    assert caches.launchers_in(replay) == []
+
+
+@pytest.mark.parametrize("backend", ["gpu", "interpreter"])
+def test_a_gpu_check_starts_its_child_with_the_classs_launchers_in_the_learners_cache(
+    zygote: sandbox.Zygote, backend: str
+) -> None:
+    """The check's step before its child (grading/check/pipeline.py `share_launchers`), with the caches a real
+    zygote gives its runs: a learner's run then finds the launcher a trusted run built; the interpreter, which
+    launches no compiled kernel, copies nothing."""
+    from tritonlab.content.course import load_course
+    from tritonlab.grading.check.pipeline import CheckRun
+    from tritonlab.models import Verdict
+
+    exercise = load_course().exercise("vector-copy")
+    key = "e" * 63 + ("g" if backend == "gpu" else "i")
+    launcher_entry(caches.folder(caches.REPLAY, zygote.hardened), key)
+    learner = f"learner-launch{backend}{int(zygote.hardened)}"
+    check = CheckRun(exercise, exercise.starter, backend, zygote, cache=learner)
+    check.verdict = Verdict(exercise.id, backend, 1, str(exercise.starter))
+    check.share_launchers()
+    seen = run_program(zygote, learner, "mark")["seen"]
+    if backend == "gpu":
+        assert check.verdict.timings["launchers_shared"] >= 1 and key in seen
+        assert os.listdir(caches.folder(learner, zygote.hardened) / key) == [SO]
+    else:
+        assert "launchers_shared" not in check.verdict.timings and key not in seen

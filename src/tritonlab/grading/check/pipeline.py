@@ -189,6 +189,7 @@ class CheckRun:
             if self.on_start:
                 self.on_start(handle)
 
+        self.share_launchers()
         limits = run.run_limits(self.backend, self.timeout, self.cases)
         counting = self.precompiles() and (
             self.precompiling is None or not self.precompiling.thread.is_alive()
@@ -202,6 +203,22 @@ class CheckRun:
             after = caches.kernel_count(self.cache, self.zygote.hardened)
             if after is not None:
                 self.verdict.timings["check_compiled"] = max(0, after - before)
+
+    def share_launchers(self) -> None:
+        """3, before the check child: the host launchers trusted runs built in the replay's cache, copied into the
+        learner's where it lacks them (runs/caches.py `share_launchers`), so that the child's first launch of a
+        kernel whose argument signature the class met before does not build its launcher with the C compiler.
+        A GPU run only: the interpreter launches no compiled kernel."""
+        if self.backend != "gpu" or self.cache == caches.REPLAY:
+            return
+        try:
+            shared = caches.share_launchers(
+                caches.folder(caches.REPLAY, self.zygote.hardened),
+                caches.folder(self.cache, self.zygote.hardened),
+            )
+        except (OSError, ValueError):
+            return
+        self.verdict.timings["launchers_shared"] = shared
 
     def precompiles(self) -> bool:
         return not precompile.why_not(self.contract, self.backend, self.precompile_target)
