@@ -359,8 +359,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "copy-through-learners-link",
         "runs/caches.py",
-        "entry_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)",
-        "entry_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dest_fd)",
+        "return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)",
+        "return os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dest_fd)",
         k("tests/test_run_caches.py", "never_follows_a_link"),
         what="the copy of compiled kernels into a learner's cache writes through a link the learner planted",
         area="security",

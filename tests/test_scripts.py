@@ -118,3 +118,33 @@ def test_make_run_takes_a_port() -> None:
         )
         assert shown.returncode == 0, shown.stderr
         assert re.search(rf"tritonlab serve --port {port}\b", shown.stdout), shown.stdout[-2000:]
+
+
+def test_pyspy_split_puts_each_sample_in_its_run_and_compile_stage() -> None:
+    """benchmarks/pyspy_split.py on py-spy's raw lines: the stage a stack is in, by run kind; stacks outside a
+    run are left out, and the warm-up is apart."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import pyspy_split
+    finally:
+        sys.path.pop(0)
+    job = 'process 1:"python -m tritonlab.runs.zygote";thread (0x1);run_job (tritonlab/runs/zygote.py:233);'
+    lines = [
+        job
+        + "run_check (tritonlab/grading/harness.py:1);compile_module_from_src (triton/runtime/build.py:93) 7",
+        job
+        + "run_check (h.py:1);compile (triton/compiler/compiler.py:324);make_cubin (nvidia/compiler.py:494) 5",
+        job + "run_check (h.py:1);compile (triton/compiler/compiler.py:300) 3",
+        job + "run_replay (child.py:1);compile_variants (replay/precompile.py:9) 2",
+        job + "run_replay (child.py:1);run_events (replayer.py:5) 1",
+        'process 1:"x";thread (0x2);bound_child (tritonlab/runs/pool.py:1);init_device (tritonlab/runs/pool.py:113) 4',
+        'process 2:"python -m tritonlab serve";thread (0x3);handle (web/app.py:1) 9',
+        "not a stack line",
+    ]
+    found = pyspy_split.split(lines)
+    assert dict(found["check"]) == {
+        "host launcher (C compiler)": 7, "ptxas": 5, "other compile stages": 3, "all": 15
+    }  # fmt: skip
+    assert dict(found["replay"]) == {"compiles ahead (replay)": 2, "rest": 1, "all": 3}
+    assert dict(found["warm-up (CUDA context)"]) == {"all": 4}
+    assert set(found) == {"check", "replay", "warm-up (CUDA context)"}

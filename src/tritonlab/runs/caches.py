@@ -258,7 +258,7 @@ def _copy_entry(src: Path, dest: Path, dest_fd: int, name: str, owner: os.stat_r
         made = True
     except FileExistsError:
         made = False
-    entry_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)  # a link: refused
+    entry_fd = _open_entry(name, dest_fd)
     try:
         if made:
             _own(entry_fd, owner)
@@ -363,7 +363,7 @@ def share_launchers(source: Path, dest: Path, limit: int = SHARE_ENTRIES, budget
             try:
                 data = _read_plain(source / name / file, min(budget, LAUNCHER_BYTES))
                 os.mkdir(name, 0o755, dir_fd=dest_fd)
-                entry_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)
+                entry_fd = _open_entry(name, dest_fd)
                 try:
                     _own(entry_fd, owner)
                     _write_new(entry_fd, file, data, owner)
@@ -376,6 +376,11 @@ def share_launchers(source: Path, dest: Path, limit: int = SHARE_ENTRIES, budget
     finally:
         os.close(dest_fd)
     return copied
+
+
+def _open_entry(name: str, dest_fd: int) -> int:
+    """An entry's folder in a learner's cache, opened without following a link there (a link: OSError)."""
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)
 
 
 def _exists(name: str, dir_fd: int) -> bool:
