@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonlab.runs import caches, hardening, runfolder, sandbox
+from tritonlab.runs import caches, hardening, launchers, runfolder, sandbox
 from tritonlab.runs.limits import default_limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,7 +386,7 @@ def test_launchers_that_trusted_runs_built_reach_a_learners_cache_and_nothing_el
     compiled_entry(replay, "K" * 52)  # a kernel: copied only by copy_entries, and only when asked for
     launcher_entry(replay, "c" * 64).joinpath("k.cubin").write_bytes(b"x")  # two files: not a launcher
     launcher_entry(replay, "d" * 64, "k.cubin")  # one file, not a launcher's name
-    launcher_entry(replay, "e" * 64, data=b"\0" * (caches.LAUNCHER_BYTES + 1))  # too large for one
+    launcher_entry(replay, "e" * 64, data=b"\0" * (launchers.LAUNCHER_BYTES + 1))  # too large for one
     outside.mkdir()
     (outside / SO).write_bytes(b"not the replay's")
     (replay / ("f" * 64)).mkdir()
@@ -399,18 +399,18 @@ def test_launchers_that_trusted_runs_built_reach_a_learners_cache_and_nothing_el
     (learner / planted.name / SO).write_bytes(b"the learner's own")  # theirs: left as it is
     (learner / linked.name).symlink_to(outside)  # a link where the entry goes: never written through
 
-    assert caches.share_launchers(replay, learner) == 2
+    assert launchers.share_launchers(replay, learner) == 2
     assert (learner / launcher.name / SO).read_bytes() == (launcher / SO).read_bytes()
     assert (learner / utils.name / "cuda_utils.cpython-312-x86_64-linux-gnu.so").exists()
     assert sorted(os.listdir(learner)) == sorted([launcher.name, utils.name, planted.name, linked.name])
     assert (learner / planted.name / SO).read_bytes() == b"the learner's own"
     assert sorted(os.listdir(outside)) == [SO] and (outside / SO).read_bytes() == b"not the replay's"
     assert not [p for p in learner.rglob(".copy-*")]
-    assert caches.share_launchers(replay, learner) == 0  # there already
+    assert launchers.share_launchers(replay, learner) == 0  # there already
 
     later = launcher_entry(replay, "g" * 64 + "0")  # built since the last call
     (replay / ("g" * 64) / SO).write_bytes(b"done")  # the entry being written is finished
-    assert caches.share_launchers(replay, learner) == 2
+    assert launchers.share_launchers(replay, learner) == 2
     assert (learner / later.name / SO).exists() and (learner / ("g" * 64) / SO).read_bytes() == b"done"
 
 
@@ -422,9 +422,9 @@ def test_launchers_are_shared_newest_first_within_the_limits_and_an_emptied_cach
     first, second = tmp_path / "one", tmp_path / "two"
     first.mkdir()
     second.mkdir()
-    assert caches.share_launchers(replay, first, limit=2) == 2
+    assert launchers.share_launchers(replay, first, limit=2) == 2
     assert sorted(os.listdir(first)) == sorted(names[-2:])  # the newest
-    assert caches.share_launchers(replay, second, budget=256 + 1) == 1  # one 256-byte file fits, not two
+    assert launchers.share_launchers(replay, second, budget=256 + 1) == 1  # one 256-byte file fits, not two
     for name in names:  # the replay's cache emptied; a kernel's entry now has a launcher's old name
         for file in (replay / name).iterdir():
             file.unlink()
@@ -432,8 +432,8 @@ def test_launchers_are_shared_newest_first_within_the_limits_and_an_emptied_cach
     compiled_entry(replay, names[0])
     third = tmp_path / "three"
     third.mkdir()
-    assert caches.share_launchers(replay, third) == 0
-    assert caches.launchers_in(replay) == []
+    assert launchers.share_launchers(replay, third) == 0
+    assert launchers.launchers_in(replay) == []
 
 
 @pytest.mark.parametrize("backend", ["gpu", "interpreter"])
@@ -460,3 +460,45 @@ def test_a_gpu_check_starts_its_child_with_the_classs_launchers_in_the_learners_
         assert os.listdir(caches.folder(learner, zygote.hardened) / key) == [SO]
     else:
         assert "launchers_shared" not in check.verdict.timings and key not in seen
+
+
+# Triton's own build of a host module into TRITON_CACHE_DIR (the launcher's path: compile_module_from_src), or its
+# load from there; CC=/bin/false makes any build fail, so a load that succeeds found the module in the cache
+BUILD_MODULE = r"""
+import sys
+from triton.runtime.build import compile_module_from_src
+src = '''#include <Python.h>
+static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "__triton_launcher", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit___triton_launcher(void) { return PyModule_Create(&m); }
+'''
+module = compile_module_from_src(src, "__triton_launcher")
+print(module.__file__)
+"""
+
+
+def build_module(cache: Path, compiler: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TRITON_CACHE_DIR=str(cache))
+    if compiler:
+        env["CC"] = compiler
+    return subprocess.run(
+        [sys.executable, "-c", BUILD_MODULE], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_triton_loads_a_shared_launcher_from_the_learners_cache_without_building_it(tmp_path: Path) -> None:
+    """With Triton's own cache layout: a host module Triton built in the replay's cache, once copied by
+    share_launchers, is what Triton loads in a process whose cache is the learner's, with no C compiler to
+    build it again (without the copy that process fails)."""
+    replay, learner, empty = tmp_path / "replay", tmp_path / "learner", tmp_path / "empty"
+    for folder in (learner, empty):
+        folder.mkdir()
+    built = build_module(replay)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert launchers.launchers_in(replay) and len(launchers.launchers_in(replay)) == 1
+    assert launchers.share_launchers(replay, learner) == 1
+    loaded = build_module(learner, "/bin/false")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.strip().startswith(str(learner))
+    assert (
+        build_module(empty, "/bin/false").returncode != 0
+    )  # the same load with nothing copied: a build, refused

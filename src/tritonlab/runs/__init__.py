@@ -32,7 +32,9 @@ Modules:
 - `runfolder.py`: run directories from start to end: made, each its own capped tmpfs, swept, removed.
 - `caches.py`: Triton compile caches between runs (one per learner, one for the grader's trusted children),
   which cache each warm child is bound to (`warm_plan`), and the trusted compile's entries copied into one
-  learner's cache (`copy_entries`), as are the host launchers trusted runs built (`share_launchers`).
+  learner's cache (`copy_entries`).
+- `launchers.py`: the host launchers the trusted runs built, copied into a learner's cache before a GPU check
+  child starts (`share_launchers`).
 - `rundir.py`: reading a run directory without trusting it (sanitize, capped JSON and `.npy`).
 - `executor.py`: the executor seam (`local` = this machine's zygote, `ray` = a cluster).
 - `ray_executor/`: the Ray executor, imported only when it is chosen.

@@ -38,7 +38,7 @@ from tritonlab.grading.check.failures import malformed_failure
 from tritonlab.grading.check.host import host_policy
 from tritonlab.grading.check.trusted_compile import TrustedCompile
 from tritonlab.models import CaseResult, Exercise, Verdict
-from tritonlab.runs import caches, rundir, runfolder, sandbox
+from tritonlab.runs import caches, launchers, rundir, runfolder, sandbox
 from tritonlab.runs.collect import Run
 
 
@@ -206,13 +206,13 @@ class CheckRun:
 
     def share_launchers(self) -> None:
         """3, before the check child: the host launchers trusted runs built in the replay's cache, copied into the
-        learner's where it lacks them (runs/caches.py `share_launchers`), so that the child's first launch of a
+        learner's where it lacks them (runs/launchers.py `share_launchers`), so that the child's first launch of a
         kernel whose argument signature the class met before does not build its launcher with the C compiler.
         A GPU run only: the interpreter launches no compiled kernel."""
         if self.backend != "gpu" or self.cache == caches.REPLAY:
             return
         try:
-            shared = caches.share_launchers(
+            shared = launchers.share_launchers(
                 caches.folder(caches.REPLAY, self.zygote.hardened),
                 caches.folder(self.cache, self.zygote.hardened),
             )
