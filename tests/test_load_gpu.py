@@ -163,6 +163,10 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
             assert all(v > 0 for v in values), (child, figure, values)
             assert s["children"][f"{child}_{figure}"] == percentile(values, 50), s["children"]
         assert s["children"][f"{child}_switches"] >= 0, s["children"]
+    # the interpreter launches no compiled kernel: no check copies host launchers (runs/launchers.py)
+    assert s["children"]["launchers_shared"] is None and not any(
+        "launchers_shared" in r["timings"] for r in records
+    )
     # each kind of run's CPU per check, as the verdicts report it: no more than the runs below the server used
     runs = s["runs_cpu_per_check"]
     assert runs["check"] == round(sum(r["timings"]["check_cpu_s"] for r in records) / 6, 3), runs

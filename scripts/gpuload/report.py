@@ -109,6 +109,8 @@ def children(judged: list[dict]) -> dict:
     }
     out["replay_compiled"] = percentile(_timing(judged, "replay_compiled", int), 50)
     out["check_compiled"] = percentile(_timing(judged, "check_compiled", int), 50)
+    # host launchers copied into the learner's cache before a GPU check child (runs/launchers.py)
+    out["launchers_shared"] = percentile(_timing(judged, "launchers_shared", int), 50)
     # the share of checks whose precompile predicted a first check's kernels from the reference
     predicted = _timing(judged, "precompile_predicted", int)
     out["predicted_share"] = round(len(predicted) / len(judged), 3) if judged else None
@@ -174,6 +176,8 @@ def child_cell(c: dict) -> str:
     compiled, own = c.get("replay_compiled"), c.get("check_compiled")
     tail = "" if compiled is None else f"; the replay compiled {compiled:.0f} kernels"
     tail += "" if own is None else f", the check child {own:.0f}"
+    shared = c.get("launchers_shared")
+    tail += "" if shared is None else f"; {shared:.0f} host launchers shared into the learner's cache"
     return f"{one('check')} / {one('replay')}{tail}"
 
 
