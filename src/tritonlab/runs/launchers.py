@@ -21,7 +21,8 @@ from tritonlab.runs import caches
 LAUNCHER_FILE = re.compile(r"^(__triton_launcher|cuda_utils|hip_utils)(\.[A-Za-z0-9_-]{1,64}){0,4}\.so$")
 LAUNCHER_BYTES = 4 << 20  # one launcher's file (about 20-40 kB); anything larger is not one
 SHARE_ENTRIES, SHARE_BYTES = 256, 16 << 20  # at most this many launchers, and bytes, copied before one run
-# replay folder -> entry -> (mtime, file) of a launcher, or None for any other entry (checks run in threads)
+# replay folder -> entry -> ((folder inode, folder mtime), (mtime, file) of a launcher or None for any other
+# entry); checks run in threads
 _launcher_index: dict[str, dict] = {}
 _launcher_lock = threading.Lock()
 
@@ -70,8 +71,9 @@ def share_launchers(source: Path, dest: Path, limit: int = SHARE_ENTRIES, budget
     """Copy into `dest` (a learner's cache: theirs to write, so hostile) the host launchers Triton built in
     `source` (the replay's: only trusted runs write it) that `dest` lacks, newest first, at most `limit` of them
     and `budget` bytes; the number copied. A launcher is Triton's own C text for an argument signature, compiled
-    by a trusted run: the learner's run would build the same file (the same key) with the host's C compiler,
-    about half a CPU second each (H100-80GB-HBM3 run 2026-12-07 (4d5eeba): py-spy under the lessons 2-8 load).
+    by a trusted run: the learner's run would build the same file (the same key) with the host's C compiler
+    (14 % of the check children's wall time under the lessons 2-8 load, H100-80GB-HBM3 run 2026-12-07 (4d5eeba),
+    py-spy).
     Nothing goes the other way; an entry already in `dest` (whatever it holds), a link there, or a full
     cache stop that one entry."""
     try:
@@ -96,13 +98,20 @@ def share_launchers(source: Path, dest: Path, limit: int = SHARE_ENTRIES, budget
             try:
                 data = caches.read_plain(source / name / file, min(budget, LAUNCHER_BYTES))
                 os.mkdir(name, 0o755, dir_fd=dest_fd)
+            except OSError:  # over the budget, or there already (made meanwhile)
+                continue
+            try:
                 entry_fd = caches.open_entry(name, dest_fd)
                 try:
                     caches.own(entry_fd, owner)
                     caches.write_new(entry_fd, file, data, owner)
                 finally:
                     os.close(entry_fd)
-            except OSError:  # there already (made meanwhile), the learner's cache full, over the budget
+            except OSError:  # the learner's cache full, or the folder replaced meanwhile: leave no empty one
+                try:
+                    os.rmdir(name, dir_fd=dest_fd)
+                except OSError:
+                    pass
                 continue
             copied += 1
             budget -= len(data)
