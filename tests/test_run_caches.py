@@ -494,11 +494,10 @@ def test_triton_loads_a_shared_launcher_from_the_learners_cache_without_building
         folder.mkdir()
     built = build_module(replay)
     assert built.returncode == 0, built.stderr[-2000:]
-    assert launchers.launchers_in(replay) and len(launchers.launchers_in(replay)) == 1
+    assert len(launchers.launchers_in(replay)) == 1
     assert launchers.share_launchers(replay, learner) == 1
     loaded = build_module(learner, "/bin/false")
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert loaded.stdout.strip().startswith(str(learner))
-    assert (
-        build_module(empty, "/bin/false").returncode != 0
-    )  # the same load with nothing copied: a build, refused
+    # the same load with nothing copied: a build, refused
+    assert build_module(empty, "/bin/false").returncode != 0
