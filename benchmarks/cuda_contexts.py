@@ -22,54 +22,75 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import threading
 import time
 import warnings
 
+DEVICE = "cuda"  # --dry-run: "cpu", to try the plumbing on a machine without a GPU
+
+
+def _sync() -> None:
+    import torch
+
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _only(keep: int) -> None:
+    """In a forked child: close every descriptor but stdio and `keep` (another thread's pipe would otherwise
+    stay open here, and its reader would wait for this child's end)."""
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+
 
 def _child(write_end: int, alloc_mib: int) -> None:  # pragma: no cover - runs in a forked child
     code = 1
     try:
+        _only(write_end)
         import torch
 
         began = time.monotonic()
-        torch.zeros(1, device="cuda")
-        torch.cuda.synchronize()
+        torch.zeros(1, device=DEVICE)
+        _sync()
         context = time.monotonic()
-        x = torch.empty(alloc_mib << 18, dtype=torch.float32, device="cuda")
+        x = torch.empty(alloc_mib << 18, dtype=torch.float32, device=DEVICE)
         x.fill_(1.0)
-        torch.cuda.synchronize()
+        _sync()
         allocated = time.monotonic()
         os.write(write_end, json.dumps([began, context, allocated, time.monotonic()]).encode())
         code = 0
+    except BaseException as e:  # noqa: BLE001 - said through the pipe, the parent counts it as an error
+        os.write(write_end, json.dumps({"error": f"{type(e).__name__}: {e}"[:300]}).encode())
     finally:
         os._exit(code)
 
 
 def _hold(stop: threading.Event, ready: threading.Barrier) -> None:
-    """An idle context for the whole measurement: a child that made one and waits for its pipe to close."""
-    read_end, write_end = os.pipe()
+    """An idle context for the whole measurement: a child that made one and sleeps until it is killed."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - a forked child
-        os.close(write_end)
-        import torch
+        try:
+            _only(2)
+            import torch
 
-        torch.zeros(1, device="cuda")
-        torch.cuda.synchronize()
-        os.read(read_end, 1)
-        os._exit(0)
-    os.close(read_end)
+            torch.zeros(1, device=DEVICE)
+            _sync()
+            time.sleep(3600)
+        finally:
+            os._exit(0)
     time.sleep(2.0)  # its context made (alone: well under a second)
     ready.wait()
     stop.wait()
-    os.close(write_end)
+    os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
 
 
-def _worker(deadline: float, alloc_mib: int, rows: list, errors: list) -> None:
-    while time.monotonic() < deadline:
+def _worker(deadline: float, alloc_mib: int, rows: list, errors: list, at_least_one: bool = False) -> None:
+    while at_least_one or time.monotonic() < deadline:
+        at_least_one = False
         read_end, write_end = os.pipe()
         forked = time.monotonic()
         pid = os.fork()
@@ -77,14 +98,16 @@ def _worker(deadline: float, alloc_mib: int, rows: list, errors: list) -> None:
             os.close(read_end)
             _child(write_end, alloc_mib)
         os.close(write_end)
-        with os.fdopen(read_end, "rb") as f:
-            data = f.read()
+        data = os.read(read_end, 4096)  # the child's one write (under PIPE_BUF: whole), or b"" at its end
+        os.close(read_end)
         _, status = os.waitpid(pid, 0)
         reaped = time.monotonic()
         try:
             began, context, allocated, last = json.loads(data)
-        except ValueError:
-            errors.append(f"child {pid} exited {status} without a report")
+        except (ValueError, TypeError):
+            errors.append(
+                f"child {pid} exited {status}: {data[:300].decode(errors='replace') or 'no report'}"
+            )
             continue
         rows.append(
             {
@@ -98,7 +121,7 @@ def _worker(deadline: float, alloc_mib: int, rows: list, errors: list) -> None:
         )
 
 
-def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int) -> dict:
+def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int, at_least_one: bool = False) -> dict:
     stop = threading.Event()
     ready = threading.Barrier(idle + 1)
     holders = [threading.Thread(target=_hold, args=(stop, ready)) for _ in range(idle)]
@@ -109,7 +132,10 @@ def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int) -> dict
     errors: list[str] = []
     began = time.monotonic()
     deadline = began + seconds
-    threads = [threading.Thread(target=_worker, args=(deadline, alloc_mib, rows, errors)) for _ in range(concurrency)]
+    threads = [
+        threading.Thread(target=_worker, args=(deadline, alloc_mib, rows, errors, at_least_one))
+        for _ in range(concurrency)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -118,7 +144,9 @@ def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int) -> dict
     stop.set()
     for t in holders:
         t.join()
-    done = [r for r in rows if r["ended"] <= deadline]  # children a second: those that ended inside the window
+    done = [
+        r for r in rows if r["ended"] <= deadline
+    ]  # children a second: those that ended inside the window
 
     def spread(key: str) -> dict:
         values = sorted(r[key] for r in rows)
@@ -134,7 +162,7 @@ def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int) -> dict
         "idle_contexts": idle,
         "alloc_mib": alloc_mib,
         "children": len(rows),
-        "children_per_s": round(len(done) / seconds, 2),
+        "children_per_s": round(len(done) / seconds, 2) if seconds > 0 else None,
         "wall_s": round(ended - began, 2),
         "errors": errors[:5],
         **{key: spread(key) for key in ("start", "context", "alloc", "exit", "whole")},
@@ -148,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0, help="how long each setting forks children")
     parser.add_argument("--alloc-mib", type=int, default=64, help="MiB each child allocates and fills")
     parser.add_argument("--out", help="write the report (JSON) here too")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="children use the CPU: try the plumbing anywhere"
+    )
     args = parser.parse_args(argv)
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x]
@@ -158,23 +189,31 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--concurrency from 1 to 128, --idle from 0 to 128")
     if args.seconds <= 0 or not 0 <= args.alloc_mib <= 4096:
         parser.error("--seconds must be positive, --alloc-mib from 0 to 4096")
-    import torch
+    global DEVICE
+    DEVICE = "cpu" if args.dry_run else "cuda"
+    import torch  # noqa: F401 - imported once here, as the zygote has it; CUDA is started only in the children
 
-    if not torch.cuda.is_available():
-        print("cuda_contexts.py: no CUDA device here; this measures the GPU driver", file=sys.stderr)
+    # not torch.cuda.is_available(): it starts the driver here, and a forked child cannot use CUDA then
+    probe = measure(1, 0.0, 0, 0, at_least_one=True)
+    if probe["errors"]:
+        print(f"cuda_contexts.py: a child cannot use {DEVICE}: {probe['errors'][0]}", file=sys.stderr)
         return 1
-    if torch.cuda.is_initialized():  # a forked child cannot use CUDA then
-        print("cuda_contexts.py: CUDA was started before the forks", file=sys.stderr)
-        return 1
-    warnings.filterwarnings("ignore", category=DeprecationWarning)  # fork with threads: the children only use CUDA
+    warnings.filterwarnings(
+        "ignore", category=DeprecationWarning
+    )  # fork with threads: the children only use torch
     report = []
-    print("| concurrency | idle contexts | children/s | start | context | alloc | exit | whole (median / p95 s) |")
+    print(
+        "| concurrency | idle contexts | children/s | start | context | alloc | exit | whole (median / p95 s) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for idle in idles:
         for level in levels:
             row = measure(level, args.seconds, idle, args.alloc_mib)
             report.append(row)
-            cells = [f"{row[k].get('median', '-')} / {row[k].get('p95', '-')}" for k in ("start", "context", "alloc", "exit", "whole")]
+            cells = [
+                f"{row[k].get('median', '-')} / {row[k].get('p95', '-')}"
+                for k in ("start", "context", "alloc", "exit", "whole")
+            ]
             print(f"| {level} | {idle} | {row['children_per_s']} | " + " | ".join(cells) + " |", flush=True)
             if row["errors"]:
                 print("  errors:", row["errors"], flush=True)
