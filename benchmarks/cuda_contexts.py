@@ -12,6 +12,9 @@ allocates and fills `--alloc-mib` MiB, reports its clock readings through a pipe
 (as a run does). The parent times each phase: fork to the child's first line (start), the context, the
 allocation, and the child's last clock reading to its reaping (exit: the context's teardown happens there).
 With `--idle K`, K more children each hold an idle context the whole time (the warm children waiting for a job).
+`--raw` makes the children call the CUDA driver through ctypes instead of torch (cuInit, the primary context,
+cuMemAlloc and cuMemsetD32): what the driver costs without torch's own start. `--env NAME=VALUE` sets a variable
+in every child before its context (e.g. CUDA_DEVICE_MAX_CONNECTIONS=1).
 
 The report gives, per setting, the children a second and each phase's median and 95th percentile. If the
 children a second stop growing with the concurrency while the phases grow, the driver serialises them.
@@ -30,6 +33,41 @@ import time
 import warnings
 
 DEVICE = "cuda"  # --dry-run: "cpu", to try the plumbing on a machine without a GPU
+RAW = False  # --raw: the children use the CUDA driver API through ctypes, without torch
+CHILD_ENV: dict[str, str] = {}  # --env: set in each child before its context
+
+
+class _Driver:
+    """The few CUDA driver calls a --raw child makes (libcuda through ctypes)."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+    def call(self, name: str, *args: object) -> None:
+        code = getattr(self.lib, name)(*args)
+        if code != 0:
+            raise RuntimeError(f"{name} returned CUDA error {code}")
+
+    def context(self) -> None:
+        c = self.ctypes
+        device, ctx = c.c_int(), c.c_void_p()
+        self.call("cuInit", 0)
+        self.call("cuDeviceGet", c.byref(device), 0)
+        self.call("cuDevicePrimaryCtxRetain", c.byref(ctx), device)
+        self.call("cuCtxSetCurrent", ctx)
+        self.call("cuCtxSynchronize")
+
+    def fill(self, mib: int) -> None:
+        c = self.ctypes
+        if mib <= 0:
+            return
+        ptr = c.c_uint64()
+        self.call("cuMemAlloc_v2", c.byref(ptr), c.c_size_t(mib << 20))
+        self.call("cuMemsetD32_v2", ptr, c.c_uint(1), c.c_size_t(mib << 18))
+        self.call("cuCtxSynchronize")
 
 
 def _sync() -> None:
@@ -50,15 +88,22 @@ def _child(write_end: int, alloc_mib: int) -> None:  # pragma: no cover - runs i
     code = 1
     try:
         _only(write_end)
-        import torch
-
+        os.environ.update(CHILD_ENV)
         began = time.monotonic()
-        torch.zeros(1, device=DEVICE)
-        _sync()
-        context = time.monotonic()
-        x = torch.empty(alloc_mib << 18, dtype=torch.float32, device=DEVICE)
-        x.fill_(1.0)
-        _sync()
+        if RAW:
+            driver = _Driver()
+            driver.context()
+            context = time.monotonic()
+            driver.fill(alloc_mib)
+        else:
+            import torch
+
+            torch.zeros(1, device=DEVICE)
+            _sync()
+            context = time.monotonic()
+            x = torch.empty(alloc_mib << 18, dtype=torch.float32, device=DEVICE)
+            x.fill_(1.0)
+            _sync()
         allocated = time.monotonic()
         os.write(write_end, json.dumps([began, context, allocated, time.monotonic()]).encode())
         code = 0
@@ -74,10 +119,14 @@ def _hold(stop: threading.Event, ready: threading.Barrier) -> None:
     if pid == 0:  # pragma: no cover - a forked child
         try:
             _only(2)
-            import torch
+            os.environ.update(CHILD_ENV)
+            if RAW:
+                _Driver().context()
+            else:
+                import torch
 
-            torch.zeros(1, device=DEVICE)
-            _sync()
+                torch.zeros(1, device=DEVICE)
+                _sync()
             time.sleep(3600)
         finally:
             os._exit(0)
@@ -179,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dry-run", action="store_true", help="children use the CPU: try the plumbing anywhere"
     )
+    parser.add_argument(
+        "--raw", action="store_true", help="children call the CUDA driver (ctypes), not torch"
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="set in every child (repeatable)"
+    )
     args = parser.parse_args(argv)
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x]
@@ -189,8 +244,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--concurrency from 1 to 128, --idle from 0 to 128")
     if args.seconds <= 0 or not 0 <= args.alloc_mib <= 4096:
         parser.error("--seconds must be positive, --alloc-mib from 0 to 4096")
-    global DEVICE
+    global DEVICE, RAW
     DEVICE = "cpu" if args.dry_run else "cuda"
+    RAW = args.raw and not args.dry_run
+    for item in args.env:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            parser.error(f"--env {item!r}: expected NAME=VALUE")
+        CHILD_ENV[name] = value
     import torch  # noqa: F401 - imported once here, as the zygote has it; CUDA is started only in the children
 
     # not torch.cuda.is_available(): it starts the driver here, and a forked child cannot use CUDA then
@@ -219,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("  errors:", row["errors"], flush=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"argv": sys.argv[1:], "rows": report}, f, indent=1)
+            json.dump({"argv": sys.argv[1:], "raw": RAW, "env": CHILD_ENV, "rows": report}, f, indent=1)
     return 0
 
 
