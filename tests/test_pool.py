@@ -165,6 +165,26 @@ def test_gpu_worker_has_its_cuda_context_before_the_learner_code(
 
 
 @pytest.mark.gpu
+def test_a_gpu_runs_context_was_made_with_one_work_queue(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """config.cuda_context_env reaches a GPU run (hardened too): its warm child made the CUDA context with
+    CUDA_DEVICE_MAX_CONNECTIONS=1 already in its environment, where the driver reads it."""
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("gpu-queues"))
+    program = tmp_path_factory.mktemp("program") / "queues.py"
+    program.write_text(
+        "import json, os, torch\n"
+        "print(json.dumps([os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS'), torch.cuda.is_initialized()]))\n"
+    )
+    z = sandbox.Zygote("gpu", pool=1)
+    try:
+        z.wait_ready()
+        time.sleep(3)  # let the warm child create its context
+        result = run_program(z, program, Limits(wall_seconds=60, address_space_bytes=None)).wait()
+        assert json.loads(result.output.strip().splitlines()[-1]) == ["1", True], result.output[-2000:]
+    finally:
+        z.close()
+
+
+@pytest.mark.gpu
 def test_gpu_pass_has_a_speed_line(home: Path) -> None:
     from tritonlab.service import Service, speed_line
 

@@ -71,3 +71,24 @@ def test_every_run_gets_them(backend: str, monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT")
     monkeypatch.setenv("TRITONLAB_THREAD_WAIT", "spin")
     assert not set(KEYS) & set(child_environment(backend))
+
+
+def test_gpu_runs_get_one_cuda_work_queue(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    """A GPU run's CUDA context gets one hardware work queue (config.cuda_context_env: the driver makes contexts
+    one at a time, and fewer queues make each cheaper); a host's own CUDA_DEVICE_MAX_CONNECTIONS, a count in
+    TRITONLAB_CUDA_CONNECTIONS or `driver` win; an interpreter run is left alone."""
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path))
+    for key in ("CUDA_DEVICE_MAX_CONNECTIONS", "TRITONLAB_CUDA_CONNECTIONS"):
+        monkeypatch.delenv(key, raising=False)
+    assert child_environment("gpu")["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in child_environment("interpreter")
+    monkeypatch.setenv("TRITONLAB_CUDA_CONNECTIONS", "4")
+    assert child_environment("gpu")["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
+    for odd in ("0", "33", "many"):  # not a count from 1 to 32: the default
+        monkeypatch.setenv("TRITONLAB_CUDA_CONNECTIONS", odd)
+        assert child_environment("gpu")["CUDA_DEVICE_MAX_CONNECTIONS"] == "1", odd
+    monkeypatch.setenv("TRITONLAB_CUDA_CONNECTIONS", "driver")
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in child_environment("gpu")
+    monkeypatch.delenv("TRITONLAB_CUDA_CONNECTIONS")
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")  # the host's own value passes through
+    assert child_environment("gpu")["CUDA_DEVICE_MAX_CONNECTIONS"] == "8"

@@ -15,6 +15,9 @@ TRITONLAB_PREDICT  1 compiles ahead a learner's first check of an exercise, its 
                   saved, docs/grader.md "Compiled ahead"; grading/replay/predict.py)
 TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the driver chooses (a process with one
                   context spins a core); default: they wait asleep (CU_CTX_SCHED_BLOCKING_SYNC; runs/pool.py)
+TRITONLAB_CUDA_CONNECTIONS  driver: GPU runs' CUDA contexts get the driver's default count of hardware work
+                  queues (8); a number from 1 to 32 sets it; default: 1 (CUDA_DEVICE_MAX_CONNECTIONS, unless set;
+                  `cuda_context_env`)
 TRITONLAB_THREAD_WAIT  spin: the CPU thread pools (OpenMP's for torch, OpenBLAS's for numpy) keep their libraries'
                   habit of spinning after each parallel call; default: they sleep at once (OMP_WAIT_POLICY,
                   OPENBLAS_THREAD_TIMEOUT, unless set; `thread_wait_env`)
@@ -48,6 +51,27 @@ def thread_wait_env() -> dict[str, str]:
     if os.environ.get("TRITONLAB_THREAD_WAIT", "").strip().lower() == "spin":
         return {}
     return {k: v for k, v in THREAD_WAIT_DEFAULTS.items() if k not in os.environ}
+
+
+# A GPU run's CUDA context with one hardware work queue instead of the driver's 8 (`cuda_context_env`). Every
+# run is a process with a context of its own, and the driver makes and ends contexts one at a time: on an H100
+# (H100-80GB-HBM3 run 2026-12-07 (93733f6), benchmarks/cuda_contexts.py) 8 processes at once made and ended
+# 4.8 contexts a second with the default and 12.8 with one queue each (alone: 0.24 s to make one, 0.17 s).
+# A check's runs launch on one stream, which needs one queue; only kernels of several streams would overlap less.
+CUDA_CONNECTIONS = "1"
+
+
+def cuda_context_env() -> dict[str, str]:
+    """The variable that gives a GPU run's CUDA context `CUDA_CONNECTIONS` hardware work queues, for every run's
+    environment (runs/limits.py): {} when the host set CUDA_DEVICE_MAX_CONNECTIONS itself or asked for the
+    driver's default (TRITONLAB_CUDA_CONNECTIONS=driver); a count from 1 to 32 in TRITONLAB_CUDA_CONNECTIONS
+    wins over the default."""
+    value = os.environ.get("TRITONLAB_CUDA_CONNECTIONS", "").strip().lower()
+    if value == "driver" or "CUDA_DEVICE_MAX_CONNECTIONS" in os.environ:
+        return {}
+    if value.isdigit() and 1 <= int(value) <= 32:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": str(int(value))}
+    return {"CUDA_DEVICE_MAX_CONNECTIONS": CUDA_CONNECTIONS}
 
 
 def quiet_thread_pools() -> None:

@@ -42,6 +42,7 @@ ENV_ALLOW = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     "NVSHMEM_DISABLE_NVLS",
     "TRITONLAB_CUDA_SYNC",  # how a run's CUDA context waits (runs/pool.py); no secret in it
+    "CUDA_DEVICE_MAX_CONNECTIONS",  # a host's own count of a context's work queues (config.cuda_context_env)
 }
 ENV_ALLOW_PREFIXES = ("TRITON_",)
 ENV_DENY_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
@@ -80,6 +81,8 @@ def child_environment(backend: str) -> dict[str, str]:
     env.pop("TRITON_INTERPRET", None)
     for key, value in config.thread_wait_env().items():  # idle thread pools sleep (config.py)
         env.setdefault(key, value)
+    if backend == "gpu":  # one hardware work queue per run's CUDA context (config.py)
+        env.update(config.cuda_context_env())
     home = config.home() / "sandbox-home"
     home.mkdir(parents=True, exist_ok=True)
     env.update(
