@@ -3,6 +3,7 @@ point answers `--help` with its usage (exit 0), without importing torch or trito
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -148,3 +149,31 @@ def test_pyspy_split_puts_each_sample_in_its_run_and_compile_stage() -> None:
     assert dict(found["replay"]) == {"compiles ahead (replay)": 2, "rest": 1, "all": 3}
     assert dict(found["warm-up (CUDA context)"]) == {"all": 4}
     assert set(found) == {"check", "replay", "warm-up (CUDA context)"}
+
+
+def test_cuda_contexts_plumbing_on_the_cpu(tmp_path: Path) -> None:
+    """benchmarks/cuda_contexts.py --dry-run: children forked from several threads at once, with idle holders
+    beside them, each report every phase and are reaped (no pipe kept open by another thread's child, which hung
+    it once); the report names each setting. Without a CUDA driver, --raw ends at once with the reason."""
+    out = tmp_path / "contexts.json"
+    script = str(ROOT / "benchmarks" / "cuda_contexts.py")
+    done = subprocess.run(
+        [sys.executable, script, "--dry-run", "--concurrency", "1,3", "--idle", "0,2", "--seconds", "0.5",
+         "--alloc-mib", "1", "--env", "TRITONLAB_PROBE=1", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["env"] == {"TRITONLAB_PROBE": "1"}
+    rows = report["rows"]
+    assert [(r["concurrency"], r["idle_contexts"]) for r in rows] == [(1, 0), (3, 0), (1, 2), (3, 2)]
+    for row in rows:
+        assert row["children"] >= row["concurrency"] and not row["errors"], row
+        assert all(row[k]["median"] >= 0 for k in ("start", "context", "alloc", "exit", "whole")), row
+        assert row["wall_s"] < 30, row
+    if not Path("/proc/driver/nvidia").exists():
+        raw = subprocess.run(
+            [sys.executable, script, "--raw", "--concurrency", "1", "--idle", "0", "--seconds", "0.5"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert raw.returncode == 1 and "cannot use cuda" in raw.stderr, (raw.returncode, raw.stderr[-2000:])
