@@ -8,8 +8,9 @@ It makes a class in a fresh TRITONLAB_HOME (SQLite) with the real CLI (`classroo
 --csv`), starts `tritonlab serve --classroom` on loopback (with `--executor ray`: first a one-node Ray
 cluster on loopback, token auth, as scripts/ray_throughput.py starts it), logs N learners in through the web
 API, sends `--warmup` checks (not counted), then submits `--checks` checks (scripts/gpuload/plan.py: the
-mix's exercises in turn, right and wrong files, every `--timeout-every`-th an endless host loop) as those
-learners: at `--rate` checks a minute (each to a learner whose last job has ended), or with `--rate 0` each
+mix's exercises in turn, right and wrong files, every `--timeout-every`-th an endless host loop; with
+`--distinct` every check's text unlike any other's, as learners' own files are, so that no check finds its
+kernels in the class's replay cache from another learner's check of the same course file) as those learners: at `--rate` checks a minute (each to a learner whose last job has ended), or with `--rate 0` each
 learner again as soon as its last job ended. It samples GPU and CPU utilisation meanwhile
 (scripts/gpuload/sampler.py) and reports checks per minute, latency (submission to verdict) p50/p95, queue
 wait (the verdict's `timings.queue_wait_s`), verdicts by kind and every verdict unlike what its file must
@@ -74,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=1,
         help="each check then edited and checked again by the same learner, N checks in all (1: none)",
+    )
+    parser.add_argument(
+        "--distinct",
+        action="store_true",
+        help="every check's text unlike any other's (as learners' own files are): no replay-cache hit between them",
     )
     parser.add_argument("--slots", type=int, default=None, help=f"runs per GPU: sets {SLOTS_VARIABLE}")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="for the server")
@@ -212,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     items = workload.build(
         chosen, args.checks, args.wrong_share, args.timeout_every, args.seed, args.rechecks
     )
+    if args.distinct:
+        items = workload.distinct(items, args.rechecks)
     first = chosen[0]
     warm = [
         workload.Item(-1 - k, first.id, "right", workload.rel(first.solution), first.solution.read_text())
@@ -291,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             "timeout_every": args.timeout_every,
             "seed": args.seed,
             "rechecks": args.rechecks,
+            "distinct": args.distinct,
             "env": args.extra_env,
             "python": sys.version.split()[0],
         },

@@ -110,7 +110,7 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
         "--exercises",
         "vector-copy,vector-add",
     ]
-    argv += ["--warmup", "0", "--max-seconds", "90", "--out", str(out), "--write", str(doc)]
+    argv += ["--warmup", "0", "--max-seconds", "90", "--out", str(out), "--write", str(doc), "--distinct"]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -118,6 +118,7 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     printed = json.loads(done.stdout.splitlines()[-1])
     s, records = report["summary"], report["records"]
     assert printed["summary"] == s and report["ok"] and not report["failure"]
+    assert report["config"]["distinct"] is True  # every text its own (plan.distinct): verdicts as the files'
 
     # every check submitted got exactly one verdict, and it is what its file must give
     assert s["planned"] == s["submitted"] == s["verdicts"] == len(records) == 6
@@ -189,6 +190,7 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
         "<!-- gpu-load-l2-8-local-interpreter:end -->"
     )[0]
     assert f"**{s['checks_per_minute']}**" in section and "| 6 / 6 / 0 / 0 |" in section
+    assert "every check's text unlike any other's (`--distinct`)" in section
     assert f"{s['children']['check_cpu_s']:.2f} s, {s['children']['check_faults']:.0f} faults" in section
     assert f"check {runs['check']:.2f}, precompile" in section and f"({runs['all']:.2f} in all)" in section
 
@@ -376,3 +378,24 @@ def test_the_cpu_below_the_server_is_split_by_kind(tmp_path: Path) -> None:
     assert not sampler.is_zygote(bwrap) and sampler.short_command(bwrap) == "bwrap"
     assert sampler.is_zygote("/venv/bin/python3 -m tritonlab.runs.zygote gpu --drop 65534:65534")
     assert below_cell(split, 2).startswith(f"{below['zygote'] / 2:.2f} / {below['runs_ended'] / 2:.2f} / ")
+
+
+def test_distinct_checks_share_no_kernel_line_and_keep_their_code() -> None:
+    """`--distinct`: each check's text is its file with lines on top, a count no other check has (with
+    `--rechecks` edits too), so no kernel starts on the line another check's does (Triton's compile key has
+    the kernel's text and first line) while the code itself is the file's."""
+    chosen = plan.mix_exercises("l2-8")
+    for rechecks in (1, 3):
+        base = plan.build(chosen, 40, 0.5, 7, seed=5, rechecks=rechecks)
+        items = plan.distinct(base, rechecks)
+        assert [(i.index, i.exercise, i.kind, i.file, i.group) for i in items] == [
+            (i.index, i.exercise, i.kind, i.file, i.group) for i in base
+        ]
+        first_lines = []
+        for old, new in zip(base, items, strict=True):
+            assert new.text.endswith(old.text) and new.text != old.text
+            shift = new.text[: len(new.text) - len(old.text)]
+            assert shift.startswith("# load_gpu.py --distinct") and shift.strip("\n").count("\n") == 0
+            kernel = old.text.split("\n").index("@triton.jit") if "@triton.jit" in old.text.split("\n") else 0
+            first_lines.append((old.file, shift.count("\n") + kernel))
+        assert len(set(first_lines)) == len(first_lines), rechecks

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -152,6 +152,23 @@ def _grouped(base: list[Item], checks: int, rechecks: int) -> list[Item]:
             group = -1 if item.kind == "timeout" else item.index
             out.append(Item(len(out), item.exercise, item.kind, item.file, text, group))
     return out
+
+
+def distinct(items: list[Item], rechecks: int = 1) -> list[Item]:
+    """`--distinct`: every check's text made unlike every other check's, as two learners' own files are in a
+    class. Triton keys a compiled kernel by the kernel's text and the line it starts on, and the class shares one
+    replay cache, so without this a learner's check of a course file finds its kernels compiled by another
+    learner's check of the same file. A comment and blank lines go on top, 1 + index x `rechecks` lines in all:
+    no two checks' kernels start on the same line (a `rechecks` group's edits add fewer than `rechecks` more)."""
+    return [
+        replace(
+            item,
+            text=f"# load_gpu.py --distinct: check {item.index}"
+            + "\n" * (1 + item.index * rechecks)
+            + item.text,
+        )
+        for item in items
+    ]
 
 
 def rel(path: Path) -> str:

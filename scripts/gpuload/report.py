@@ -224,6 +224,8 @@ def markdown(report: dict) -> str:
             f"`--backend {report['backend']}`, {cfg['learners']} classroom learners through the web API of a real "
             f"`tritonlab serve --classroom`, {cfg['checks']} checks planned"
             + (f" at {cfg['rate']}/min" if cfg["rate"] else " (each learner again as soon as its last ended)")
+            + (f", each learner's check edited {cfg['rechecks']} times" if cfg.get("rechecks", 1) > 1 else "")
+            + (", every check's text unlike any other's (`--distinct`)" if cfg.get("distinct") else "")
             + f"; extra environment: {env}.",
             "",
             "| figure | value |",
