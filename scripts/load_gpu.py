@@ -10,8 +10,9 @@ cluster on loopback, token auth, as scripts/ray_throughput.py starts it), logs N
 API, sends `--warmup` checks (not counted), then submits `--checks` checks (scripts/gpuload/plan.py: the
 mix's exercises in turn, right and wrong files, every `--timeout-every`-th an endless host loop; with
 `--distinct` every check's text unlike any other's, as learners' own files are, so that no check finds its
-kernels in the class's replay cache from another learner's check of the same course file) as those learners: at `--rate` checks a minute (each to a learner whose last job has ended), or with `--rate 0` each
-learner again as soon as its last job ended. It samples GPU and CPU utilisation meanwhile
+kernels in the class's replay cache from another learner's check of the same course file) as those learners:
+at `--rate` checks a minute (each to a learner whose last job has ended), or with `--rate 0` each learner
+again as soon as its last job ended. It samples GPU and CPU utilisation meanwhile
 (scripts/gpuload/sampler.py) and reports checks per minute, latency (submission to verdict) p50/p95, queue
 wait (the verdict's `timings.queue_wait_s`), verdicts by kind and every verdict unlike what its file must
 give, as one JSON line (and the whole record with `--out`) and as a markdown table (`--write FILE`: the

@@ -56,7 +56,8 @@ def thread_wait_env() -> dict[str, str]:
 # A GPU run's CUDA context with one hardware work queue instead of the driver's 8 (`cuda_context_env`). Every
 # run is a process with a context of its own, and the driver makes and ends contexts one at a time: on an H100
 # (H100-80GB-HBM3 run 2026-12-07 (93733f6), benchmarks/cuda_contexts.py) 8 processes at once made and ended
-# 4.8 contexts a second with the default and 12.8 with one queue each (alone: 0.24 s to make one, 0.17 s).
+# 4.8 contexts a second with the default and 12.8 with one queue each (one alone took 0.24 s to make with
+# the default, 0.17 s with one queue).
 # A check's runs launch on one stream, which needs one queue; only kernels of several streams would overlap less.
 CUDA_CONNECTIONS = "1"
 
