@@ -77,6 +77,21 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
+def _make_context() -> _Driver | None:
+    """In a forked child: this process's CUDA context, made as the settings say (`--env` first); the driver
+    wrapper with `--raw`, else None (torch's context)."""
+    os.environ.update(CHILD_ENV)
+    if RAW:
+        driver = _Driver()
+        driver.context()
+        return driver
+    import torch
+
+    torch.zeros(1, device=DEVICE)
+    _sync()
+    return None
+
+
 def _only(keep: int) -> None:
     """In a forked child: close every descriptor but stdio and `keep` (another thread's pipe would otherwise
     stay open here, and its reader would wait for this child's end)."""
@@ -88,19 +103,14 @@ def _child(write_end: int, alloc_mib: int) -> None:  # pragma: no cover - runs i
     code = 1
     try:
         _only(write_end)
-        os.environ.update(CHILD_ENV)
         began = time.monotonic()
-        if RAW:
-            driver = _Driver()
-            driver.context()
-            context = time.monotonic()
+        driver = _make_context()
+        context = time.monotonic()
+        if driver is not None:
             driver.fill(alloc_mib)
         else:
             import torch
 
-            torch.zeros(1, device=DEVICE)
-            _sync()
-            context = time.monotonic()
             x = torch.empty(alloc_mib << 18, dtype=torch.float32, device=DEVICE)
             x.fill_(1.0)
             _sync()
@@ -119,14 +129,7 @@ def _hold(stop: threading.Event, ready: threading.Barrier) -> None:
     if pid == 0:  # pragma: no cover - a forked child
         try:
             _only(2)
-            os.environ.update(CHILD_ENV)
-            if RAW:
-                _Driver().context()
-            else:
-                import torch
-
-                torch.zeros(1, device=DEVICE)
-                _sync()
+            _make_context()
             time.sleep(3600)
         finally:
             os._exit(0)
@@ -193,9 +196,8 @@ def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int, at_leas
     stop.set()
     for t in holders:
         t.join()
-    done = [
-        r for r in rows if r["ended"] <= deadline
-    ]  # children a second: those that ended inside the window
+    # children a second: those that ended inside the window
+    done = [r for r in rows if r["ended"] <= deadline]
 
     def spread(key: str) -> dict:
         values = sorted(r[key] for r in rows)
@@ -259,9 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     if probe["errors"]:
         print(f"cuda_contexts.py: a child cannot use {DEVICE}: {probe['errors'][0]}", file=sys.stderr)
         return 1
-    warnings.filterwarnings(
-        "ignore", category=DeprecationWarning
-    )  # fork with threads: the children only use torch
+    # fork with threads: the children only use torch
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     report = []
     print(
         "| concurrency | idle contexts | children/s | start | context | alloc | exit | whole (median / p95 s) |"

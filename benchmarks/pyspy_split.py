@@ -36,7 +36,7 @@ STAGES = (
 
 
 def split(lines: object) -> dict[str, collections.Counter]:
-    """{run kind: Counter(stage: samples)}, plus "warm-up" (init_device) and "all runs"."""
+    """{run kind: Counter(stage: samples, "all": their sum)}, plus "warm-up (CUDA context)" (init_device)."""
     out: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for line in lines:
         match = LINE.match(line.rstrip("\n"))

@@ -217,7 +217,7 @@ def copy_entries(source: Path, dest: Path, names: list[str], budget: int = CACHE
     module docstring). At most `budget` bytes in all; files take `dest`'s owner (the sandbox user)."""
     copied = 0
     try:
-        dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        dest_fd = open_entry(dest)
     except OSError:
         return 0
     try:
@@ -281,8 +281,9 @@ def _copy_entry(src: Path, dest: Path, dest_fd: int, name: str, owner: os.stat_r
         os.close(entry_fd)
 
 
-def open_entry(name: str, dest_fd: int) -> int:
-    """An entry's folder in a learner's cache, opened without following a link there (a link: OSError)."""
+def open_entry(name: str | Path, dest_fd: int | None = None) -> int:
+    """A folder of a learner's cache, opened without following a link there (a link: OSError): the cache itself,
+    or with `dest_fd` (the cache, opened so) one entry's folder in it."""
     return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dest_fd)
 
 

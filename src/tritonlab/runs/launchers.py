@@ -36,15 +36,15 @@ def launchers_in(path: Path) -> list[tuple[str, str]]:
 
 
 def _launchers_in(path: Path, index: dict) -> list[tuple[str, str]]:
-    # entry -> (its folder's inode and change time, (mtime, file) of a launcher or None): a folder made again, or
+    # entry -> (its folder's inode and mtime, (mtime, file) of a launcher or None): a folder made again, or
     # changed since, is read again
     folders = {
         e.name: (e.inode(), e.stat(follow_symlinks=False).st_mtime_ns)
         for e in os.scandir(path)
         if caches.ENTRY.match(e.name) and e.is_dir(follow_symlinks=False)
     }
-    for gone in [name for name, (inode, _) in index.items() if folders.get(name) != inode]:
-        del index[gone]  # the cache was emptied, or the folder made again
+    for gone in [name for name, (seen, _) in index.items() if folders.get(name) != seen]:
+        del index[gone]  # the cache was emptied, or the folder made again or changed
     for name in folders.keys() - index.keys():
         try:
             files = [e for e in os.scandir(path / name) if caches.ENTRY_FILE.match(e.name)]
@@ -83,7 +83,7 @@ def share_launchers(source: Path, dest: Path, limit: int = SHARE_ENTRIES, budget
     if not found:
         return 0
     try:
-        dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        dest_fd = caches.open_entry(dest)
     except OSError:
         return 0
     copied = 0
