@@ -14,7 +14,10 @@ allocation, and the child's last clock reading to its reaping (exit: the context
 With `--idle K`, K more children each hold an idle context the whole time (the warm children waiting for a job).
 `--raw` makes the children call the CUDA driver through ctypes instead of torch (cuInit, the primary context,
 cuMemAlloc and cuMemsetD32): what the driver costs without torch's own start. `--env NAME=VALUE` sets a variable
-in every child before its context (e.g. CUDA_DEVICE_MAX_CONNECTIONS=1).
+in every child before its context (e.g. CUDA_DEVICE_MAX_CONNECTIONS=1). With `--attackers A`, A more children
+make and destroy contexts in a loop through the driver (cuCtxCreate, cuCtxDestroy) for the whole setting, with
+the driver's default work queues (what a learner's run could do through ctypes): how much one run that does
+nothing else slows its neighbours' starts.
 
 The report gives, per setting, the children a second and each phase's median and 95th percentile. If the
 children a second stop growing with the concurrency while the phases grow, the driver serialises them.
@@ -59,6 +62,17 @@ class _Driver:
         self.call("cuDevicePrimaryCtxRetain", c.byref(ctx), device)
         self.call("cuCtxSetCurrent", ctx)
         self.call("cuCtxSynchronize")
+
+    def churn(self, write_end: int) -> None:
+        """Make and destroy contexts until killed, one byte to `write_end` for each."""
+        c = self.ctypes
+        device, ctx = c.c_int(), c.c_void_p()
+        self.call("cuInit", 0)
+        self.call("cuDeviceGet", c.byref(device), 0)
+        while True:
+            self.call("cuCtxCreate_v2", c.byref(ctx), 0, device)
+            self.call("cuCtxDestroy_v2", ctx)
+            os.write(write_end, b".")
 
     def fill(self, mib: int) -> None:
         c = self.ctypes
@@ -140,6 +154,46 @@ def _hold(stop: threading.Event, ready: threading.Barrier) -> None:
     os.waitpid(pid, 0)
 
 
+def _churn(stop: threading.Event, ready: threading.Barrier, loops: list) -> None:
+    """An attacker for the whole measurement: a child that makes and destroys contexts in a loop (the driver's
+    API; a CPU stand-in with --dry-run), counted through its pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - a forked child
+        try:
+            os.close(read_end)
+            _only(write_end)
+            if DEVICE == "cuda":
+                _Driver().churn(write_end)
+            while True:  # --dry-run: no driver, a loop that only counts
+                time.sleep(0.01)
+                os.write(write_end, b".")
+        finally:
+            os._exit(1)
+    os.close(write_end)
+    os.set_blocking(read_end, False)
+    ready.wait()
+    count = 0
+
+    def drain() -> int:
+        got = 0
+        try:
+            while chunk := os.read(read_end, 65536):
+                got += len(chunk)
+        except BlockingIOError:
+            pass
+        return got
+
+    drain()  # what it made before the measurement began is not counted
+    while not stop.wait(0.05):
+        count += drain()
+    count += drain()
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(read_end)
+    loops.append(count)
+
+
 def _worker(deadline: float, alloc_mib: int, rows: list, errors: list, at_least_one: bool = False) -> None:
     while at_least_one or time.monotonic() < deadline:
         at_least_one = False
@@ -173,10 +227,19 @@ def _worker(deadline: float, alloc_mib: int, rows: list, errors: list, at_least_
         )
 
 
-def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int, at_least_one: bool = False) -> dict:
+def measure(
+    concurrency: int,
+    seconds: float,
+    idle: int,
+    alloc_mib: int,
+    at_least_one: bool = False,
+    attackers: int = 0,
+) -> dict:
     stop = threading.Event()
-    ready = threading.Barrier(idle + 1)
+    ready = threading.Barrier(idle + attackers + 1)
+    loops: list[int] = []
     holders = [threading.Thread(target=_hold, args=(stop, ready)) for _ in range(idle)]
+    holders += [threading.Thread(target=_churn, args=(stop, ready, loops)) for _ in range(attackers)]
     for t in holders:
         t.start()
     ready.wait()
@@ -211,6 +274,8 @@ def measure(concurrency: int, seconds: float, idle: int, alloc_mib: int, at_leas
     return {
         "concurrency": concurrency,
         "idle_contexts": idle,
+        "attackers": attackers,
+        "attacker_contexts_per_s": round(sum(loops) / (ended - began), 2) if attackers else None,
         "alloc_mib": alloc_mib,
         "children": len(rows),
         "children_per_s": round(len(done) / seconds, 2) if seconds > 0 else None,
@@ -224,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", default="1,4,16,32", help="comma-separated thread counts")
     parser.add_argument("--idle", default="0,16", help="comma-separated counts of idle contexts held")
+    parser.add_argument(
+        "--attackers", default="0", help="comma-separated counts of children making contexts in a loop"
+    )
     parser.add_argument("--seconds", type=float, default=8.0, help="how long each setting forks children")
     parser.add_argument("--alloc-mib", type=int, default=64, help="MiB each child allocates and fills")
     parser.add_argument("--out", help="write the report (JSON) here too")
@@ -240,8 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x]
         idles = [int(x) for x in args.idle.split(",") if x]
+        attacks = [int(x) for x in args.attackers.split(",") if x] or [0]
     except ValueError:
-        parser.error("--concurrency and --idle take comma-separated whole numbers")
+        parser.error("--concurrency, --idle and --attackers take comma-separated whole numbers")
+    if min(attacks) < 0 or max(attacks) > 16:
+        parser.error("--attackers from 0 to 16")
     if not levels or min(levels) < 1 or max(levels) > 128 or min(idles or [0]) < 0 or max(idles or [0]) > 128:
         parser.error("--concurrency from 1 to 128, --idle from 0 to 128")
     if args.seconds <= 0 or not 0 <= args.alloc_mib <= 4096:
@@ -265,18 +336,24 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     report = []
     print(
-        "| concurrency | idle contexts | children/s | start | context | alloc | exit | whole (median / p95 s) |"
+        "| concurrency | idle contexts | attackers (their contexts/s) | children/s | start | context | alloc "
+        "| exit | whole (median / p95 s) |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for idle in idles:
-        for level in levels:
-            row = measure(level, args.seconds, idle, args.alloc_mib)
-            report.append(row)
-            cells = [
-                f"{row[k].get('median', '-')} / {row[k].get('p95', '-')}"
-                for k in ("start", "context", "alloc", "exit", "whole")
-            ]
-            print(f"| {level} | {idle} | {row['children_per_s']} | " + " | ".join(cells) + " |", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for attackers in attacks:
+        for idle in idles:
+            for level in levels:
+                row = measure(level, args.seconds, idle, args.alloc_mib, attackers=attackers)
+                report.append(row)
+                cells = [
+                    f"{row[k].get('median', '-')} / {row[k].get('p95', '-')}"
+                    for k in ("start", "context", "alloc", "exit", "whole")
+                ]
+                attack = f"{attackers} ({row['attacker_contexts_per_s']})" if attackers else "0"
+                print(
+                    f"| {level} | {idle} | {attack} | {row['children_per_s']} | " + " | ".join(cells) + " |",
+                    flush=True,
+                )
             if row["errors"]:
                 print("  errors:", row["errors"], flush=True)
     if args.out:

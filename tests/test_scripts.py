@@ -153,21 +153,26 @@ def test_pyspy_split_puts_each_sample_in_its_run_and_compile_stage() -> None:
 
 def test_cuda_contexts_plumbing_on_the_cpu(tmp_path: Path) -> None:
     """benchmarks/cuda_contexts.py --dry-run: children forked from several threads at once, with idle holders
-    beside them, each report every phase and are reaped (no pipe kept open by another thread's child, which hung
-    it once); the report names each setting. Without a CUDA driver, --raw ends at once with the reason."""
+    beside them, and with attackers looping beside them (counted), each report every phase and are reaped (no pipe
+    kept open by another thread's child, which hung it once); the report names each setting. Without a CUDA
+    driver, --raw ends at once with the reason."""
     out = tmp_path / "contexts.json"
     script = str(ROOT / "benchmarks" / "cuda_contexts.py")
     done = subprocess.run(
-        [sys.executable, script, "--dry-run", "--concurrency", "1,3", "--idle", "0,2", "--seconds", "0.5",
-         "--alloc-mib", "1", "--env", "TRITONLAB_PROBE=1", "--out", str(out)],
+        [sys.executable, script, "--dry-run", "--concurrency", "1,3", "--idle", "0,2", "--attackers", "0,1",
+         "--seconds", "0.5", "--alloc-mib", "1", "--env", "TRITONLAB_PROBE=1", "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["env"] == {"TRITONLAB_PROBE": "1"}
     rows = report["rows"]
-    assert [(r["concurrency"], r["idle_contexts"]) for r in rows] == [(1, 0), (3, 0), (1, 2), (3, 2)]
+    settings = [(r["attackers"], r["concurrency"], r["idle_contexts"]) for r in rows]
+    assert settings == [(a, c, i) for a in (0, 1) for i in (0, 2) for c in (1, 3)]
     for row in rows:
+        # the attacker's loop was counted while the setting ran (a CPU stand-in: 100 a second at most)
+        assert (row["attacker_contexts_per_s"] or 0) > (0 if row["attackers"] else -1), row
+        assert row["attackers"] or row["attacker_contexts_per_s"] is None, row
         assert row["children"] >= row["concurrency"] and not row["errors"], row
         assert all(row[k]["median"] >= 0 for k in ("start", "context", "alloc", "exit", "whole")), row
         assert row["wall_s"] < 30, row

@@ -193,6 +193,13 @@ GPU_MEMORY_HOG = Case(
     failed_with(),
     timeout=60,
 )
+GPU_MEMORY_RAW = Case(
+    "6 GiB of GPU memory from the CUDA driver, around torch's 2 GiB soft cap",
+    "gpu_memory_raw.py",
+    "the GPU memory line: the driver's count per run's process tree (runs/gpu_memory.py)",
+    failed_with("crash"),
+    timeout=60,
+)
 
 CASES = [
     Case(

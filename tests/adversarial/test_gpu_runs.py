@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import GPU_MEMORY_HOG, KERNEL_NEVER_RETURNS, Bench, Case  # noqa: E402
+from cases import GPU_MEMORY_HOG, GPU_MEMORY_RAW, KERNEL_NEVER_RETURNS, Bench, Case  # noqa: E402
 
-from tritonlab.runs import hardening  # noqa: E402
+from tritonlab.runs import gpu_memory, hardening  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -87,5 +87,18 @@ def test_run_over_the_soft_gpu_memory_cap_gets_a_clear_verdict(gpu_bench: Bench)
     assert line["outcome"].startswith("fail"), line
     assert "OutOfMemoryError" in line["messages"], line
     assert "over its GPU memory cap (2.0 GiB, a soft cap" in line["causes"], line
+    assert not line["problems"], line
+    assert line["recovery_s"] < 30, line
+
+
+def test_gpu_memory_taken_around_torch_is_ended_at_the_line(gpu_bench: Bench) -> None:
+    line = report(gpu_bench, GPU_MEMORY_RAW)
+    held = gpu_memory.probe()
+    print("GPU-MEMORY-LINE " + json.dumps(held))
+    assert held["held"], held
+    assert line["outcome"].startswith("fail"), line
+    assert "GPU memory by the driver's count" in line["messages"], line
+    assert "4.0 GiB" in line["messages"], line  # the line: the 2 GiB cap plus 2 GiB
+    assert line["seconds"] < 25, line  # ended by the line, not by the 60 s wall limit
     assert not line["problems"], line
     assert line["recovery_s"] < 30, line

@@ -46,15 +46,27 @@ def sandbox_report(chosen: str) -> dict:
         "run_limits": proof.report(probe["hardened"]) | {"run_folder": runfolder.probe()},
     }
     if chosen == "gpu":
+        from tritonlab.runs import gpu_memory
         from tritonlab.runs.limits import gpu_memory_cap
 
+        line = gpu_memory.probe()
         report["gpu_memory"] = {
             "cap_bytes": gpu_memory_cap(),
             "kind": "soft",
             "how": "torch.cuda.set_per_process_memory_fraction in each GPU run before learner code "
             "(TRITONLAB_GPU_MEMORY_GIB)",
-            "not_covered": "the CUDA context and memory allocated outside torch's caching allocator; without "
-            "MPS or MIG nothing stronger exists, and GPU settings are left untouched",
+            "line": line
+            | {
+                "how": "the driver's count (NVML) summed over each run's processes every "
+                f"{gpu_memory.POLL_S} s; past the cap plus {gpu_memory.LINE_EXTRA >> 30} GiB the run is ended",
+            },
+            "not_covered": (
+                "memory taken around torch's allocator between two readings of the driver's count"
+                if line["held"]
+                else "the CUDA context and memory allocated outside torch's caching allocator: "
+                + line["reason"]
+            )
+            + "; without MPS or MIG nothing stronger exists, and GPU settings are left untouched",
         }
     if probe.get("missing") and probe["hardened"]:
         report["missing"] = probe["missing"]  # the walls between runs this machine's kernel did not give

@@ -12,6 +12,8 @@ Modules:
   environment.
 - `collect.py`: a run in flight (`Run`): its output streamed under the wall clock and the output cap, Stop,
   and what happened (`RunResult`).
+- `gpu_memory.py`: the line on a GPU run's memory by the driver's count (NVML), summed over its process tree:
+  past the soft cap plus room for its context, the run is ended.
 - `zygote.py`: the worker process itself (`python -m tritonlab.runs.zygote`): forks children with limits,
   kills process trees; names each job mode's child-side entry point (`ENTRIES`, `WARM`, `PRELOAD`).
 - `capacity.py`: how many runs this machine takes at once per backend (cores, host and GPU memory;

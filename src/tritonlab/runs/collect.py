@@ -3,7 +3,8 @@ collects what happened into a `RunResult`; `Run.stop()` kills its whole process 
 
 While it waits, the parent enforces what only it can: the wall clock, the output cap on the live log (read
 through the parent's own descriptor: a run that swaps output.log for a symlink or a FIFO changes nothing), the
-run's cgroup (one OOM kill ends the whole run) and its capped folder (full: the run ends). Afterwards the run's
+run's cgroup (one OOM kill ends the whole run), its capped folder (full: the run ends) and, on a GPU, the memory
+its processes hold by the driver's count (runs/gpu_memory.py: past its line, the run ends). Afterwards the run's
 cgroup is removed with whatever was left in it, and links, FIFOs and hard links the run planted in its
 directory are removed before anything there is read (rundir.sanitize).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tritonlab.runs import rundir, runfolder
+from tritonlab.runs import gpu_memory, rundir, runfolder
 from tritonlab.runs.cgroups.hierarchy import LONG_RUN_S
 from tritonlab.runs.cgroups.rungroup import RunGroup
 from tritonlab.runs.limits import Limits
@@ -68,6 +69,9 @@ class RunResult:
     # the same tree's page faults and involuntary context switches (the kernel took the CPU from it), as reaped
     faults: int | None = None
     switches: int | None = None
+    # GPU runs where the driver's count is read (runs/gpu_memory.py): the most bytes its process tree held
+    gpu_memory_bytes: int | None = None
+    gpu_memory_line: int | None = None  # the bytes past which it would be (or was) ended
 
     @property
     def crashed(self) -> bool:
@@ -109,6 +113,10 @@ class Run:
         self.limits_hold = False
         self.trusted = False  # it imports no learner file (a replay or compile child): see harness_death()
         self.cache_name: str | None = None  # the compile cache it runs with (runs/caches.py), when named
+        # its top process's pid in this process's namespace (None until known): set by the worker that starts
+        # it, for the GPU memory line (runs/gpu_memory.py)
+        self.find_host_pid: Callable[[], int | None] | None = None
+        self.gpu_over = 0  # the bytes its tree held when the GPU memory line ended it (0: it did not)
         self.sandbox_error = ""
         self.status: dict | None = None
         self.started = time.monotonic()
@@ -165,37 +173,49 @@ class Run:
 
         hit: list[str] = []
         full, checked = "", time.monotonic()
-        demote_at = self.started + LONG_RUN_S  # a long run yields the CPU to fresh ones (RunGroup.demote)
-        while not self._done.wait(0.03):
-            drain()
-            if demote_at and time.monotonic() > demote_at and self.group is not None:
-                demote_at = 0.0
-                self.group.demote()
-            if self.group is not None and not hit and self.group.oom_kills():
-                hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
-                self.stop()
-            if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
-                checked = time.monotonic()
-                if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
+        watch, watched, gpu_held, line = None, 0, None, 0
+        if self.limits.gpu_memory_bytes and self.find_host_pid is not None:
+            watch = gpu_memory.watch()  # None where the driver's count cannot be read here
+            if watch is not None:
+                line = gpu_memory.line(self.limits.gpu_memory_bytes)
+                watched = watch.add(self.find_host_pid, line, self._gpu_over)
+        try:
+            demote_at = self.started + LONG_RUN_S  # a long run yields the CPU to fresh ones (RunGroup.demote)
+            while not self._done.wait(0.03):
+                drain()
+                if demote_at and time.monotonic() > demote_at and self.group is not None:
+                    demote_at = 0.0
+                    self.group.demote()
+                if self.group is not None and not hit and self.group.oom_kills():
+                    hit.append("memory")  # v1 has no memory.oom.group: one OOM kill ends the whole run
                     self.stop()
-            if time.monotonic() > deadline and not timed_out:
-                timed_out = True
-                self.stop()
-            if self.zygote.dead and not self._done.is_set():
-                self._finish({"signal": 9, "zygote_died": True})
-        drain()
+                if not full and time.monotonic() - checked > 0.5 and os.path.ismount(self.run_dir):
+                    checked = time.monotonic()
+                    if full := runfolder.over_cap(self.run_dir):  # its own tmpfs is full: end the run now
+                        self.stop()
+                if time.monotonic() > deadline and not timed_out:
+                    timed_out = True
+                    self.stop()
+                if self.zygote.dead and not self._done.is_set():
+                    self._finish({"signal": 9, "zygote_died": True})
+            drain()
+        finally:
+            if watch is not None:
+                gpu_held = watch.remove(watched)
         status = self.status or {}
         if self.group is not None:
             hit = self.group.limits_hit()
         full = full or runfolder.over_cap(self.run_dir)
         if full:
             hit.append("run folder")
+        if self.gpu_over:
+            hit.append("GPU memory")
         return RunResult(
             run_dir=self.run_dir,
             exit_code=status.get("exit"),
             signal=status.get("signal"),
             timed_out=timed_out,
-            stopped=self._stop.is_set() and not timed_out and not truncated,
+            stopped=self._stop.is_set() and not timed_out and not truncated and not self.gpu_over,
             output_truncated=truncated,
             output="".join(pieces),
             seconds=time.monotonic() - self.started,
@@ -210,7 +230,14 @@ class Run:
             cpu_s=cpu_seconds(status.get("cpu_s")),
             faults=event_count(status.get("faults")),
             switches=event_count(status.get("switches")),
+            gpu_memory_bytes=max(gpu_held or 0, self.gpu_over) if gpu_held is not None else None,
+            gpu_memory_line=line if gpu_held is not None else None,
         )
+
+    def _gpu_over(self, used: int) -> None:
+        """The GPU memory line's call (its watch's thread): this run's processes hold `used` bytes, past it."""
+        self.gpu_over = used
+        self.stop()
 
     def harness_death(self, status: dict, timed_out: bool, truncated: bool, hit: list[str], full: str) -> str:
         """Why the harness, not the code it ran, ended this run ("" when nothing says so): its worker died under

@@ -241,6 +241,12 @@ class Zygote(WarmDirs):
             return
         self.send({"op": "go", "id": run.id})
 
+    def host_pid(self, run: Run) -> int | None:
+        """The pid here of `run`'s top process (None before the worker said its pid, or once it is gone)."""
+        if not run.pid or self.dead:
+            return None
+        return rungroup.host_pid(int(run.pid), self.proc.pid, jail.hold_tag(run.id), self.pid_level())
+
     def pid_level(self) -> int:
         """Which field of a process's `NSpid` line is its pid in the zygote's namespace (the pid the zygote
         reports): the worker's own depth, one deeper inside bubblewrap (`--unshare-pid`). Runs live one or more
@@ -340,6 +346,7 @@ class Zygote(WarmDirs):
             hardening.prepare_run_dir(run_dir / "output.log")
         run = Run(self, uuid.uuid4().hex, run_dir, limits, log_fd, renamed)
         run.limits_hold = self.run_cgroups
+        run.find_host_pid = lambda: self.host_pid(run)
         with self._lock:
             self._runs[run.id] = run
         child = limits.for_child()

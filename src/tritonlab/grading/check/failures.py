@@ -68,6 +68,10 @@ def where_to_look(failure: Failure, file: Path, function: str) -> Failure:
     return Failure(failure.case, failure.kind, failure.message, failure.cause, where)
 
 
+def _gib(n: int | None) -> str:
+    return f"{(n or 0) / (1 << 30):.1f}"
+
+
 def process_failure(case_name: str, run: RunResult) -> Failure:
     if run.timed_out:
         return Failure(
@@ -92,6 +96,13 @@ def process_failure(case_name: str, run: RunResult) -> Failure:
         )
     if run.sandbox_error:
         return Failure(case_name, "crash", run.sandbox_error, t("grader.sandbox_error_cause"))
+    if "GPU memory" in run.limits_hit:
+        return Failure(
+            case_name,
+            "crash",
+            t("grader.gpu_memory_limit", used=_gib(run.gpu_memory_bytes), line=_gib(run.gpu_memory_line)),
+            t("grader.gpu_memory_limit_cause"),
+        )
     if "memory" in run.limits_hit:
         return Failure(
             case_name,

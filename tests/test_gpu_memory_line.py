@@ -1,0 +1,131 @@
+"""The GPU memory line (runs/gpu_memory.py): a run whose processes hold more GPU memory than their line, by the
+driver's count, is ended with a verdict that says so; the memory of processes outside its tree is not its own.
+
+Without a GPU the driver's count is not there: these tests give the watch a count of their own, naming real
+processes (the run's, its children, the worker's warm children), so the attribution through /proc, the run's
+end through its worker and the verdict are the real ones. The count read from the driver itself (NVML) is the
+GPU test's: tests/adversarial/test_gpu_runs.py::test_gpu_memory_taken_around_torch_is_ended_at_the_line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tritonlab.grading.check.failures import process_failure
+from tritonlab.runs import gpu_memory, runfolder, sandbox
+from tritonlab.runs.limits import Limits
+from tritonlab.runs.zygote import descendants, parent_links
+
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]:
+    os.environ["TRITONLAB_HOME"] = str(tmp_path_factory.mktemp("home"))
+    z = sandbox.Zygote("interpreter")
+    z.wait_ready()
+    yield z
+    z.close()
+
+
+@pytest.fixture
+def count() -> Iterator[dict]:
+    """What the watch reads: `per_process` bytes for every process below `below` that has no child of its own
+    (below the worker: its warm children and each run's own process, under the run's waiter and init), as the
+    driver would count a context in each."""
+    state: dict = {"below": 0, "per_process": 0}
+
+    def usage() -> dict[int, int]:
+        if not state["below"]:
+            return {}
+        parents = set(parent_links().values())
+        return {pid: state["per_process"] for pid in descendants(state["below"]) if pid not in parents}
+
+    previous = gpu_memory.install(gpu_memory.Watch(usage, poll_s=0.05))
+    yield state
+    gpu_memory.install(previous)
+
+
+def sleeper(tmp_path: Path, seconds: float) -> Path:
+    file = tmp_path / "sleeper.py"
+    file.write_text(f"import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n")
+    return file
+
+
+def start(zygote: sandbox.Zygote, file: Path, cap: int | None):  # noqa: ANN201
+    run_dir = runfolder.new_run_dir()
+    (run_dir / "job.json").write_text(json.dumps({"mode": "run", "file": str(file), "argv": []}))
+    return zygote.start(run_dir, Limits(wall_seconds=30, gpu_memory_bytes=cap))
+
+
+def test_tree_usage_counts_a_process_and_those_below_it_only() -> None:
+    script = "import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); print(c.pid, flush=True); time.sleep(30)"
+    top = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(top.stdout.readline())  # type: ignore[union-attr]
+        usage = {top.pid: 1 * GIB, child: 2 * GIB, os.getpid(): 5 * GIB}
+        parents = parent_links()
+        assert gpu_memory.tree_usage(top.pid, usage, parents) == 3 * GIB
+        assert gpu_memory.tree_usage(child, usage, parents) == 2 * GIB
+        assert gpu_memory.tree_usage(os.getpid(), usage, parents) == 8 * GIB  # the test's own tree holds both
+    finally:
+        top.kill()
+        top.wait()
+
+
+def test_a_run_past_its_line_is_ended_and_its_verdict_says_so(
+    zygote: sandbox.Zygote, count: dict, tmp_path: Path
+) -> None:
+    count.update(below=zygote.proc.pid, per_process=4 * GIB)  # 4 GiB against a line of 1 + 2 GiB
+    started = time.monotonic()
+    result = start(zygote, sleeper(tmp_path, 25), cap=GIB).wait()
+    assert time.monotonic() - started < 15, result
+    assert "GPU memory" in result.limits_hit and result.signal is not None
+    assert not result.stopped and not result.timed_out  # ended by the line, not by Stop or the clock
+    assert result.gpu_memory_bytes is not None and result.gpu_memory_bytes >= 4 * GIB
+    assert result.gpu_memory_line == GIB + gpu_memory.LINE_EXTRA
+    failure = process_failure("case", result)
+    assert failure.kind == "crash"
+    assert "GPU memory" in failure.message and "3.0 GiB" in failure.message, failure.message
+    assert f"{result.gpu_memory_bytes / GIB:.1f} GiB" in failure.message
+
+
+def test_a_run_under_its_line_runs_to_its_end(zygote: sandbox.Zygote, count: dict, tmp_path: Path) -> None:
+    count.update(below=zygote.proc.pid, per_process=2 * GIB)  # under 1 + 2 GiB
+    result = start(zygote, sleeper(tmp_path, 1.0), cap=GIB).wait()
+    assert result.exit_code == 0 and "done" in result.output, result
+    assert not result.limits_hit
+    assert result.gpu_memory_bytes == 2 * GIB  # seen: the run's own process
+
+
+def test_memory_outside_the_runs_tree_is_not_its_own(
+    zygote: sandbox.Zygote, count: dict, tmp_path: Path
+) -> None:
+    # Every process below the server but outside the worker holds far past the line: the run is not ended.
+    count.update(below=os.getpid(), per_process=0)
+    outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+
+        def usage() -> dict[int, int]:
+            return {outside.pid: 100 * GIB}
+
+        gpu_memory.install(gpu_memory.Watch(usage, poll_s=0.05))
+        result = start(zygote, sleeper(tmp_path, 1.0), cap=GIB).wait()
+    finally:
+        outside.kill()
+        outside.wait()
+    assert result.exit_code == 0 and not result.limits_hit, result
+    assert result.gpu_memory_bytes == 0
+
+
+def test_a_run_without_a_gpu_cap_is_not_watched(zygote: sandbox.Zygote, count: dict, tmp_path: Path) -> None:
+    count.update(below=zygote.proc.pid, per_process=100 * GIB)
+    result = start(zygote, sleeper(tmp_path, 0.5), cap=None).wait()
+    assert result.exit_code == 0 and not result.limits_hit and result.gpu_memory_bytes is None, result
