@@ -219,7 +219,7 @@ sys.stdin.readline()
 """
 
 
-def probe(timeout: float = 60.0) -> dict:
+def probe(timeout: float = 10.0) -> dict:
     """Is the line held here? Proved on a real child: it makes a CUDA context and takes 256 MiB from the driver,
     and the driver's count (NVML) must name its pid, as this process sees it, with at least that much.
     Returns {"held": bool, "reason": str, "line_extra_bytes": int}."""
@@ -227,7 +227,8 @@ def probe(timeout: float = 60.0) -> dict:
     import sys
 
     found = {"held": False, "reason": "", "line_extra_bytes": LINE_EXTRA}
-    if watch() is None:
+    current = watch()
+    if current is None:
         return found | {"reason": _reason}
     try:
         child = subprocess.Popen(
@@ -241,7 +242,7 @@ def probe(timeout: float = 60.0) -> dict:
             return found | {"reason": "the probe's child could not take GPU memory from the driver"}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if Nvml().usage().get(child.pid, 0) >= 256 << 20:
+            if current.usage().get(child.pid, 0) >= 256 << 20:
                 return found | {"held": True}
             time.sleep(0.1)
         return found | {"reason": "the driver's count (NVML) does not name this machine's process ids here"}
