@@ -40,10 +40,10 @@ def count() -> Iterator[dict]:
     """What the watch reads: `per_process` bytes for every process below `below` that has no child of its own
     (below the worker: its warm children and each run's own process, under the run's waiter and init), as the
     driver would count a context in each."""
-    state: dict = {"below": 0, "per_process": 0}
+    state: dict = {"below": 0, "per_process": 0, "after": None}
 
     def usage() -> dict[int, int]:
-        if not state["below"]:
+        if not state["below"] or (state["after"] is not None and not state["after"]()):
             return {}
         parents = set(parent_links().values())
         return {pid: state["per_process"] for pid in descendants(state["below"]) if pid not in parents}
@@ -55,7 +55,11 @@ def count() -> Iterator[dict]:
 
 def sleeper(tmp_path: Path, seconds: float) -> Path:
     file = tmp_path / "sleeper.py"
-    file.write_text(f"import time\nprint('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n")
+    file.write_text(
+        "import os, time\n"
+        "open('started.mark', 'w').close()  # in its run folder: the learner's code runs from here on\n"
+        f"print('started', flush=True)\ntime.sleep({seconds})\nprint('done')\n"
+    )
     return file
 
 
@@ -85,9 +89,11 @@ def test_a_run_past_its_line_is_ended_and_its_verdict_says_so(
 ) -> None:
     count.update(below=zygote.proc.pid, per_process=4 * GIB)  # 4 GiB against a line of 1 + 2 GiB
     started = time.monotonic()
-    result = start(zygote, sleeper(tmp_path, 25), cap=GIB).wait()
+    run = start(zygote, sleeper(tmp_path, 25), cap=GIB)
+    count["after"] = (run.run_dir / "started.mark").exists  # as a context made by the learner's code
+    result = run.wait()
     assert time.monotonic() - started < 15, result
-    assert "GPU memory" in result.limits_hit and result.signal is not None
+    assert "GPU memory" in result.limits_hit and result.signal is not None, result
     assert not result.stopped and not result.timed_out  # ended by the line, not by Stop or the clock
     assert result.gpu_memory_bytes is not None and result.gpu_memory_bytes >= 4 * GIB
     assert result.gpu_memory_line == GIB + gpu_memory.LINE_EXTRA
