@@ -135,3 +135,29 @@ def test_a_run_without_a_gpu_cap_is_not_watched(zygote: sandbox.Zygote, count: d
     count.update(below=zygote.proc.pid, per_process=100 * GIB)
     result = start(zygote, sleeper(tmp_path, 0.5), cap=None).wait()
     assert result.exit_code == 0 and not result.limits_hit and result.gpu_memory_bytes is None, result
+
+
+def test_the_line_can_be_turned_off_and_its_reading_interval_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonlab import config
+
+    previous = gpu_memory.install(None)
+    try:
+        monkeypatch.setenv("TRITONLAB_GPU_MEMORY_LINE", "off")
+        assert config.gpu_memory_line() is None and gpu_memory.watch() is None
+        assert gpu_memory.probe() == {
+            "held": False,
+            "reason": "TRITONLAB_GPU_MEMORY_LINE is off",
+            "line_extra_bytes": gpu_memory.LINE_EXTRA,
+        }
+        for value, seconds in (("0.25", 0.25), ("2", 2.0), ("0", 0.5), ("11", 0.5), ("soon", 0.5), ("", 0.5)):
+            monkeypatch.setenv("TRITONLAB_GPU_MEMORY_LINE", value)
+            assert config.gpu_memory_line() == seconds, value
+    finally:
+        gpu_memory.install(previous)
+
+
+def test_parents_are_read_only_for_the_processes_asked_about() -> None:
+    parents = gpu_memory.Parents()
+    assert parents.get(os.getpid()) == os.getppid()
+    assert parents.get(1 << 30) == 0  # no such process
+    assert set(parents) == {os.getpid(), 1 << 30}

@@ -18,6 +18,9 @@ TRITONLAB_CUDA_SYNC  spin: GPU runs' CUDA contexts wait for the GPU as the drive
 TRITONLAB_CUDA_CONNECTIONS  driver: GPU runs' CUDA contexts get the driver's default count of hardware work
                   queues (8); a number from 1 to 32 sets it; default: 1 (CUDA_DEVICE_MAX_CONNECTIONS, unless set;
                   `cuda_context_env`)
+TRITONLAB_GPU_MEMORY_LINE  off: no GPU run is ended for the GPU memory its processes hold by the driver's count
+                  (only torch's soft cap stays); a number of seconds from 0.05 to 10 sets how often that count is
+                  read; default: every 0.5 s (`gpu_memory_line`; runs/gpu_memory.py)
 TRITONLAB_THREAD_WAIT  spin: the CPU thread pools (OpenMP's for torch, OpenBLAS's for numpy) keep their libraries'
                   habit of spinning after each parallel call; default: they sleep at once (OMP_WAIT_POLICY,
                   OPENBLAS_THREAD_TIMEOUT, unless set; `thread_wait_env`)
@@ -73,6 +76,22 @@ def cuda_context_env() -> dict[str, str]:
     if value.isdigit() and 1 <= int(value) <= 32:
         return {"CUDA_DEVICE_MAX_CONNECTIONS": str(int(value))}
     return {"CUDA_DEVICE_MAX_CONNECTIONS": CUDA_CONNECTIONS}
+
+
+GPU_MEMORY_POLL_S = 0.5
+
+
+def gpu_memory_line() -> float | None:
+    """Seconds between two readings of the driver's count of GPU memory (runs/gpu_memory.py), from
+    TRITONLAB_GPU_MEMORY_LINE (0.05 to 10; `off`: None, no line; anything else: the default)."""
+    value = os.environ.get("TRITONLAB_GPU_MEMORY_LINE", "").strip().lower()
+    if value == "off":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return GPU_MEMORY_POLL_S
+    return seconds if 0.05 <= seconds <= 10 else GPU_MEMORY_POLL_S
 
 
 def quiet_thread_pools() -> None:

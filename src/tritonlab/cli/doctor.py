@@ -58,7 +58,8 @@ def sandbox_report(chosen: str) -> dict:
             "line": line
             | {
                 "how": "the driver's count (NVML) summed over each run's processes every "
-                f"{gpu_memory.POLL_S} s; past the cap plus {gpu_memory.LINE_EXTRA >> 30} GiB the run is ended",
+                f"{config.gpu_memory_line()} s (TRITONLAB_GPU_MEMORY_LINE); past the cap plus "
+                f"{gpu_memory.LINE_EXTRA >> 30} GiB the run is ended",
             },
             "not_covered": (
                 "memory taken around torch's allocator between two readings of the driver's count"

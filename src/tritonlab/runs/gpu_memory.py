@@ -5,7 +5,7 @@ Each GPU run's torch allocations are capped (`pool.soft_gpu_cap`), but that cap 
 allocator (the CUDA driver through ctypes, a second process with a context of its own) is not counted, and one
 run could hold the whole GPU for its wall limit while its neighbours' allocations fail. The driver counts every
 process's memory; NVML reports it (`nvmlDeviceGetComputeRunningProcesses`). `Watch`, one per parent process,
-reads that count while GPU runs are in flight (every `POLL_S`), sums it over each run's process tree and ends a
+reads that count while GPU runs are in flight (every 0.5 s: `config.gpu_memory_line`), sums it over each run's process tree and ends a
 run whose tree holds more than its line: the soft cap plus `LINE_EXTRA` for the context, Triton's modules and
 the libraries' workspaces. The run's verdict says why (`RunResult.limits_hit` holds "GPU memory").
 
@@ -22,12 +22,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from tritonlab.runs.zygote import parent_links
+from tritonlab import config
 
-LINE_EXTRA = (
-    2 << 30
-)  # above the soft cap: the CUDA context, Triton's modules, cuBLAS's and cuDNN's workspaces
-POLL_S = 0.25  # how often the driver's count is read while a GPU run is in flight
+# above the soft cap: the CUDA context, Triton's modules, cuBLAS's and cuDNN's workspaces
+LINE_EXTRA = 2 << 30
 _NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML's "no figure" for a process's memory
 _INSUFFICIENT_SIZE = 7
 _MAX_PROCESSES = 4096
@@ -84,6 +82,25 @@ class Nvml:
         return found
 
 
+def _parent(pid: int) -> int:
+    """The parent of `pid` as /proc shows it here (0: no such process, or its parent is not visible)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Parents(dict):
+    """pid -> parent pid, each read from /proc when first asked: a reading walks only the chains of the processes
+    the driver names, not every process of the machine."""
+
+    def get(self, pid: int, default: int = 0) -> int:  # type: ignore[override]
+        if pid not in self:
+            self[pid] = _parent(pid)
+        return super().get(pid) or default
+
+
 def tree_usage(root: int, usage: dict[int, int], parents: dict[int, int]) -> int:
     """Bytes held by `root` and every process below it (by the parent links `parents`: pid -> parent pid)."""
     total = 0
@@ -113,7 +130,7 @@ class Watch:
     """Reads the driver's count while runs are watched and ends a run past its line. `usage` is where the count
     comes from (an `Nvml`'s `usage`); the thread runs only while something is watched."""
 
-    def __init__(self, usage: Callable[[], dict[int, int]], poll_s: float = POLL_S) -> None:
+    def __init__(self, usage: Callable[[], dict[int, int]], poll_s: float = config.GPU_MEMORY_POLL_S) -> None:
         self.usage, self.poll_s = usage, poll_s
         self._lock = threading.Lock()
         self._watched: dict[int, _Watched] = {}
@@ -161,8 +178,8 @@ class Watch:
             watched = list(self._watched.values())
         if not usage or not watched:
             return
-        parents = parent_links()
-        self.unknown_pids = sum(1 for pid in usage if pid not in parents)
+        parents = Parents()
+        self.unknown_pids = sum(1 for pid in usage if not parents.get(pid))
         for run in watched:
             if run.root is None:
                 run.root = run.find_root()
@@ -182,12 +199,16 @@ _made = threading.Lock()
 
 
 def watch() -> Watch | None:
-    """This process's watch over the driver's count, made on first use; None where NVML cannot be read here."""
+    """This process's watch over the driver's count, made on first use; None where NVML cannot be read here or
+    TRITONLAB_GPU_MEMORY_LINE is off."""
     global _watch, _reason
     with _made:
+        poll_s = config.gpu_memory_line()
+        if _watch is None and poll_s is None:
+            return None
         if _watch is None and not _reason:
             try:
-                _watch = Watch(Nvml().usage)
+                _watch = Watch(Nvml().usage, poll_s or config.GPU_MEMORY_POLL_S)
             except (OSError, AttributeError) as exc:
                 _reason = f"NVML cannot be read here ({exc})"[:200]
         return _watch
@@ -229,7 +250,7 @@ def probe(timeout: float = 10.0) -> dict:
     found = {"held": False, "reason": "", "line_extra_bytes": LINE_EXTRA}
     current = watch()
     if current is None:
-        return found | {"reason": _reason}
+        return found | {"reason": _reason or "TRITONLAB_GPU_MEMORY_LINE is off"}
     try:
         child = subprocess.Popen(
             [sys.executable, "-c", _PROBE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
