@@ -239,3 +239,29 @@ def test_a_workers_fault_and_switch_counts_are_taken_only_as_plain_counts(tmp_pa
         assert taken(key, 0) == 0 and taken(key, 123456) == 123456
         for forged in ("9", True, False, 1.5, {"a": 1}, [1], -1, 1 << 60, float("nan"), None):
             assert taken(key, forged) is None, (key, forged)
+
+
+def test_the_limits_a_worker_says_a_run_hit_come_back_only_as_known_names(tmp_path: Path) -> None:
+    """A remote run's `limits_hit` and GPU memory figures travel in the worker's reply (the driver's verdict names
+    the limit, as a local run's does); from the reply only known limit names are kept, each once, and the GPU
+    memory figures only as plain counts."""
+    import time
+
+    from tritonlab.grading.check.failures import process_failure
+    from tritonlab.runs.collect import RunResult
+
+    hit = RunResult(tmp_path, None, 9, False, False, False, "", 1.0, limits_hit=["GPU memory"])
+    hit.gpu_memory_bytes, hit.gpu_memory_line = 7 << 30, 4 << 30
+    reply = transfer.reply(hit, "", {}, {})
+    back = transfer.run_result(tmp_path, reply, "", time.monotonic(), {})
+    assert back.limits_hit == ["GPU memory"]
+    assert (back.gpu_memory_bytes, back.gpu_memory_line) == (7 << 30, 4 << 30)
+    assert "held 7.0 GiB of GPU memory" in process_failure("case", back).message
+
+    def taken(value: object) -> list[str]:
+        forged = {"exit_code": None, "signal": 9, "seconds": 1.0, "output": "", "limits_hit": value}
+        return transfer.run_result(tmp_path, forged, "", time.monotonic(), {}).limits_hit
+
+    assert taken(["memory", "processes", "memory"]) == ["memory", "processes"]
+    for forged in ("memory", ["<script>"], [["memory"]], {"memory": 1}, ["memory"] * 9, None, 1):
+        assert taken(forged) == [], forged

@@ -143,6 +143,9 @@ def reply(result: RunResult, output: str, files: dict[str, bytes], timings: dict
         "cpu_s": None if result.cpu_s is None else float(result.cpu_s),
         "faults": None if result.faults is None else int(result.faults),
         "switches": None if result.switches is None else int(result.switches),
+        "limits_hit": [str(x) for x in result.limits_hit if x in LIMITS],
+        "gpu_memory_bytes": None if result.gpu_memory_bytes is None else int(result.gpu_memory_bytes),
+        "gpu_memory_line": None if result.gpu_memory_line is None else int(result.gpu_memory_line),
         "output": output,
         "files": files,
         "timings": {k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
@@ -178,6 +181,17 @@ def worker_timings(reply: dict) -> dict:
     return timings
 
 
+# The limits a run can hit (RunResult.limits_hit): the per-run cgroup's, the capped folder, the GPU memory line.
+LIMITS = ("memory", "processes", "run folder", "GPU memory")
+
+
+def limits_hit(value: object) -> list[str]:
+    """The limits a worker says a run hit: only names of LIMITS, each once, from a list; anything else is none."""
+    if not isinstance(value, list) or len(value) > 2 * len(LIMITS):
+        return []
+    return [name for name in LIMITS if name in value]
+
+
 def run_result(run_dir: Path, reply: dict, before: str, started: float, timings: dict) -> RunResult:
     """The run's result from the worker's reply: only the fields a RunResult has, each of its own type;
     `before` is what earlier, lost attempts showed."""
@@ -198,6 +212,9 @@ def run_result(run_dir: Path, reply: dict, before: str, started: float, timings:
         cpu_s=cpu_seconds(reply.get("cpu_s")),
         faults=event_count(reply.get("faults")),
         switches=event_count(reply.get("switches")),
+        limits_hit=limits_hit(reply.get("limits_hit")),
+        gpu_memory_bytes=event_count(reply.get("gpu_memory_bytes")),
+        gpu_memory_line=event_count(reply.get("gpu_memory_line")),
         timings={k: round(v, 4) if isinstance(v, float) else v for k, v in timings.items()},
     )
 
