@@ -22,6 +22,10 @@ Bounded: at most `--checks` checks and `--max-seconds` for the whole run (set-up
 what is still running is cut and counted as unfinished. Everything it started (the server and its runs, the
 Ray cluster, the class's folder) is stopped and removed at the end, on Ctrl-C and on SIGTERM too. `--env
 KEY=VALUE` (repeatable) and `--slots N` (TRITONLAB_SLOTS) are passed to the server and the cluster.
+`--hostile FILE:EXERCISE` (repeatable) adds a learner of the class who submits FILE for EXERCISE again as soon as
+each of its checks ends, for the whole load (scripts/gpuload/hostile/ holds such files; any learner file will
+do): its checks are left out of the figures above and reported on their own (`hostile`), so a run with it
+against one without tells what one such learner does to the rest of the class.
 Exit 0 when every check got a verdict matching its file, 1 otherwise (2 when the run could not start).
 """
 
@@ -87,6 +91,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--ray-units", type=int, default=1, help="ray: tritonlab_interpreter units on the node"
     )
+    parser.add_argument(
+        "--hostile",
+        action="append",
+        default=[],
+        metavar="FILE:EXERCISE",
+        help="one more learner who submits FILE for EXERCISE back to back, not counted (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the whole report (every check) here")
     parser.add_argument("--write", type=Path, default=None, help="replace or append this markdown section")
     args = parser.parse_args(argv)
@@ -98,7 +109,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.slots is not None and args.slots < 1:
         parser.error("--slots must be at least 1")
     args.extra_env = extra_env(parser, args)
+    args.hostile_items = hostile_items(parser, args.hostile)
     return args
+
+
+def hostile_items(parser: argparse.ArgumentParser, pairs: list[str]) -> list[workload.Item]:
+    """`--hostile FILE:EXERCISE`, each as the item its learner submits (the file read now; the exercise one of
+    the course's)."""
+    known = {e.id for e in workload.exercises()}
+    items = []
+    for n, pair in enumerate(pairs):
+        file, sep, exercise = pair.rpartition(":")
+        path = Path(file)
+        if not sep or exercise not in known or not path.is_file():
+            parser.error(
+                f"--hostile {pair!r}: expected FILE:EXERCISE, a file that exists and a course exercise"
+            )
+        items.append(workload.Item(-1000 - n, exercise, "hostile", str(path), path.read_text()))
+    return items
 
 
 def extra_env(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
@@ -190,6 +218,36 @@ def stop_server(server: object) -> None:
             pass
 
 
+# ---- hostile learners --------------------------------------------------------------------------------------
+
+
+def hostile_loop(learner: object, item: object, deadline: Deadline, stop: threading.Event, out: list) -> None:
+    """One hostile learner: its file checked again as soon as each check ends, until the load ends."""
+    while not stop.is_set() and not deadline.passed():
+        try:
+            record = learner.check(item, read_timeout=max(1.0, deadline.left()))  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - a broken stream at the load's end is its end
+            record = {"exercise": item.exercise, "error": f"{type(exc).__name__}: {exc}"[:300]}  # type: ignore[attr-defined]
+        out.append(record)
+
+
+def hostile_summary(records: list[dict]) -> dict:
+    """The hostile learners' checks, on their own: how many, their verdicts' kinds, the cut and broken ones."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        if "passed" in r:
+            for kind in r["kinds"] if not r["passed"] else ["passed"]:
+                kinds[kind] = kinds.get(kind, 0) + 1
+    return {
+        "checks": len(records),
+        "verdicts": sum("passed" in r for r in records),
+        "unfinished": sum("passed" not in r and bool(r.get("unfinished")) for r in records),
+        "errors": sum("passed" not in r and not r.get("unfinished") for r in records),
+        "verdict_kinds": dict(sorted(kinds.items())),
+        "rate_limited_429": sum(r.get("rate_limited", 0) for r in records),
+    }
+
+
 # ---- the run ---------------------------------------------------------------------------------------------
 
 
@@ -227,11 +285,16 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(args.warmup)
     ]
     users = [(f"gpuload{i:03d}", f"gpuload-pass-{i:03d}-{os.getpid()}") for i in range(args.learners)]
+    hostile_users = [
+        (f"gpuhostile{i}", f"gpuhostile-pass-{i}-{os.getpid()}") for i in range(len(args.hostile_items))
+    ]
     timeline: dict[str, float] = {}
     home = Path(tempfile.mkdtemp(prefix="tritonlab-gpuload-"))
     os.chmod(home, 0o755)  # the sandbox's user reads the run folders under it
     cluster = server = None
     learners: list = []
+    hostiles: list = []
+    hostile_records: list[dict] = []
     stop = threading.Event()
     sampler = Sampler(0.5)
     load: Load | None = None
@@ -247,12 +310,13 @@ def main(argv: list[str] | None = None) -> int:
             timeline["ray_start_s"] = round(time.monotonic() - mark, 1)
         env = server_env(home, args)
         mark = time.monotonic()
-        make_class(env, home, users, deadline)
+        make_class(env, home, users + hostile_users, deadline)
         timeline["class_made_s"] = round(time.monotonic() - mark, 1)
         server = Server(env, free_port(), home / "server.log")
         timeline["server_start_s"] = round(server.start(timeout=max(1.0, deadline.left())), 1)
         learners = [WebLearner(server.base, name, password, stop) for name, password in users]
-        timeline["log_in_s"] = round(log_in(learners, deadline), 1)
+        hostiles = [WebLearner(server.base, name, password, stop) for name, password in hostile_users]
+        timeline["log_in_s"] = round(log_in(learners + hostiles, deadline), 1)
         mark = time.monotonic()
         warmed = warm_up(learners[0], warm, deadline)
         timeline["warmup_s"] = round(time.monotonic() - mark, 1)
@@ -260,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         sampler.server_pid = server.proc.pid if server.proc is not None else None
         sampler.start()
         mark = time.monotonic()
+        for learner, item in zip(hostiles, args.hostile_items, strict=True):
+            threading.Thread(
+                target=hostile_loop, args=(learner, item, deadline, stop, hostile_records), daemon=True
+            ).start()
         load = Load(learners, args.rate, deadline, stop)
         load.run(items)
         timeline["load_s"] = round(time.monotonic() - mark, 1)
@@ -277,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = [sampler.stop]
         steps += [lambda: stop_server(server)] if server is not None else []
         steps += [lambda: collected.append(load.collect())] if load is not None else []
-        steps += [learner.close for learner in learners]
+        steps += [learner.close for learner in learners + hostiles]
         steps += [cluster.stop] if cluster is not None else []
         steps += [lambda: remove_home(home)]
         problems = [p for p in (attempt(step) for step in steps) if p]
@@ -301,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "rechecks": args.rechecks,
             "distinct": args.distinct,
+            "hostile": [f"{i.file}:{i.exercise}" for i in args.hostile_items],
             "env": args.extra_env,
             "python": sys.version.split()[0],
         },
@@ -313,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup": warmed,
         "failure": failure,
         "summary": summarize(records, len(items)),
+        "hostile": hostile_summary(list(hostile_records)),
         "utilisation": sampler.summary(),
     }
     report["summary"]["warm_children_per_check"] = warm_per_check(
@@ -321,7 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     report["ok"] = report["summary"]["ok"] and not failure
     print(json.dumps({k: v for k, v in report.items() if k != "records"}), flush=True)
     if args.out:
-        args.out.write_text(json.dumps(report | {"records": records}, indent=1))
+        args.out.write_text(
+            json.dumps(report | {"records": records, "hostile_records": hostile_records}, indent=1)
+        )
     if args.write and not failure:
         marker = f"gpu-load-{args.mix}-{args.executor}-{args.backend}"
         write_section(args.write, marker, markdown(report))

@@ -111,6 +111,10 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
         "vector-copy,vector-add",
     ]
     argv += ["--warmup", "0", "--max-seconds", "90", "--out", str(out), "--write", str(doc), "--distinct"]
+    # one hostile learner beside them: a file that fails at once here (it asks for the CUDA driver), submitted
+    # again as soon as each check of it ends; its checks are reported on their own, never in the figures
+    hostile = ROOT / "tests" / "adversarial" / "learners" / "gpu_memory_raw.py"
+    argv += ["--hostile", f"{hostile}:vector-copy"]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -119,6 +123,14 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     s, records = report["summary"], report["records"]
     assert printed["summary"] == s and report["ok"] and not report["failure"]
     assert report["config"]["distinct"] is True  # every text its own (plan.distinct): verdicts as the files'
+
+    # the hostile learner checked and failed again and again, apart from the planned checks
+    h, hostile_records = report["hostile"], report["hostile_records"]
+    assert report["config"]["hostile"] == [f"{hostile}:vector-copy"]
+    assert h["checks"] == len(hostile_records) >= 2 and h["verdicts"] >= 1, h
+    assert "passed" not in h["verdict_kinds"] and all(not r.get("passed") for r in hostile_records), h
+    assert all(r.get("learner", "gpuhostile0") == "gpuhostile0" for r in hostile_records)
+    assert not any(r.get("learner") == "gpuhostile0" for r in records)
 
     # every check submitted got exactly one verdict, and it is what its file must give
     assert s["planned"] == s["submitted"] == s["verdicts"] == len(records) == 6
@@ -193,6 +205,8 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     assert "every check's text unlike any other's (`--distinct`)" in section
     assert f"{s['children']['check_cpu_s']:.2f} s, {s['children']['check_faults']:.0f} faults" in section
     assert f"check {runs['check']:.2f}, precompile" in section and f"({runs['all']:.2f} in all)" in section
+    assert f"| hostile learners (`{hostile}:vector-copy`), not in the figures above" in section
+    assert f"| {h['checks']} / {h['verdicts']} / {h['unfinished']} / {h['errors']};" in section
 
 
 def test_gpu_samples_are_read_per_gpu_and_unreadable_ones_dropped(tmp_path: Path) -> None:

@@ -259,5 +259,19 @@ def markdown(report: dict) -> str:
             f"{warm_cell(s.get('warm_children_per_check'))} |",
             f"| server start / whole run | {report['timeline'].get('server_start_s')} s / "
             f"{report['timeline'].get('total_s')} s |",
+            *hostile_rows(cfg.get("hostile") or [], report.get("hostile") or {}),
         ]
     )
+
+
+def hostile_rows(files: list[str], h: dict) -> list[str]:
+    """The table's row for `--hostile` learners (none without them): their files, and their checks on their own."""
+    if not files:
+        return []
+    kinds = ", ".join(f"{k}: {v}" for k, v in (h.get("verdict_kinds") or {}).items()) or "none"
+    named = ", ".join(f"`{f}`" for f in files)
+    return [
+        f"| hostile learners ({named}), not in the figures above: checks / with a verdict / cut / errors; "
+        f"verdicts by kind; 429 answers | {h.get('checks')} / {h.get('verdicts')} / {h.get('unfinished')} / "
+        f"{h.get('errors')}; {kinds}; {h.get('rate_limited_429')} |"
+    ]
