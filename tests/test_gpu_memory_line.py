@@ -161,3 +161,18 @@ def test_parents_are_read_only_for_the_processes_asked_about() -> None:
     assert parents.get(os.getpid()) == os.getppid()
     assert parents.get(1 << 30) == 0  # no such process
     assert set(parents) == {os.getpid(), 1 << 30}
+
+
+def test_an_out_of_memory_within_the_cap_says_the_gpu_was_full_not_the_code() -> None:
+    """torch's refusal of a GPU allocation says which limit it was: past this run's cap (the learner's code), or
+    within it, when other runs held the GPU's memory (an attacker the line ends half a second later, or a full
+    class): then the verdict must not blame the learner's code."""
+    from tritonlab.grading.harness import out_of_memory_hint
+
+    cap = 4 * GIB  # this process holds nothing in torch's allocator (no CUDA here)
+    full = out_of_memory_hint("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has 79 GiB ...", cap)
+    assert "GPU itself had no memory left" in full and "2.0 GiB" in full and "4.0 GiB" in full, full
+    over = out_of_memory_hint("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has 79 GiB ...", cap)
+    assert "went over its GPU memory cap (4.0 GiB" in over, over
+    assert "went over" in out_of_memory_hint("CUDA out of memory.", cap)  # no figure: the cap's hint
+    assert "GPU itself" in out_of_memory_hint("Tried to allocate 512.00 MiB.", cap)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -30,6 +31,32 @@ def learner_frame(tb: Any, learner_file: str) -> tuple[str, int, str] | None:
         if os.path.realpath(frame.filename) == learner_file:
             found = (frame.filename, frame.lineno or 0, (frame.line or "").strip())
     return found
+
+
+_ASKED = re.compile(r"Tried to allocate ([0-9]+(?:\.[0-9]+)?) (B|KiB|MiB|GiB|TiB)")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def out_of_memory_hint(message: str, cap: int) -> str:
+    """Why torch refused a GPU allocation: this run's cap (`cap` bytes, pool.soft_gpu_cap), or, when what the run
+    held in torch's allocator plus what it asked for stayed within the cap, the GPU itself being full (other
+    runs on it held the rest: the learner's code did nothing wrong and a second check may pass)."""
+    torch = sys.modules.get("torch")
+    try:
+        held = int(torch.cuda.memory_reserved()) if torch is not None and torch.cuda.is_initialized() else 0
+    except Exception:  # noqa: BLE001 - no figure: the cap's hint
+        held = cap
+    found = _ASKED.search(message)
+    asked = float(found[1]) * _UNITS[found[2]] if found else None
+    gib = 1 << 30
+    if asked is not None and held + asked <= cap:
+        return i18n.t(
+            "grader.harness_gpu_was_full",
+            held=format(held / gib, ".1f"),
+            asked=format(asked / gib, ".1f"),
+            cap=format(cap / gib, ".1f"),
+        )
+    return i18n.t("grader.harness_this_run_went_over", cap=format(cap / gib, ".1f"))
 
 
 def describe_exception(exc: BaseException, learner_file: str) -> dict:
@@ -57,8 +84,7 @@ def describe_exception(exc: BaseException, learner_file: str) -> dict:
     if "0 active drivers" in message:
         hint = i18n.t("grader.harness_this_needs_gpu_driver")
     elif etype == "OutOfMemoryError" and os.environ.get("TRITONLAB_GPU_MEMORY_CAP", "").isdigit():
-        cap = int(os.environ["TRITONLAB_GPU_MEMORY_CAP"]) / (1 << 30)
-        hint = i18n.t("grader.harness_this_run_went_over", cap=format(cap, ".1f"))
+        hint = out_of_memory_hint(message, int(os.environ["TRITONLAB_GPU_MEMORY_CAP"]))
     elif etype in ("CompilationError", "CompileTimeAssertionFailure"):
         hint = i18n.t("grader.harness_triton_could_not_compile")
     elif "PassManager::run failed" in message:  # Triton's own MLIR pipeline failed: a compiler bug
