@@ -460,6 +460,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="sandbox",
     ),
     Mutation(
+        "gpu-refusal-retried-on-its-own-word",
+        "grading/check/pipeline.py",
+        '        if not getattr(self.run_result, "gpu_neighbour_ended", False):\n            return\n',
+        "",
+        k("tests/test_gpu_memory_line.py", "graded_again"),
+        what="a check whose child says a GPU allocation was refused is graded again with no run ended beside it",
+        area="grader",
+    ),
+    Mutation(
         "first-exit-undoes-the-bind",
         "runs/runfolder.py",
         "            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)\n",

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,84 @@ def test_an_out_of_memory_within_the_cap_says_the_gpu_was_full_not_the_code() ->
     assert "went over its GPU memory cap (4.0 GiB" in over, over
     assert "went over" in out_of_memory_hint("CUDA out of memory.", cap)  # no figure: the cap's hint
     assert "GPU itself" in out_of_memory_hint("Tried to allocate 512.00 MiB.", cap)
+
+
+def test_a_run_beside_one_the_line_ended_is_told_so(
+    zygote: sandbox.Zygote, count: dict, tmp_path: Path
+) -> None:
+    """`gpu_neighbour_ended`: the line ended another run while this one ran (what lets a check whose GPU
+    allocation was refused then be graded again); never for the run it ended itself, nor for one that ran alone."""
+    count.update(below=zygote.proc.pid, per_process=4 * GIB)
+    (tmp_path / "b").mkdir()
+    beside = start(zygote, sleeper(tmp_path / "b", 3.0), cap=None)
+    hog = start(zygote, sleeper(tmp_path, 25), cap=GIB)
+    count["after"] = (hog.run_dir / "started.mark").exists
+    ended = hog.wait()
+    near = beside.wait()
+    assert "GPU memory" in ended.limits_hit and not ended.gpu_neighbour_ended, ended
+    assert near.exit_code == 0 and near.gpu_neighbour_ended and not near.limits_hit, near
+    count["per_process"] = 0
+    alone = start(zygote, sleeper(tmp_path / "b", 0.2), cap=None).wait()
+    assert alone.exit_code == 0 and not alone.gpu_neighbour_ended, alone
+
+
+def test_the_watch_counts_the_runs_it_ended_in_a_window() -> None:
+    watch = gpu_memory.Watch(lambda: {}, poll_s=0.05)
+    now = time.monotonic()
+    watch.ended.extend([now - 10, now - 1, now])
+    assert watch.ended_between(now - 2, now) == 2 and watch.ended_between(now - 20, now - 5) == 1
+    assert watch.ended_between(now + 1, now + 2) == 0
+
+
+REFUSED = """import time
+
+import torch
+
+calls = []
+
+
+def vector_copy(x):
+    calls.append(1)
+    if len(calls) == 1:
+        time.sleep(1.5)  # the other run is ended by the line meanwhile (when there is one)
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB.")
+"""
+
+
+def test_a_check_refused_gpu_memory_while_the_line_ended_another_run_is_graded_again(
+    count: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the service: a check whose child saw a GPU allocation refused while the line ended another run
+    (which held past its line) is graded once more (`harness_retries`, the verdict's note); the same check with
+    no run ended beside it is graded once: the child's report alone never buys a second attempt."""
+    from conftest import FIXTURE_COURSE
+
+    from tritonlab.content.course import load_course
+    from tritonlab.service import Service
+
+    monkeypatch.setenv("TRITONLAB_HOME", str(tmp_path / "home"))
+    service = Service(course_dir=FIXTURE_COURSE, workspace_dir=tmp_path / "ws", backend="interpreter")
+    exercise = load_course(FIXTURE_COURSE).exercise("vector-copy")
+    learner = tmp_path / "refused.py"
+    learner.write_text(REFUSED)
+    try:
+        worker = service.zygote()
+        count.update(below=worker.proc.pid, per_process=4 * GIB)
+        hog = start(worker, sleeper(tmp_path, 25), cap=GIB)  # ended by the line once its code began
+        count["after"] = (hog.run_dir / "started.mark").exists
+        ended: list = []
+        waiting = threading.Thread(target=lambda: ended.append(hog.wait()))  # as its owner waits on it
+        waiting.start()
+        verdict = service.check(exercise, file=learner, record=False, speed=False, timeout=60)
+        waiting.join(30)
+        assert ended and "GPU memory" in ended[0].limits_hit
+        assert not verdict.passed and verdict.timings.get("harness_retries") == 1, verdict.timings
+        assert any("GPU memory line ended another run" in note for note in verdict.notes), verdict.notes
+        assert any("OutOfMemoryError" in f.message for f in verdict.failures), verdict.failures
+
+        count["after"] = None
+        count["per_process"] = 0  # nothing past a line: no run is ended beside the check
+        alone = service.check(exercise, file=learner, record=False, speed=False, timeout=60)
+        assert not alone.passed and "harness_retries" not in alone.timings, alone.timings
+    finally:
+        service.close()

@@ -51,6 +51,11 @@ class Watched:
     def start(self, run_dir: Any, limits: Any) -> _WatchedRun:
         return _WatchedRun(self.worker.start(run_dir, limits), self.deaths)
 
+    def fault(self, reason: str) -> None:
+        """Something the parent verified, not the code, spoiled this attempt (pipeline.py: another run took the
+        GPU's memory under it): grade again, as for a harness death."""
+        self.deaths.append(reason)
+
 
 def check_retrying(grade: Callable[[Any], Verdict], worker: Callable[[], Any], first: Any = None) -> Verdict:
     """`grade(worker)` once (on `first` when given, else on `worker()`); again on `worker()` when the harness

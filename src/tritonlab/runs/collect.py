@@ -72,6 +72,9 @@ class RunResult:
     # GPU runs where the driver's count is read (runs/gpu_memory.py): the most bytes its process tree held
     gpu_memory_bytes: int | None = None
     gpu_memory_line: int | None = None  # the bytes past which it would be (or was) ended
+    # the line ended another run of this machine while this one ran: a GPU allocation this run saw refused may
+    # have been that run's doing (grading/check/pipeline.py grades such a check again)
+    gpu_neighbour_ended: bool = False
 
     @property
     def crashed(self) -> bool:
@@ -173,12 +176,12 @@ class Run:
 
         hit: list[str] = []
         full, checked = "", time.monotonic()
-        watch, watched, gpu_held, line = None, 0, None, 0
-        if self.limits.gpu_memory_bytes and self.find_host_pid is not None:
-            watch = gpu_memory.watch()  # None where the driver's count cannot be read here
-            if watch is not None:
-                line = gpu_memory.line(self.limits.gpu_memory_bytes)
-                watched = watch.add(self.find_host_pid, line, self._gpu_over)
+        watched, gpu_held, line, neighbours = 0, None, 0, 0
+        # None where the driver's count cannot be read here (no GPU, no NVML, the line turned off)
+        watch = gpu_memory.watch() if self.find_host_pid is not None else None
+        if watch is not None and self.limits.gpu_memory_bytes and self.find_host_pid is not None:
+            line = gpu_memory.line(self.limits.gpu_memory_bytes)
+            watched = watch.add(self.find_host_pid, line, self._gpu_over)
         try:
             demote_at = self.started + LONG_RUN_S  # a long run yields the CPU to fresh ones (RunGroup.demote)
             while not self._done.wait(0.03):
@@ -201,7 +204,8 @@ class Run:
             drain()
         finally:
             if watch is not None:
-                gpu_held = watch.remove(watched)
+                gpu_held = watch.remove(watched) if watched else None
+                neighbours = watch.ended_between(self.started, time.monotonic()) - (1 if self.gpu_over else 0)
         status = self.status or {}
         if self.group is not None:
             hit = self.group.limits_hit()
@@ -232,6 +236,7 @@ class Run:
             switches=event_count(status.get("switches")),
             gpu_memory_bytes=max(gpu_held or 0, self.gpu_over) if gpu_held is not None else None,
             gpu_memory_line=line if gpu_held is not None else None,
+            gpu_neighbour_ended=neighbours > 0,
         )
 
     def _gpu_over(self, used: int) -> None:

@@ -17,6 +17,7 @@ the cap stays what it was, soft.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import threading
 import time
@@ -137,6 +138,9 @@ class Watch:
         self._next = 0
         self._thread: threading.Thread | None = None
         self.polls = 0
+        self.ended: collections.deque[float] = collections.deque(
+            maxlen=256
+        )  # when it ended a run (monotonic)
         self.unknown_pids = 0  # processes with GPU memory that this machine's /proc does not show, last poll
         self.error = ""
 
@@ -156,6 +160,10 @@ class Watch:
         with self._lock:
             watched = self._watched.pop(key, None)
         return watched.used if watched else 0
+
+    def ended_between(self, start: float, end: float) -> int:
+        """How many runs it ended between two `time.monotonic()` readings."""
+        return sum(1 for at in list(self.ended) if start <= at <= end)
 
     def _loop(self) -> None:
         while True:
@@ -190,6 +198,7 @@ class Watch:
                 run.used = used
             if used > run.line and run.on_over is not None:
                 over, run.on_over = run.on_over, None  # once
+                self.ended.append(time.monotonic())
                 over(used)
 
 

@@ -267,6 +267,26 @@ class CheckRun:
         )
         self.policy = host_policy(self.exercise)
         read.attach_replayed_launches(self.contract, self.cases, self.result, self.run_dir)
+        self.neighbour_took_the_gpu()
+
+    def neighbour_took_the_gpu(self) -> None:
+        """A case whose GPU allocation was refused, while the GPU memory line ended another run of this machine
+        (runs/gpu_memory.py: past its line, so it held far more than its share), failed for that run, not for
+        this code: the attempt is graded again (grading/retry.py), once. The refusal is the child's report, but
+        the other run's end is the parent's own reading, so a file cannot ask for a second attempt alone."""
+        if not getattr(self.run_result, "gpu_neighbour_ended", False):
+            return
+        refused = any(
+            isinstance(entry, dict)
+            and isinstance(entry.get("exception"), dict)
+            and entry["exception"].get("type") == "OutOfMemoryError"
+            for entry in self.result.get("cases", [])
+        )
+        fault = getattr(self.zygote, "fault", None)
+        if refused and fault is not None:
+            fault(
+                "a GPU allocation was refused while the GPU memory line ended another run that held the GPU"
+            )
 
     def judge_all(self, into: Verdict, outcome: dict) -> None:
         judge.judge_all(
