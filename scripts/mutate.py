@@ -462,7 +462,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "gpu-refusal-retried-on-its-own-word",
         "grading/check/pipeline.py",
-        '        if not getattr(self.run_result, "gpu_neighbour_ended", False):\n            return\n',
+        "        if not self.run_result.gpu_neighbour_ended:\n            return\n",
         "",
         k("tests/test_gpu_memory_line.py", "graded_again"),
         what="a check whose child says a GPU allocation was refused is graded again with no run ended beside it",

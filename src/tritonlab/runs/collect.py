@@ -42,6 +42,11 @@ class RunWorker(Protocol):
     def cache_released(self, name: str) -> None: ...
 
 
+# What a run can hit (RunResult.limits_hit): its cgroup's memory and pids limits (cgroups/rungroup.py), its
+# capped folder, the GPU memory line (runs/gpu_memory.py).
+LIMITS = ("memory", "processes", "run folder", "GPU memory")
+
+
 @dataclass
 class RunResult:
     run_dir: Path
@@ -179,7 +184,7 @@ class Run:
         watched, gpu_held, line, neighbours = 0, None, 0, 0
         # None where the driver's count cannot be read here (no GPU, no NVML, the line turned off)
         watch = gpu_memory.watch() if self.find_host_pid is not None else None
-        if watch is not None and self.limits.gpu_memory_bytes and self.find_host_pid is not None:
+        if watch is not None and self.limits.gpu_memory_bytes:
             line = gpu_memory.line(self.limits.gpu_memory_bytes)
             watched = watch.add(self.find_host_pid, line, self._gpu_over)
         try:

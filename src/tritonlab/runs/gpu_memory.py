@@ -137,12 +137,8 @@ class Watch:
         self._watched: dict[int, _Watched] = {}
         self._next = 0
         self._thread: threading.Thread | None = None
-        self.polls = 0
-        self.ended: collections.deque[float] = collections.deque(
-            maxlen=256
-        )  # when it ended a run (monotonic)
-        self.unknown_pids = 0  # processes with GPU memory that this machine's /proc does not show, last poll
-        self.error = ""
+        # when it ended a run (time.monotonic()), the latest 256
+        self.ended: collections.deque[float] = collections.deque(maxlen=256)
 
     def add(self, find_root: Callable[[], int | None], line: int, on_over: Callable[[int], None]) -> int:
         """Watch a run: `find_root` gives its top process's pid here (None until known), `on_over(bytes)` is
@@ -178,16 +174,13 @@ class Watch:
         """One reading: every watched run's tree summed, and those past their line ended."""
         try:
             usage = self.usage()
-        except Exception as exc:  # noqa: BLE001 - a reading that failed holds nothing; the next may work
-            self.error = f"{type(exc).__name__}: {exc}"[:200]
+        except Exception:  # noqa: BLE001 - a reading that failed holds nothing; the next may work
             return
-        self.polls += 1
         with self._lock:
             watched = list(self._watched.values())
         if not usage or not watched:
             return
         parents = Parents()
-        self.unknown_pids = sum(1 for pid in usage if not parents.get(pid))
         for run in watched:
             if run.root is None:
                 run.root = run.find_root()

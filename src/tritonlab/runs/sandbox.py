@@ -216,10 +216,7 @@ class Zygote(WarmDirs):
             # Found at once through NSpid; by name (gVisor) only once the held child has named itself, which
             # can come just after the zygote reported its pid: look again for a moment before giving up.
             deadline = time.monotonic() + 3.0
-            level = self.pid_level()
-            while (
-                host := rungroup.host_pid(int(run.pid or 0), self.proc.pid, jail.hold_tag(run.id), level)
-            ) is None:
+            while (host := self.host_pid(run)) is None:
                 if run.closed or time.monotonic() > deadline:
                     break
                 time.sleep(0.01)

@@ -274,7 +274,7 @@ class CheckRun:
         (runs/gpu_memory.py: past its line, so it held far more than its share), failed for that run, not for
         this code: the attempt is graded again (grading/retry.py), once. The refusal is the child's report, but
         the other run's end is the parent's own reading, so a file cannot ask for a second attempt alone."""
-        if not getattr(self.run_result, "gpu_neighbour_ended", False):
+        if not self.run_result.gpu_neighbour_ended:
             return
         refused = any(
             isinstance(entry, dict)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tritonlab import config
 from tritonlab.runs import caches, rundir
-from tritonlab.runs.collect import RunResult, cpu_seconds, event_count
+from tritonlab.runs.collect import LIMITS, RunResult, cpu_seconds, event_count
 from tritonlab.runs.executor import ExecutorError
 from tritonlab.runs.limits import Limits
 from tritonlab.runs.sandbox import SandboxError
@@ -179,10 +179,6 @@ def worker_timings(reply: dict) -> dict:
             if isinstance(key, str) and isinstance(value, int | float | bool):
                 timings[f"worker.{key}"] = value
     return timings
-
-
-# The limits a run can hit (RunResult.limits_hit): the per-run cgroup's, the capped folder, the GPU memory line.
-LIMITS = ("memory", "processes", "run folder", "GPU memory")
 
 
 def limits_hit(value: object) -> list[str]:
