@@ -123,6 +123,13 @@ def replay_cases(
                 seconds = ahead.get("seconds") if isinstance(ahead, dict) else None
                 if isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6:
                     timings["replay_ahead_s"] = seconds
+                for field, name in (
+                    ("compiled_here", "replay_ahead_compiled"),
+                    ("unforeseen", "replay_unforeseen"),
+                ):
+                    count = ahead.get(field) if isinstance(ahead, dict) else None
+                    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count < 1 << 20:
+                        timings[name] = count  # diagnostics: the ahead's own compiles; launches it missed
             launched = reply.get("variants")
         except (OSError, ValueError, AttributeError, rundir.Malformed):
             replayed, launched = {}, None

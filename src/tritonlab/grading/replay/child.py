@@ -105,7 +105,10 @@ def run_replay(job: dict, run_dir: Path) -> int:
     if (
         device == "cuda" and ahead and job.get("compile_ahead", True)
     ):  # every launch is known now: compile them at once, before the first runs
+        mark = compiled_here() if compiled_before is not None else None
         out["ahead"] = compile_ahead(run_kernels, ahead)
+        if mark is not None:  # what the ahead compile compiled itself (the rest were cache hits)
+            out["ahead"]["compiled_here"] = compiled_here() - mark
     for case in job["cases"]:
         key = str(case["index"])
         if key in out["cases"]:
@@ -164,6 +167,8 @@ def run_replay(job: dict, run_dir: Path) -> int:
         flush()
     out["seconds"] = round(time.perf_counter() - started, 3)
     out["variants"] = launched
+    if "ahead" in out:  # launches the records alone did not foresee: each compiled at its launch
+        out["ahead"]["unforeseen"] = sum(1 for v in launched if v not in ahead)
     # how many kernels this child (and its compile-ahead forks) compiled itself: a precompile that matched
     # leaves none (grading/replay/precompile.py)
     out["compiled_here"] = (
