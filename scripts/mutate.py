@@ -451,6 +451,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         area="sandbox",
     ),
     Mutation(
+        "compile-classes-split-between-forks",
+        "grading/replay/precompile.py",
+        "    for members in sorted(by_class.values(), key=len, reverse=True):\n        min(groups, key=len).extend(members)\n",
+        "    for k, call in enumerate(calls):\n        groups[k % len(groups)].append(call)\n",
+        ("tests/test_precompile.py",),
+        what="the compile ahead shares variants out one by one, so two forks compile one kernel",
+        area="grader",
+    ),
+    Mutation(
         "gpu-memory-line-counts-one-process",
         "runs/gpu_memory.py",
         "            pid = parents.get(pid, 0)\n",

@@ -654,3 +654,59 @@ def test_the_replays_compile_count_is_its_own_not_the_shared_caches(tmp_path: Pa
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["errors"] == [] and got["counts"] == [3, 3, 4], got
     assert got["entries_after"] == got["entries_before"] + 2, got  # the other process's entry is in the cache
+
+
+SAME_KERNEL = r"""
+import json, os, sys
+import torch
+from tritonlab.grading.replay import precompile, variants
+from tritonlab.grading.replay.source import build_kernels
+
+SOURCE = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+'''
+precompile.use_target("cuda:90")
+kernels, _ = build_kernels(SOURCE, "/learner/solution.py")
+x = torch.empty(64)
+# vector-copy's replay: lengths Triton does not tell apart (7, 127, 1025: neither 1 nor a multiple of 16;
+# 1024, 98432: multiples of 16), one kernel each, and BLOCK, a constexpr, that it does
+lengths = [7, 1024, 127, 98432, 1025]
+wanted = variants.validate(
+    [variants.describe("copy_kernel", [x, x, n], {"BLOCK": 256}, {}) for n in lengths]
+    + [variants.describe("copy_kernel", [x, x, 7], {"BLOCK": b}, {}) for b in (64, 128)]
+)
+precompile.count_compiles()
+done, errors, processes, entries = precompile.compile_variants(kernels, wanted, 4)
+print(json.dumps({"done": done, "errors": errors, "processes": processes, "entries": len(entries),
+                  "compiled": precompile.compiled_here(),
+                  "classes": len({precompile.compile_class(v, kernels["copy_kernel"]) for v in wanted}),
+                  "blind": len({precompile.compile_class(v) for v in wanted})}))
+"""
+
+
+def test_variants_of_one_kernel_are_compiled_once_whatever_the_forks(tmp_path: Path) -> None:
+    """A variant records integers by value, so a replay's seven launches of vector-copy's kernel are seven
+    variants and four kernels (three lengths neither 1 nor a multiple of 16, two multiples of 16, two other
+    BLOCKs). Shared out between four forks by `compile_class`, each kernel is compiled once: the replay of a
+    lessons 2–8 check used to compile 14 where its check child compiled 10, one fork compiling what another
+    compiled beside it."""
+    script = tmp_path / "same.py"
+    script.write_text(SAME_KERNEL)
+    env = os.environ | {
+        "TRITON_INTERPRET": "0",
+        "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["errors"] == [] and got["done"] == 7 and got["classes"] == 4, got
+    assert got["compiled"] == got["entries"] == 4, got  # one compile a kernel, every entry named
+    assert got["processes"] == 4, got  # still shared out: one class a fork
+    assert got["blind"] == 2, got  # without the kernel, BLOCK counts as any integer: coarser, never finer

@@ -124,22 +124,60 @@ def _compile(calls: list) -> tuple[int, list[str], list[str]]:
     return done, errors, entries
 
 
+def compile_class(variant: dict, kernel: Any = None) -> str:
+    """The variant with each integer argument that is not a `tl.constexpr` of `kernel` replaced by what
+    Triton's specialization sees of it (1, a multiple of 16, 32 or 64 bits): variants that may compile to one
+    binary share a class. A variant records integers by value (the replay's lengths 7, 127 and 1025 are three
+    variants and one kernel), so without this, forks given two variants of one kernel compiled it twice, each
+    in its own process (a lessons 2–8 replay compiled 14 kernels where its check child compiled 10,
+    H100-80GB-HBM3 run 2026-12-07 (68f8c91)). Coarser than Triton is harmless: two kernels of one class are
+    compiled one after the other in one process, each under its own key."""
+    names = list(getattr(kernel, "arg_names", []) or [])
+    constexprs = {p.name for p in getattr(kernel, "params", []) if getattr(p, "is_constexpr", False)}
+
+    def seen(name: str | None, raw: list) -> list:
+        if raw[0] == "float" and name not in constexprs:
+            return raw[:1]  # a float argument specializes by its type alone
+        if raw[0] != "int" or name in constexprs:
+            return raw
+        v = raw[1]
+        return ["int", v == 1, v % 16 == 0, -(1 << 31) <= v < 1 << 31, v < 1 << 63]
+
+    args = [seen(names[i] if i < len(names) else None, a) for i, a in enumerate(variant["args"])]
+    kwargs = sorted((k, seen(k, v)) for k, v in variant["kwargs"].items())
+    return json.dumps([variant["kernel"], args, kwargs, variant["options"]])
+
+
+def share_out(calls: list, classes: list[str], workers: int) -> list[list]:
+    """The calls in at most `workers` groups, every call of one class in the same group (its second call is then
+    a hit in that process's own cache, never a second compile elsewhere), larger classes placed first."""
+    by_class: dict[str, list] = {}
+    for call, cls in zip(calls, classes, strict=True):
+        by_class.setdefault(cls, []).append(call)
+    groups: list[list] = [[] for _ in range(max(1, min(workers, len(by_class))))]
+    for members in sorted(by_class.values(), key=len, reverse=True):
+        min(groups, key=len).extend(members)
+    return groups
+
+
 def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple[int, list, int, list]:
-    """Warm up each variant's kernel; (compiled, errors, processes used, cache entries). With `workers` > 1 the variants are
-    shared out between forked processes: Triton's compile holds the GIL for most of its work (twelve matmul
-    variants for cuda:90 on this project's 2-core CI machine: 4.73 s one after the other, 4.29 s in four threads
-    under Triton's `AsyncCompileMode`), and forks share out the cores the check child leaves. Each fork compiles for
-    the target this process's driver names, through a CompileOnlyDriver: a fork never touches the GPU (its
-    pointer stand-ins are host tensors: only their dtype and alignment are seen)."""
+    """Warm up each variant's kernel; (compiled, errors, processes used, cache entries). With `workers` > 1 the
+    variants are shared out between forked processes by `compile_class`: Triton's compile holds the GIL for most of
+    its work (twelve matmul variants for cuda:90 on this project's 2-core CI machine: 4.73 s one after the other,
+    4.29 s in four threads under Triton's `AsyncCompileMode`), and forks share out the cores the check child
+    leaves. Each fork compiles for the target this process's driver names, through a CompileOnlyDriver: a fork
+    never touches the GPU (its pointer stand-ins are host tensors: only their dtype and alignment are seen)."""
     errors: list[str] = []
-    calls = []
+    calls, classes = [], []
     for v in variants:
         if v["kernel"] not in kernels:
             errors.append(f"{v['kernel']}: no such kernel in the text")
             continue
         args, kwargs = _variants.arguments(v, "cpu")
         calls.append((v["kernel"], kernels[v["kernel"]], args, kwargs))
-    share = max(1, min(workers, len(calls)))
+        classes.append(compile_class(v, kernels[v["kernel"]]))
+    groups = share_out(calls, classes, workers)
+    share = len(groups)
     if share == 1:
         done, more, entries = _compile(calls)
         return done, errors + more, 1, entries
@@ -156,7 +194,7 @@ def compile_variants(kernels: dict, variants: list[dict], workers: int) -> tuple
                 os.close(read)
                 driver.set_active(CompileOnlyDriver(target))
                 before = _compiled_here
-                result = [*_compile(calls[k::share]), _compiled_here - before]
+                result = [*_compile(groups[k]), _compiled_here - before]
                 os.write(write, json.dumps(result).encode()[:60000])
             except BaseException:  # noqa: BLE001
                 code = 1
