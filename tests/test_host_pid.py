@@ -1,6 +1,6 @@
 """runs/cgroups/rungroup.py `host_pid`: a run's held child is found by walking the kernel's list of children
 down from the zygote, not by reading every process of the machine (under the lessons 2-8 load that scan was a
-fifth of the server's own CPU); a child the list misses is still found, through the whole /proc."""
+tenth of the server's sampled time); a child the list misses is still found, through the whole /proc."""
 
 from __future__ import annotations
 

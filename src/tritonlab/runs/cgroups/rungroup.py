@@ -254,8 +254,8 @@ def host_pid(inner: int, below: int, tag: str = "", level: int | None = None) ->
 
     First through the kernel's list of each process's children (`/proc/PID/task/TID/children`), from `below`
     down: the held child is one or two levels below the zygote, so that reads a few files where a scan of the
-    whole /proc reads every process of the machine's (under the lessons 2–8 load at 16 runs at once a fifth of
-    the server's own CPU, H100-80GB-HBM3 run 2026-12-07 (82c912d)). That list may miss a child while siblings
+    whole /proc reads every process of the machine's (under the lessons 2–8 load at 16 runs at once a tenth of
+    the server's sampled time, H100-80GB-HBM3 run 2026-12-07 (82c912d)). That list may miss a child while siblings
     come and go, so a miss is looked for again in the whole /proc."""
     listed = _walk(inner, below, tag, level, _listed_children)
     if listed is not None:
