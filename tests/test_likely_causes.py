@@ -79,3 +79,21 @@ def test_rmsnorm_fp16_overflow_cause_needs_the_overflow_signature() -> None:
     # upcast, but eps outside the sqrt: a finite, near-right output is not an overflow
     outside = rms.reference(x.values, w.values, 1e-6, mode="outside-sqrt") * 1.05
     assert "overflows" not in rms.diagnosis(case, result_with(outside, "float16"), 1e-6, 1e-3, 0.0)
+
+
+def test_no_stride_hint_is_computed_for_a_case_past_the_hint_size(monkeypatch) -> None:
+    """The diagnosis rebuilds every input's storage once per trial: a GPU check's large strided cases (beside
+    small ones of the same layouts, which get it) get none, so a wrong file costs the server what a right one
+    does. The same misreading at the size bound's edge is still named."""
+    from tritonlab.grading.contracts import _layout
+
+    softmax = contracts.get("softmax")
+    x = quantize(np.random.default_rng(3).normal(size=(12, 20)), "float32")
+    case = Case("transposed", (Tensor(x, "float32", "transposed"),))
+    flat = x.T.reshape(-1)[: x.size].reshape(x.shape)
+    misread = result_with(softmax.reference(flat))
+    monkeypatch.setattr(_layout, "HINT_MAX_ELEMENTS", x.size)
+    assert any("strides" in f.cause for f in softmax.check(case, misread))
+    monkeypatch.setattr(_layout, "HINT_MAX_ELEMENTS", x.size - 1)
+    failures = softmax.check(case, misread)
+    assert failures and not any("strides" in f.cause for f in failures)  # still failed, without the hint
