@@ -437,3 +437,23 @@ def test_values_are_judged_alike_in_any_chunk_size(chunk: int, monkeypatch: pyte
         )
         == []
     )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_large_case_draws_fresh_uniform_values_of_its_dtype(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From LARGE elements on (a GPU check's big cases) the draws are uniform on [-2·scale, 2·scale) instead of
+    normal, eight times cheaper for the server: still no exact zero, each value one the dtype holds, and two
+    seeds give different values (a kernel cannot pass on a stale output)."""
+    from tritonlab.grading import contracts as c
+
+    monkeypatch.setattr(c, "LARGE", 4096)
+    rng = np.random.default_rng(5)
+    got = c.random_values(rng, (64, 64), dtype, 3.0)
+    assert got.dtype == np.float64 and (got != 0).all()
+    assert got.min() >= -6.0 and got.max() <= 6.0 and got.std() > 2.5  # uniform on [-6, 6): std 3.46
+    assert np.array_equal(got, c.quantize(got, dtype))
+    small = c.random_values(np.random.default_rng(5), (63, 64), dtype, 3.0)  # below LARGE: normal, std 3
+    assert np.abs(small).max() > 6.0
+    assert not np.array_equal(got, c.random_values(np.random.default_rng(6), (64, 64), dtype, 3.0))
