@@ -120,14 +120,15 @@ def replay_cases(
                 if isinstance(compiled, int) and not isinstance(compiled, bool) and 0 <= compiled < 1 << 20:
                     timings["replay_compiled"] = compiled  # kernels the replay compiled itself (diagnostic)
                 ahead = reply.get("ahead")  # its launches compiled at once before the first ran (GPU)
-                seconds = ahead.get("seconds") if isinstance(ahead, dict) else None
+                ahead = ahead if isinstance(ahead, dict) else {}
+                seconds = ahead.get("seconds")
                 if isinstance(seconds, int | float) and not isinstance(seconds, bool) and 0 <= seconds < 1e6:
                     timings["replay_ahead_s"] = seconds
                 for field, name in (
                     ("compiled_here", "replay_ahead_compiled"),
                     ("unforeseen", "replay_unforeseen"),
                 ):
-                    count = ahead.get(field) if isinstance(ahead, dict) else None
+                    count = ahead.get(field)
                     if isinstance(count, int) and not isinstance(count, bool) and 0 <= count < 1 << 20:
                         timings[name] = count  # diagnostics: the ahead's own compiles; launches it missed
             launched = reply.get("variants")

@@ -29,8 +29,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from tritonlab.runs.cgroups import hierarchy, sweep
 from tritonlab.runs.cgroups.hierarchy import (
@@ -264,7 +264,9 @@ def host_pid(inner: int, below: int, tag: str = "", level: int | None = None) ->
     return _walk(inner, below, tag, level, lambda pid: children.get(pid, []))
 
 
-def _walk(inner: int, below: int, tag: str, level: int | None, children_of: Any) -> int | None:
+def _walk(
+    inner: int, below: int, tag: str, level: int | None, children_of: Callable[[int], list[int]]
+) -> int | None:
     stack = [below]
     while stack:
         for pid in children_of(stack.pop()):
