@@ -26,7 +26,10 @@ record's header, runs with any `--only`):
     the compile ahead of the save ended (service/ahead.py; `edited_kernel_latency.py --save-first`), in one
     Service; judged against the same goals (the seconds until the verdict is shown);
 13. `bench`: `tritonlab bench --all --runs 3 --budget S`: the reference kernels, interleaved runs, started
-    cases only while time is left; the restated targets judged from its rows (perf/targets.py).
+    cases only while time is left; the restated targets judged from its rows (perf/targets.py);
+14. `load` and 15. `load_course`, only when asked for (`--only load,load_course`: together they take a call of
+    their own): issue 37's class loads through a real classroom server, the lessons 2–8 mix with every text
+    its own and the whole-course mix, judged against its goals (scripts/gpuload/verify.py).
 
 Writes `gpu-verify.json` (everything, saved after every step), `gpu-verify.md` (the summary with every target and
 whether it is met) and `README.md` (the run's record: date, GPU, driver, versions, commit, command, what it measured,
@@ -58,6 +61,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_runs  # noqa: E402  (the run folder's name and README form; stdlib and tritonlab.perf.bench only)
+from gpuload import verify as class_loads  # noqa: E402  (steps load and load_course)
 
 CLI = [sys.executable, "-m", "tritonlab"]
 BUDGET_S = 570.0  # 9.5 minutes: one 10-minute GPU call always brings the report back
@@ -77,7 +81,10 @@ LIMITS = {
     "edited_kernel": 120,
     "edited_saved": 150,
     "bench": 600,
+    "load": 200,
+    "load_course": 200,
 }
+OPT_IN = frozenset({"load", "load_course"})  # run only when `--only` names them
 LATENCY = (("vector-copy", 3.0), ("softmax", 3.0), ("matmul", 5.0))  # exercise, target through the CLI (s)
 WEB_TARGET = {"vector-copy": 2.0, "softmax": 2.0, "matmul": 5.0}
 FIRST_CHECK_TARGET, DEV_CHECK_TARGET = 15.0, 90.0
@@ -846,6 +853,7 @@ def judge(report: dict) -> list[dict]:
             f"{len(c['shown_s'])}; compile ahead: {', '.join(str(a) for a in c['ahead'])}), s"
         )
         add(what, c["median_s"], c["target_s"], c["all_passed"])
+    out += class_loads.judge(report)
     if "total_s" in report:
         add("the whole gpu-verify, s", report["total_s"], BUDGET_S)
     return out
@@ -1154,17 +1162,22 @@ def main(argv: list[str] | None = None) -> int:
         "edited_kernel": lambda e, s: edited_kernel(e, s, args.out),
         "edited_saved": lambda e, s: edited_saved(e, s, args.out),
         "bench": lambda e, s: bench_all(e, s, args.out),
+        "load": lambda e, s: class_loads.run_load(e, s, args.out, "l2-8"),
+        "load_course": lambda e, s: class_loads.run_load(e, s, args.out, "course"),
     }
+    asked = [name for name in steps if name in only] if only else [n for n in steps if n not in OPT_IN]
     # the last step this run makes gets what is left of the budget: `--only gpu_tests` in a call of its own
     # gives the GPU tests the whole call (they outgrew their 150 s beside the other steps: 158 tests in the
     # H100-80GB-HBM3 run 2026-12-05 (2de2963))
-    last = [name for name in steps if not only or name in only][-1]
+    last = asked[-1]
     for name, step in steps.items():
         left = args.budget - RESERVE_S - (time.monotonic() - started)
         limit = left if name == last else min(LIMITS[name], left)
         info: dict = {"limit_s": round(limit, 1), "seconds": 0.0}
-        if only and name not in only:
-            info["status"] = "not asked for (--only)"
+        if name not in asked:
+            info["status"] = (
+                "not asked for (--only)" if only else "not asked for (run with --only load,load_course)"
+            )
         elif args.dry_run:
             info["status"] = "dry run: not run"
         elif limit < (60 if name == "bench" else 5):

@@ -31,7 +31,9 @@ def test_dry_run_writes_the_plan_of_every_step_within_the_budget(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "gpu-verify.json").read_text())
     assert list(report["steps"]) == list(gpu_verify.LIMITS)
-    assert report["dry_run"] and all(s["status"].startswith("dry run") for s in report["steps"].values())
+    assert report["dry_run"] and all(
+        s["status"].startswith("dry run") for n, s in report["steps"].items() if n not in gpu_verify.OPT_IN
+    )
     assert gpu_verify.BUDGET_S <= 570
     assert "dry run: nothing was run" in (tmp_path / "gpu-verify.md").read_text()
     assert "a dry run: nothing was run" in (tmp_path / "README.md").read_text()
@@ -354,3 +356,60 @@ def test_a_shard_reads_its_files_seconds_from_pytests_durations(tmp_path: Path) 
     read = gpu_verify.read_shard(done.stdout, done.returncode)
     assert read["summary"].startswith("2 passed"), done.stdout
     assert 0.6 <= read["file_seconds"]["test_timed.py"] < 5, read
+
+
+def test_the_class_loads_run_only_when_asked_for(tmp_path: Path) -> None:
+    """The two class loads take a GPU call of their own: a plain run plans every other step and not them
+    (bench stays the step that gets what is left), `--only load,load_course` plans them and nothing else."""
+    assert gpu_verify.main(["--out", str(tmp_path / "all"), "--dry-run"]) == 0
+    steps = json.loads((tmp_path / "all" / "gpu-verify.json").read_text())["steps"]
+    assert (
+        steps["load"]["status"]
+        == steps["load_course"]["status"]
+        == ("not asked for (run with --only load,load_course)")
+    )
+    assert (
+        steps["bench"]["status"] == "dry run: not run" and steps["gpu_tests"]["status"] == "dry run: not run"
+    )
+    assert steps["bench"]["limit_s"] > gpu_verify.LIMITS["dev_check"]  # the last step gets what is left
+    assert gpu_verify.main(["--out", str(tmp_path / "loads"), "--dry-run", "--only", "load,load_course"]) == 0
+    steps = json.loads((tmp_path / "loads" / "gpu-verify.json").read_text())["steps"]
+    planned = {name for name, info in steps.items() if info["status"] == "dry run: not run"}
+    assert planned == {"environment", "load", "load_course"}
+    assert steps["load_course"]["limit_s"] > gpu_verify.LIMITS["load_course"]  # the last one asked: the rest
+
+
+def test_the_class_loads_are_judged_against_issue_37s_goals() -> None:
+    """Each load's figures against the goals: met on the goal's side with every verdict what its file must
+    give; short past it, or when any verdict disagreed; not measured when the load gave no figure."""
+    from gpuload import verify
+
+    def load(per_minute: float | None, p95: float | None, mismatches: int = 0) -> dict:
+        summary = {"verdicts": 200, "mismatches": mismatches, "checks_per_minute": per_minute,
+                   "latency_s": {"p50": 1.0, "p95": p95, "max": 9.0}}  # fmt: skip
+        return {"summary": summary, "sandbox": "hardened"}
+
+    def verdicts(report: dict) -> dict[str, object]:
+        rows = gpu_verify.judge(report | {"gpu_name": "NVIDIA H200"})
+        return {t["what"].split(" (")[0]: t["met"] for t in rows if "mix" in t["what"]}
+
+    got = verdicts({"load": load(210.0, 4.5), "load_course": load(59.0, 30.0)})
+    assert got == {
+        "lessons 2–8 mix, every text its own: checks a minute": True,
+        "lessons 2–8 mix: latency p95, submission to verdict, s": True,
+        "whole-course mix: checks a minute": False,
+    }
+    got = verdicts({"load": load(250.0, 5.5), "load_course": load(61.0, 9.0, mismatches=1)})
+    assert list(got.values()) == [True, False, False]
+    got = verdicts({"load": load(None, None)})
+    assert list(got.values()) == [None, None]
+    assert verdicts({}) == {}  # no load asked for: no row
+    row = gpu_verify.judge({"load": load(120.0, 20.0), "gpu_name": "NVIDIA H100 80GB HBM3"})[0]
+    assert row["target"] == "≥ 200.0" and row["measured"] == 120.0 and row["met"] is False
+    assert "measured on NVIDIA H100 80GB HBM3" in row["what"] and "hardened" in row["what"]
+    # the command each step runs: the GPU backend, the class's size, the mix, a bound inside the step's limit
+    argv = verify.argv_for("l2-8", 150, Path("/tmp/x.json"), "hardened")
+    assert argv[argv.index("--mix") + 1] == "l2-8" and "--distinct" in argv and "--backend" in argv
+    assert argv[argv.index("--learners") + 1] == "60" and argv[argv.index("--max-seconds") + 1] == "150"
+    assert "TRITONLAB_SANDBOX=hardened" in argv
+    assert "--distinct" not in verify.argv_for("course", 150, Path("/tmp/x.json"), None)

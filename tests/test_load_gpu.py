@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gpuload import plan  # noqa: E402
+from gpuload import plan, verify  # noqa: E402
 from gpuload.report import expected_ok, summarize  # noqa: E402
 from ray_throughput import percentile  # noqa: E402
 
@@ -189,6 +189,13 @@ def test_a_short_run_through_the_web_api_reports_consistent_figures(tmp_path: Pa
     warm = s["warm_children_per_check"]
     assert warm is not None and set(warm) == {"made", "taken", "ready_ahead", "dropped_unused"}, warm
     assert 0 <= warm["ready_ahead"] <= warm["taken"] and warm["dropped_unused"] <= warm["made"], warm
+
+    # `make gpu-verify`'s load steps keep the figures the goals name, read from this very report
+    kept = verify.figures(report)
+    assert kept["summary"]["verdicts"] == 6 and kept["summary"]["mismatches"] == 0, kept
+    assert kept["summary"]["checks_per_minute"] == s["checks_per_minute"]
+    assert kept["summary"]["latency_s"]["p95"] == s["latency_s"]["p95"]
+    assert kept["cpu_busy_mean_pct"] == util["cpu"]["busy_mean_pct"]
 
     # it stopped what it started: the server (and its runs) and the class's folder
     with pytest.raises(ProcessLookupError):
