@@ -1063,6 +1063,8 @@ def readme_text(report: dict, out: Path, argv: list[str]) -> str:
         "gpu-verify.json": "the whole report: every step, its seconds and what it measured",
         "gpu-verify.md": "its summary: every target, met or short",
         "bench-all.json": "`tritonlab bench --all --json --runs 3`: the reference kernels' rows and targets",
+        "load-l2-8.json": "step `load`: `scripts/load_gpu.py`'s whole report, every check's record",
+        "load-course.json": "step `load_course`: `scripts/load_gpu.py`'s whole report, every check's record",
     }
     present = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != "README.md")
     files = [(name, known.get(name, "(added by the command that ran this script)")) for name in present]

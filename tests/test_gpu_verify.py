@@ -377,6 +377,11 @@ def test_the_class_loads_run_only_when_asked_for(tmp_path: Path) -> None:
     planned = {name for name, info in steps.items() if info["status"] == "dry run: not run"}
     assert planned == {"environment", "load", "load_course"}
     assert steps["load_course"]["limit_s"] > gpu_verify.LIMITS["load_course"]  # the last one asked: the rest
+    # the run's record names what each load wrote
+    report = json.loads((tmp_path / "loads" / "gpu-verify.json").read_text())
+    (tmp_path / "loads" / "load-l2-8.json").write_text("{}")
+    readme = gpu_verify.readme_text(report, tmp_path / "loads", ["--only", "load,load_course"])
+    assert "| `load-l2-8.json` | step `load`: `scripts/load_gpu.py`'s whole report" in readme
 
 
 def test_the_class_loads_are_judged_against_issue_37s_goals() -> None:
