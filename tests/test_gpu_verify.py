@@ -418,3 +418,25 @@ def test_the_class_loads_are_judged_against_issue_37s_goals() -> None:
     assert argv[argv.index("--learners") + 1] == "60" and argv[argv.index("--max-seconds") + 1] == "150"
     assert "TRITONLAB_SANDBOX=hardened" in argv
     assert "--distinct" not in verify.argv_for("course", 150, Path("/tmp/x.json"), None)
+
+
+@pytest.mark.slow
+def test_a_class_load_step_runs_the_load_and_keeps_its_figures(tmp_path: Path) -> None:
+    """The step itself, made small (the interpreter, 2 learners, 3 vector-copy checks): it runs load_gpu.py
+    against a real classroom server, keeps its whole report in the run's folder and the figures the goals
+    name, read back from that report."""
+    from gpuload import verify
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    more = ("--learners", "2", "--checks", "3", "--rate", "0", "--exercises", "vector-copy", "--warmup", "0")
+    got = verify.run_load(env, 150, tmp_path, "l2-8", backend="interpreter", more=more)
+    assert got["code"] == 0 and got["file"] == "load-l2-8.json", got
+    report = json.loads((tmp_path / "load-l2-8.json").read_text())
+    assert report["config"]["distinct"] is True and len(report["records"]) == 3
+    s = got["summary"]
+    assert s["verdicts"] == 3 and s["mismatches"] == 0 and s["unfinished"] == 0, got
+    assert s["checks_per_minute"] == report["summary"]["checks_per_minute"] > 0
+    assert s["latency_s"] == report["summary"]["latency_s"]
+    # too short a limit for a load: said, nothing started
+    assert "too short" in verify.run_load(env, 50, tmp_path / "none", "course")["error"]
+    assert not (tmp_path / "none").exists()

@@ -21,6 +21,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parent.parent / "load_gpu.py"
 LEARNERS, SLOTS = 60, 16
 TEARDOWN_S = 40.0  # load_gpu.py's start-up before its bound counts and its own teardown after it
+STOP_S = 25.0  # for load_gpu.py to stop what it started, when it is stopped (its own teardown: 20 s)
 # mix -> (load_gpu.py's arguments, file name); a load is cut at the step's limit less TEARDOWN_S, at most 150 s
 MIXES = {
     "l2-8": (["--mix", "l2-8", "--checks", "240", "--rate", "240", "--distinct"], "load-l2-8.json"),
@@ -37,32 +38,45 @@ GOALS = {
 }
 
 
-def argv_for(mix: str, seconds: float, out: Path, sandbox: str | None) -> list[str]:
-    """load_gpu.py's command line for one of the two loads, bounded to `seconds`."""
+def argv_for(
+    mix: str, seconds: float, out: Path, sandbox: str | None, backend: str = "gpu", more: tuple[str, ...] = ()
+) -> list[str]:
+    """load_gpu.py's command line for one of the two loads, bounded to `seconds` (`more`: arguments after the
+    mix's, which override them: a smaller load for a test)."""
     extra, _ = MIXES[mix]
-    argv = [sys.executable, str(SCRIPT), "--backend", "gpu", "--executor", "local"]
+    argv = [sys.executable, str(SCRIPT), "--backend", backend, "--executor", "local"]
     argv += ["--learners", str(LEARNERS), "--slots", str(SLOTS), *extra]
     argv += ["--max-seconds", f"{seconds:.0f}", "--out", str(out)]
     if sandbox:
         argv += ["--env", f"TRITONLAB_SANDBOX={sandbox}"]
-    return argv
+    return argv + list(more)
 
 
-def run_load(env: dict, limit: float, out_dir: Path, mix: str) -> dict:
+def run_load(
+    env: dict, limit: float, out_dir: Path, mix: str, backend: str = "gpu", more: tuple[str, ...] = ()
+) -> dict:
     """Run one load within `limit` seconds; the figures the goals name, the verdicts' agreement, the CPU."""
     seconds = min(MAX_LOAD_S, limit - TEARDOWN_S)
     if seconds < 30:
         return {"error": f"{limit:.0f} s is too short for a load (it needs {30 + TEARDOWN_S:.0f})"}
     sandbox = "hardened" if shutil.which("bwrap") else None
     out = out_dir / MIXES[mix][1]
-    argv = argv_for(mix, seconds, out, sandbox)
+    argv = argv_for(mix, seconds, out, sandbox, backend, more)
     t0 = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code: int | str
     try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=limit)
-        code: int | str = done.returncode
-        stderr = done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stderr = "timeout", exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        _, stderr = proc.communicate(timeout=max(1.0, limit - STOP_S))
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        # past its own bound: SIGTERM first, so that it stops the server and the runs it started
+        proc.terminate()
+        try:
+            _, stderr = proc.communicate(timeout=STOP_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+        code = "stopped at the step's limit"
     result: dict = {
         "argv": argv[1:],
         "code": code,
