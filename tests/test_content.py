@@ -7,11 +7,9 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ahead import Ahead, selected
 
 from tritonlab.content.course import load_course
 
@@ -68,8 +66,8 @@ def test_the_welcome_text_counts_the_lessons() -> None:
         assert COURSE.welcome[lang].startswith(word + " "), (lang, word, COURSE.welcome[lang][:40])
 
 
-def run_code_blocks(lesson_id: str) -> subprocess.CompletedProcess[str]:
-    """The lesson's code blocks, in order, in one fresh interpreter."""
+@pytest.mark.parametrize("lesson_id", list(LESSONS))
+def test_lesson_code_blocks_run(lesson_id: str) -> None:
     import json
 
     lesson = LESSONS[lesson_id]
@@ -81,7 +79,7 @@ def run_code_blocks(lesson_id: str) -> subprocess.CompletedProcess[str]:
             continue
         raises = next((w.split("=", 1)[1] for w in words if w.startswith("raises=")), None)
         blocks.append({"code": code, "raises": raises})
-    return subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-c", RUNNER],
         input=json.dumps(blocks),
         capture_output=True,
@@ -90,22 +88,6 @@ def run_code_blocks(lesson_id: str) -> subprocess.CompletedProcess[str]:
         env=interpreter_env(),
         timeout=300,
     )
-
-
-@pytest.fixture(scope="module")
-def code_block_runs(request: pytest.FixtureRequest) -> Iterator[Ahead[str, subprocess.CompletedProcess[str]]]:
-    """Each selected lesson's run, started ahead a few at a time (tests/ahead.py): each is a process of its
-    own that keeps one core busy while pytest only waits."""
-    runs = Ahead(run_code_blocks, selected(request, "test_lesson_code_blocks_run", "lesson_id"))
-    yield runs
-    runs.close()
-
-
-@pytest.mark.parametrize("lesson_id", list(LESSONS))
-def test_lesson_code_blocks_run(
-    lesson_id: str, code_block_runs: Ahead[str, subprocess.CompletedProcess[str]]
-) -> None:
-    proc = code_block_runs.result(lesson_id)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ALL BLOCKS OK" in proc.stdout
 
@@ -113,9 +95,9 @@ def test_lesson_code_blocks_run(
 EXAMPLES = [(lesson.id, ex.file) for lesson in COURSE.lessons for ex in lesson.examples]
 
 
-def run_example(file: Path) -> subprocess.CompletedProcess[str]:
-    """The example as a learner runs it: a fresh interpreter, from the lesson's folder."""
-    return subprocess.run(
+@pytest.mark.parametrize("lesson_id,file", EXAMPLES, ids=[f"{a}/{b.name}" for a, b in EXAMPLES])
+def test_example_runs(lesson_id: str, file: Path) -> None:
+    proc = subprocess.run(
         [sys.executable, str(file)],
         capture_output=True,
         text=True,
@@ -123,21 +105,6 @@ def run_example(file: Path) -> subprocess.CompletedProcess[str]:
         env=interpreter_env(),
         timeout=300,
     )
-
-
-@pytest.fixture(scope="module")
-def example_runs(request: pytest.FixtureRequest) -> Iterator[Ahead[Path, subprocess.CompletedProcess[str]]]:
-    """Each selected example's run, started ahead a few at a time (tests/ahead.py), as `code_block_runs`."""
-    runs = Ahead(run_example, selected(request, "test_example_runs", "file"))
-    yield runs
-    runs.close()
-
-
-@pytest.mark.parametrize("lesson_id,file", EXAMPLES, ids=[f"{a}/{b.name}" for a, b in EXAMPLES])
-def test_example_runs(
-    lesson_id: str, file: Path, example_runs: Ahead[Path, subprocess.CompletedProcess[str]]
-) -> None:
-    proc = example_runs.result(file)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 

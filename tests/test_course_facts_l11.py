@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ahead import Ahead, selected
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = ROOT / "course" / "11-training"
@@ -407,38 +406,23 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         z.close()
 
 
-@pytest.fixture(scope="module")
-def pasted_verdicts(
-    request: pytest.FixtureRequest, zygote, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator:
-    """Each selected exercise's check of the lesson's code pasted as its answer, started ahead a few at a time
-    through the module's zygote (tests/ahead.py; thread-safe, as the service uses it)."""
+@pytest.mark.parametrize("exercise", sorted(PASTED))
+def test_the_lessons_code_pasted_as_the_answer_fails(exercise: str, zygote, tmp_path: Path) -> None:
     from tritonlab.grading import contracts
     from tritonlab.grading.check import pipeline
-    from tritonlab.models import Exercise, Verdict
+    from tritonlab.models import Exercise
 
-    def check(exercise: str) -> Verdict:
-        folder = LESSON / "exercises" / exercise
-        code = lesson_definitions() + PASTED[exercise]
-        if exercise == "autograd-wrap":
-            code = (folder / "starter.py").read_text() + "\n\n" + lesson_definitions()
-        answer = tmp_path_factory.mktemp(f"pasted-{exercise}") / f"{exercise.replace('-', '_')}.py"
-        answer.write_text(code)
-        ex = Exercise(
-            exercise, "11-training", folder, contracts.get(exercise).FUNCTION, {"en": exercise}, {}, {}, ()
-        )
-        seed = zlib.crc32(exercise.encode()) % 100_000 + 1
-        return pipeline.check(ex, answer, "interpreter", zygote, seed=seed, timeout=120)
-
-    verdicts = Ahead(check, selected(request, "test_the_lessons_code_pasted_as_the_answer_fails", "exercise"))
-    yield verdicts
-    verdicts.close()
-
-
-@pytest.mark.parametrize("exercise", sorted(PASTED))
-def test_the_lessons_code_pasted_as_the_answer_fails(exercise: str, pasted_verdicts: Ahead) -> None:
+    folder = LESSON / "exercises" / exercise
+    code = lesson_definitions() + PASTED[exercise]
+    if exercise == "autograd-wrap":
+        code = (folder / "starter.py").read_text() + "\n\n" + lesson_definitions()
+    answer = tmp_path / f"{exercise.replace('-', '_')}.py"
+    answer.write_text(code)
+    ex = Exercise(
+        exercise, "11-training", folder, contracts.get(exercise).FUNCTION, {"en": exercise}, {}, {}, ()
+    )
     seed = zlib.crc32(exercise.encode()) % 100_000 + 1
-    verdict = pasted_verdicts.result(exercise)
+    verdict = pipeline.check(ex, answer, "interpreter", zygote, seed=seed, timeout=120)
     kinds = {f.kind for f in verdict.failures}
     assert not verdict.passed, (exercise, seed)
     if exercise == "rmsnorm-backward":  # it runs and launches kernels; its gradients are LayerNorm's

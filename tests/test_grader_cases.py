@@ -10,16 +10,15 @@ drops a case cannot hide it from this test."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
-from ahead import Ahead, selected
 
 from tritonlab.content.course import load_course
 from tritonlab.grading import contracts
 from tritonlab.grading.check import pipeline
 from tritonlab.grading.contracts import DEVICE, Case, Tensor, layout_geometry
-from tritonlab.models import Verdict
 from tritonlab.runs import sandbox
 
 SEED = 5
@@ -89,40 +88,22 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sandbox.Zygote]
         z.close()
 
 
-@pytest.fixture(scope="module")
-def last_case_verdicts(
-    request: pytest.FixtureRequest, zygote: sandbox.Zygote, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ahead[str, Verdict]]:
-    """Each selected exercise's check of its solution wrapped to be wrong on the last case alone, started
-    ahead a few at a time through the module's zygote (tests/ahead.py; thread-safe, as the service uses it)."""
-
-    def check(exercise_id: str) -> Verdict:
-        exercise = load_course().exercise(exercise_id)
-        last = case_signature(contract_cases(exercise_id)[-1])
-        wrong = tmp_path_factory.mktemp(exercise_id) / f"{exercise.function}.py"
-        wrong.write_text(
-            exercise.solution.read_text() + WRAPPER.format(function=exercise.function, last=last)
-        )
-        return pipeline.check(exercise, wrong, BACKEND, zygote, seed=SEED, timeout=180)
-
-    verdicts = Ahead(
-        check, selected(request, "test_a_file_wrong_only_on_the_last_case_fails_naming_it", "exercise_id")
-    )
-    yield verdicts
-    verdicts.close()
-
-
 @pytest.mark.parametrize("exercise_id", EXERCISES)
 def test_a_file_wrong_only_on_the_last_case_fails_naming_it(
-    exercise_id: str, last_case_verdicts: Ahead[str, Verdict]
+    exercise_id: str, tmp_path: Path, zygote: sandbox.Zygote
 ) -> None:
+    exercise = load_course().exercise(exercise_id)
     cases = contract_cases(exercise_id)
     last = cases[-1]
     signatures = [case_signature(c) for c in cases]
     assert signatures.count(signatures[-1]) == 1, f"{exercise_id}: the last case's arguments are not unique"
     assert not last.extra.get("bf16_arithmetic"), f"{exercise_id}: its last case runs on a GPU only"
 
-    verdict = last_case_verdicts.result(exercise_id)
+    wrong = tmp_path / f"{exercise.function}.py"
+    wrong.write_text(
+        exercise.solution.read_text() + WRAPPER.format(function=exercise.function, last=signatures[-1])
+    )
+    verdict = pipeline.check(exercise, wrong, BACKEND, zygote, seed=SEED, timeout=180)
 
     # none dropped: every case the contract made, in order, is judged, except a bf16-arithmetic case that this
     # backend skips, which the verdict names in its notes

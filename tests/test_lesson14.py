@@ -14,11 +14,9 @@ import subprocess
 import sys
 import textwrap
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ahead import Ahead, selected
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = ROOT / "course" / "14-hopper"
@@ -235,50 +233,33 @@ FAILS_WITH = {
 }
 
 
-@pytest.fixture(scope="module")
-def pasted_verdicts(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Ahead]:
-    """Each selected exercise's check of the lesson's code pasted as its answer, started ahead a few at a time
-    (tests/ahead.py) through one zygote of the module's own (thread-safe, as the service uses it)."""
+@pytest.mark.parametrize("exercise_id", sorted(ADAPTERS))
+def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, tmp_path: Path) -> None:
     from tritonlab.grading import contracts
     from tritonlab.grading.check import pipeline
-    from tritonlab.models import Exercise, Verdict
+    from tritonlab.models import Exercise
     from tritonlab.runs import sandbox
 
-    def check(exercise_id: str) -> Verdict:
-        code = "\n\n".join(
-            [
-                'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"',
-                *lesson_blocks(),
-                textwrap.dedent(ADAPTERS[exercise_id]),
-            ]
-        )
-        file = tmp_path_factory.mktemp(f"pasted-{exercise_id}") / "pasted.py"
-        file.write_text(code)
-        contract = contracts.get(exercise_id)
-        folder = LESSON / "exercises" / exercise_id
-        exercise = Exercise(exercise_id, "", folder, contract.FUNCTION, {"en": exercise_id}, {}, {}, ())
+    code = "\n\n".join(
+        [
+            'import torch\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"',
+            *lesson_blocks(),
+            textwrap.dedent(ADAPTERS[exercise_id]),
+        ]
+    )
+    file = tmp_path / "pasted.py"
+    file.write_text(code)
+    contract = contracts.get(exercise_id)
+    folder = LESSON / "exercises" / exercise_id
+    exercise = Exercise(exercise_id, "", folder, contract.FUNCTION, {"en": exercise_id}, {}, {}, ())
+    os.environ.setdefault("TRITONLAB_HOME", str(tmp_path / "home"))
+    zygote = sandbox.Zygote("interpreter")
+    try:
+        zygote.wait_ready()
         seed = zlib.crc32(exercise_id.encode()) % 1000 + 1
-        return pipeline.check(exercise, file, "interpreter", zygote, seed=seed, timeout=120)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TRITONLAB_HOME", str(tmp_path_factory.mktemp("home")))
-        zygote = sandbox.Zygote("interpreter")
-        try:
-            zygote.wait_ready()
-            verdicts = Ahead(
-                check, selected(request, "test_the_lessons_code_pasted_as_the_answer_fails", "exercise_id")
-            )
-            yield verdicts
-            verdicts.close()
-        finally:
-            zygote.close()
-
-
-@pytest.mark.parametrize("exercise_id", sorted(ADAPTERS))
-def test_the_lessons_code_pasted_as_the_answer_fails(exercise_id: str, pasted_verdicts: Ahead) -> None:
-    verdict = pasted_verdicts.result(exercise_id)
+        verdict = pipeline.check(exercise, file, "interpreter", zygote, seed=seed, timeout=120)
+    finally:
+        zygote.close()
     kinds = {f.kind for f in verdict.failures}
     assert not verdict.passed
     assert FAILS_WITH[exercise_id] in kinds, sorted(kinds)

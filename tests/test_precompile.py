@@ -530,21 +530,16 @@ def test_the_predicted_variants_are_the_replays_own(
     monkeypatch.setenv("TRITONLAB_PREDICT", "0")  # the replay's variants alone; nothing compiled here
     exercise = next(e for e in load_course().exercises() if e.id == exercise_id)
     cache = caches.learner_name(f"predict-{os.urandom(4).hex()}")
-    # the prediction needs nothing of the check: its child runs beside it (each keeps one core busy)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_INTERPRET": "0"}
-    with subprocess.Popen(
-        [sys.executable, "-c", PREDICT, exercise_id, "9", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    ) as predicting:  # fmt: skip
-        try:
-            verdict = pipeline.check(exercise, exercise.solution, "interpreter", zygote, seed=9, cache=cache)
-            stdout, stderr = predicting.communicate(timeout=300)
-        finally:
-            predicting.kill()
+    verdict = pipeline.check(exercise, exercise.solution, "interpreter", zygote, seed=9, cache=cache)
     assert verdict.passed, verdict.failures
     replayed = VariantStore().load(cache, exercise_id)
-    assert predicting.returncode == 0, stderr[-3000:]
-    predicted, problems = json.loads(stdout.strip().splitlines()[-1])
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_INTERPRET": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", PREDICT, exercise_id, "9", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    predicted, problems = json.loads(done.stdout.strip().splitlines()[-1])
     assert problems == []
     key = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731
     assert replayed and sorted(map(key, predicted)) == sorted(map(key, replayed))

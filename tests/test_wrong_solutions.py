@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ahead import Ahead, selected
 
 from tritonlab.grading import contracts
 from tritonlab.grading.check import pipeline
 from tritonlab.grading.check.replay import ROUNDING, compare_replay
-from tritonlab.models import FAILURE_KINDS, Exercise, Verdict
+from tritonlab.models import FAILURE_KINDS, Exercise
 from tritonlab.runs import sandbox
 
 WRONG = Path(__file__).resolve().parent / "wrong"
@@ -323,30 +322,11 @@ def test_every_wrong_file_is_listed() -> None:
     assert set(CAUSE_MENTIONS) <= set(EXPECTED)
 
 
-def seed_of(rel: str) -> int:
-    return zlib.crc32(rel.encode()) % 100_000 + 1
-
-
-@pytest.fixture(scope="module")
-def wrong_verdicts(request: pytest.FixtureRequest, zygote: sandbox.Zygote) -> Iterator[Ahead[str, Verdict]]:
-    """Each selected wrong file's check, started ahead two at a time through the module's zygote (thread-safe,
-    as the service uses it; tests/ahead.py): each check's child keeps one core busy and pytest only waits."""
-
-    def check(rel: str) -> Verdict:
-        folder = rel.split("/")[0]
-        return pipeline.check(
-            exercise_for(folder), WRONG / rel, "interpreter", zygote, seed=seed_of(rel), timeout=60
-        )
-
-    verdicts = Ahead(check, selected(request, "test_wrong_solution_is_rejected", "rel"))
-    yield verdicts
-    verdicts.close()
-
-
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
-def test_wrong_solution_is_rejected(rel: str, wrong_verdicts: Ahead[str, Verdict]) -> None:
-    seed = seed_of(rel)
-    verdict = wrong_verdicts.result(rel)
+def test_wrong_solution_is_rejected(rel: str, zygote: sandbox.Zygote) -> None:
+    folder = rel.split("/")[0]
+    seed = zlib.crc32(rel.encode()) % 100_000 + 1
+    verdict = pipeline.check(exercise_for(folder), WRONG / rel, "interpreter", zygote, seed=seed, timeout=60)
     kinds = {f.kind for f in verdict.failures}
     summary = "\n".join(
         f"{f.case} [{f.kind}] {f.message[:160]} :: {f.cause[:160]}" for f in verdict.failures[:8]
