@@ -132,8 +132,8 @@ def judge(report: dict) -> list[dict]:
             on_side = measured is not None and (measured >= bound if side == "≥" else measured <= bound)
             out.append(
                 {
-                    "what": f"{what} (60 learners, 16 runs at once, {load.get('sandbox')}; goal set for an "
-                    f"H200, measured on {gpu})",
+                    "what": f"{what} ({LEARNERS} learners, {SLOTS} runs at once, {load.get('sandbox')}; goal "
+                    f"set for an H200, measured on {gpu})",
                     "measured": measured,
                     "target": f"{side} {bound}",
                     "met": None if measured is None else (on_side and right),
